@@ -1,0 +1,3 @@
+"""Repository-level pytest configuration: the pytester fixture drives end-to-end tests."""
+
+pytest_plugins = ["pytester"]

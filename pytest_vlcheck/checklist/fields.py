@@ -1,0 +1,140 @@
+"""Typed access to one YAML mapping, with errors that name the file, line and key."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, NoReturn
+
+from pytest_vlcheck.checklist.errors import ChecklistError, did_you_mean
+from pytest_vlcheck.checklist.yaml_lines import LineList, LineMap
+
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+               list: "a list", dict: "a mapping"}
+
+
+def type_name(value: Any) -> str:
+    """How a YAML value's type reads in a message."""
+    if value is None:
+        return "nothing (null)"
+    for kind, name in _TYPE_NAMES.items():
+        if type(value) is kind or (kind is dict and isinstance(value, Mapping)):
+            return name
+    return type(value).__name__
+
+
+class Fields:
+    """One mapping of a checklist (the file, a test, an example, an image) under validation.
+
+    ``where`` names it in messages (``test 'color'``); ``fallback_line`` is used for mappings
+    that carry no line numbers (examples made by a generator point at their ``generate:``).
+    """
+
+    def __init__(self, path: Path, value: Any, where: str, fallback_line: int) -> None:
+        self.path = path
+        self.where = where
+        self.line = getattr(value, "line", fallback_line)
+        if not isinstance(value, Mapping):
+            self.fail(f"{where} must be a mapping, got {type_name(value)}")
+        self.data: Mapping[str, Any] = value
+
+    def fail(self, message: str, key: str | None = None) -> NoReturn:
+        """Raise a ``ChecklistError`` at ``key``'s line (or the mapping's)."""
+        raise ChecklistError(self.path, self.line_of(key), message)
+
+    def line_of(self, key: str | None) -> int:
+        """Line of ``key`` when known."""
+        if key is not None and isinstance(self.data, LineMap) and key in self.data:
+            return self.data.line_of(key)
+        return self.line
+
+    def check_keys(self, allowed: Iterable[str], required: Iterable[str] = ()) -> None:
+        """Unknown keys and missing required keys are errors."""
+        allowed = set(allowed)
+        for key in self.data:
+            if key not in allowed:
+                hint = did_you_mean(str(key), allowed)
+                expected = ", ".join(sorted(allowed))
+                self.fail(f"unknown key '{key}' in {self.where}{hint}; expected one of: "
+                          f"{expected}", str(key))
+        for key in required:
+            if key not in self.data:
+                self.fail(f"{self.where} is missing the required key '{key}'")
+
+    def has(self, key: str) -> bool:
+        """Whether ``key`` is given."""
+        return key in self.data
+
+    def raw(self, key: str) -> Any:
+        """The value as written."""
+        return self.data[key]
+
+    def text(self, key: str, default: str | None = None, *, pattern: str | None = None,
+             expected: str = "") -> str:
+        """A non-empty string, optionally matching ``pattern``."""
+        if key not in self.data:
+            if default is None:
+                self.fail(f"{self.where} is missing the required key '{key}'")
+            return default
+        value = self.data[key]
+        if not isinstance(value, str) or not value.strip():
+            self.fail(f"'{key}' must be a non-empty string, got {type_name(value)}", key)
+        if pattern and not re.fullmatch(pattern, value):
+            self.fail(f"'{key}' is '{value}'; expected {expected or 'to match ' + pattern}", key)
+        return value
+
+    def number(self, key: str, default: float | None = None, *, low: float = -math.inf,
+               high: float = math.inf) -> float:
+        """A finite number in [low, high]."""
+        if key not in self.data:
+            if default is None:
+                self.fail(f"{self.where} is missing the required key '{key}'")
+            return default
+        value = self.data[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail(f"'{key}' must be a number, got {type_name(value)}", key)
+        if not math.isfinite(value) or not low <= value <= high:
+            self.fail(f"'{key}' is {value}; expected a number from {low:g} to {high:g}", key)
+        return float(value)
+
+    def choice(self, key: str, choices: Iterable[str], default: str | None = None) -> str:
+        """One of ``choices``."""
+        choices = tuple(choices)
+        value = self.text(key, default)
+        if value not in choices:
+            hint = did_you_mean(value, choices)
+            self.fail(f"'{key}' is '{value}'{hint}; expected one of: {', '.join(choices)}", key)
+        return value
+
+    def strings(self, key: str, *, min_items: int = 1, exact: int | None = None) -> tuple[str, ...]:
+        """A list of non-empty strings."""
+        value = self.items(key, min_items=min_items, exact=exact)
+        for index, item in enumerate(value):
+            if not isinstance(item, str) or not item.strip():
+                raise ChecklistError(self.path, _item_line(value, index, self.line_of(key)),
+                                     f"'{key}' item {index + 1} must be a non-empty string, "
+                                     f"got {type_name(item)}")
+        return tuple(value)
+
+    def items(self, key: str, *, min_items: int = 1, exact: int | None = None) -> list[Any]:
+        """A list with a length check."""
+        if key not in self.data:
+            self.fail(f"{self.where} is missing the required key '{key}'")
+        value = self.data[key]
+        if not isinstance(value, list):
+            self.fail(f"'{key}' must be a list, got {type_name(value)}", key)
+        if exact is not None and len(value) != exact:
+            self.fail(f"'{key}' has {len(value)} items; expected exactly {exact}", key)
+        if len(value) < min_items:
+            self.fail(f"'{key}' has {len(value)} items; expected at least {min_items}", key)
+        return value
+
+    def item_line(self, key: str, index: int) -> int:
+        """Line of item ``index`` of the list under ``key``."""
+        return _item_line(self.data.get(key), index, self.line_of(key))
+
+
+def _item_line(value: Any, index: int, fallback: int) -> int:
+    return value.line_of(index) if isinstance(value, LineList) else fallback

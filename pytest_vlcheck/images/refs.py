@@ -1,0 +1,59 @@
+"""What a checklist says about an image, resolved but not yet loaded."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Crop = tuple[float, float, float, float]
+"""A crop box: x, y, width, height from the top-left corner, in pixels or, when the ref's
+``crop_relative`` is set, in fractions of the image's width and height."""
+
+SourceKind = Literal["file", "url", "scene"]
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """One image of a checklist: where its pixels come from, and an optional crop.
+
+    ``written`` is the reference exactly as the checklist writes it (the relative path, the
+    URL, or a canonical JSON of the scene); it is what ``scores:`` files and reports name.
+    ``location`` is where the pixels are: an absolute path for files, the URL for URLs, the
+    canonical JSON for scenes. Two refs with equal ``location`` and ``crop`` are the same
+    image and are encoded once.
+    """
+
+    kind: SourceKind
+    written: str
+    location: str
+    crop: Crop | None = None
+    crop_relative: bool = False
+    sha256: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, Crop | None, bool]:
+        """Identity of the pixels: equal keys mean one encoding."""
+        return (self.kind, self.location, self.crop, self.crop_relative)
+
+    def describe(self) -> str:
+        """Human-readable form for messages and reports."""
+        text = self.written if self.kind != "scene" else "scene:" + self.written
+        if self.crop is None:
+            return text
+        name = "crop_relative" if self.crop_relative else "crop"
+        return f"{text} {name}={list(self.crop)}"
+
+
+def canonical_scene(spec: Mapping[str, Any]) -> str:
+    """A scene spec as compact JSON with sorted keys: one spelling per scene."""
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"))
+
+
+class ImageUnavailable(Exception):
+    """An image's pixels cannot be had (missing file, failed download, undecodable bytes)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

@@ -1,0 +1,107 @@
+"""pytest nodes: a checklist file collects one item per test per model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pytest_vlcheck.checklist import ChecklistError, ChecklistTest, load_checklist
+from pytest_vlcheck.engine import MissingImagesError, unscored_result
+from pytest_vlcheck.models.protocol import MissingScore
+from pytest_vlcheck.models.registry import ModelLoadError
+from pytest_vlcheck.report.verdict import verdict_details, verdict_line
+from pytest_vlcheck.results import TestResult
+from pytest_vlcheck.session import VlcheckSession
+
+SESSION_KEY = pytest.StashKey[VlcheckSession]()
+NO_MODEL_REASON = ("no model given: pass --vl-model SPEC (e.g. --vl-model=tiny, clip, "
+                   "open_clip:ARCH@WEIGHTS, hf:DIR, scores:FILE, py:MODULE:FACTORY) or set "
+                   "vl_model in the ini file")
+USER_ERRORS = (ModelLoadError, MissingImagesError, MissingScore)
+"""Errors whose message says all there is to say: shown without a traceback."""
+REPORTED_FIELDS = ("model", "capability", "task", "n", "passed", "pass_rate", "ci_low",
+                   "ci_high", "threshold", "chance")
+
+
+class VerdictFailure(AssertionError):
+    """The pass rate is below the threshold."""
+
+    def __init__(self, result: TestResult) -> None:
+        super().__init__(verdict_line(result.to_dict()))
+        self.result = result
+
+
+class ChecklistFile(pytest.File):
+    """A checklist YAML file."""
+
+    def collect(self) -> Iterator[ChecklistItem]:
+        """One item per test per ``--vl-model`` (one model-less item when none is given)."""
+        session = self.config.stash[SESSION_KEY]
+        try:
+            checklist = load_checklist(self.path, image_root=session.settings.image_root)
+        except ChecklistError as exc:
+            raise self.CollectError(str(exc)) from None
+        models: list[str | None] = [s.name for s in session.settings.specs] or [None]
+        for test in checklist.tests:
+            for model in models:
+                name = test.id if model is None else f"{test.id}[{model}]"
+                yield ChecklistItem.from_parent(self, name=name, test=test, model=model)
+
+
+class ChecklistItem(pytest.Item):
+    """One checklist test on one model: setup scores it, the call judges the pass rate."""
+
+    def __init__(self, *, test: ChecklistTest, model: str | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.test = test
+        self.model = model
+        self.result: TestResult | None = None
+        self._add_capability_marks()
+
+    def _add_capability_marks(self) -> None:
+        """``-m attribute`` selects by the capability's first segment, ``-k color`` by any."""
+        first = self.test.capability_parts[0]
+        if first not in {line.split(":")[0] for line in self.config.getini("markers")}:
+            self.config.addinivalue_line("markers", f"{first}: vlcheck capability '{first}/...'")
+        self.add_marker("vlcheck")
+        self.add_marker(first)
+        self.extra_keyword_matches.update(self.test.capability_parts)
+
+    def setup(self) -> None:
+        """Score the test (the model's whole plan on its first item); errors land here."""
+        if self.model is None:
+            pytest.skip(NO_MODEL_REASON)
+        self.result = self.config.stash[SESSION_KEY].evaluate(self.test, self.model)
+        fields = self.result.to_dict()
+        self.user_properties.extend((f"vlcheck_{name}", fields[name]) for name in REPORTED_FIELDS)
+
+    def runtest(self) -> None:
+        """Pass when the pass rate reaches the threshold."""
+        assert self.result is not None
+        if self.result.status != "passed":
+            raise VerdictFailure(self.result)
+
+    def row(self, status: str) -> dict[str, Any]:
+        """This item's matrix row, with pytest's verdict as its status."""
+        assert self.model is not None
+        result = self.result or unscored_result(self.test, self.model, status,
+                                                self.config.stash[SESSION_KEY].settings.threshold)
+        row = result.to_dict()
+        row["status"] = status
+        return row
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str | Any:
+        """A verdict, or a user error's own message, instead of a traceback."""
+        if isinstance(excinfo.value, VerdictFailure):
+            fields = excinfo.value.result.to_dict()
+            return "\n".join([verdict_line(fields), *verdict_details(fields)])
+        if isinstance(excinfo.value, USER_ERRORS):
+            return f"{self.test.file}:{self.test.line}: test '{self.test.id}': {excinfo.value}"
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Any, int, str]:
+        """Point at the test's line in the YAML file."""
+        return self.path, self.test.line - 1, self.name

@@ -1,0 +1,151 @@
+"""Pure metric functions over fp32 score arrays, as the papers define them.
+
+Every comparison is strict (a tie fails) and a NaN score fails. Scores are ``s(image, text)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+Z95 = 1.959963984540054
+"""The two-sided 95% normal quantile used for the Wilson interval."""
+
+GROUP_CHANCE = {"text": 0.25, "image": 0.25, "group": 1 / 6}
+"""Winoground's chance levels: 1/4 for text and image scores, 1/6 for the group score."""
+
+MATCH_CHANCE = 0.5
+
+
+def wilson_interval(passed: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval for a binomial proportion; (0, 1) when n is 0."""
+    if n == 0:
+        return 0.0, 1.0
+    p = passed / n
+    z2 = z * z
+    denominator = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
+    low = 0.0 if passed == 0 else max(0.0, centre - half)
+    high = 1.0 if passed == n else min(1.0, centre + half)
+    return low, high
+
+
+def pad_rows(rows: Sequence[Sequence[float]]) -> np.ndarray:
+    """Ragged rows as one fp32 matrix, padded with -inf (which every real score beats)."""
+    width = max((len(row) for row in rows), default=0)
+    out = np.full((len(rows), width), -np.inf, dtype=np.float32)
+    for index, row in enumerate(rows):
+        out[index, : len(row)] = row
+    return out
+
+
+def beats_all(true_scores: np.ndarray, other_scores: np.ndarray) -> np.ndarray:
+    """Whether each true score is strictly above every other score of its row.
+
+    This is the ``caption`` criterion (true caption vs negative captions of one image) and the
+    ``image`` criterion (true image vs distractor images for one text). ``other_scores`` is
+    [N, K], padded with -inf; a NaN anywhere in a row fails it.
+    """
+    true_scores = np.asarray(true_scores, dtype=np.float32)
+    other_scores = np.asarray(other_scores, dtype=np.float32)
+    if other_scores.shape[1] == 0:
+        raise ValueError("each example needs at least one negative")
+    beaten = true_scores[:, None] > other_scores
+    return np.all(beaten, axis=1)
+
+
+def prompt_ensemble(scores: np.ndarray) -> np.ndarray:
+    """An image's score for a prompt ensemble: its mean similarity over the prompts (Compun).
+
+    ``scores`` is [images, prompts]; the mean is taken in float64 and returned as fp32.
+    """
+    return np.asarray(scores, dtype=np.float64).mean(axis=1).astype(np.float32)
+
+
+def group_outcomes(scores: np.ndarray) -> dict[str, np.ndarray]:
+    """Winoground's text, image and group scores per example.
+
+    ``scores`` is [N, 2, 2] with ``scores[n, i, j] = s(image_i, caption_j)`` and caption i
+    true for image i. ``text``: each image prefers its own caption (the predicate-noun
+    paper's counter-balanced pair metric); ``image``: each caption prefers its own image;
+    ``group``: both.
+    """
+    s = np.asarray(scores, dtype=np.float32)
+    text = (s[:, 0, 0] > s[:, 0, 1]) & (s[:, 1, 1] > s[:, 1, 0])
+    image = (s[:, 0, 0] > s[:, 1, 0]) & (s[:, 1, 1] > s[:, 0, 1])
+    return {"text": text, "image": image, "group": text & image}
+
+
+def group_caption_choices(scores: np.ndarray) -> np.ndarray:
+    """Per image, whether it prefers its own caption: [N, 2] booleans.
+
+    Each row is one counter-balanced pair of triplets ([I1, S1, S2], [I2, S2, S1]); the mean
+    is the predicate-noun paper's per-triplet accuracy (chance 50%).
+    """
+    s = np.asarray(scores, dtype=np.float32)
+    return np.stack([s[:, 0, 0] > s[:, 0, 1], s[:, 1, 1] > s[:, 1, 0]], axis=1)
+
+
+def match_correct(scores: np.ndarray, labels: np.ndarray, cutoff: float) -> np.ndarray:
+    """Binary image-text matching: a match needs score >= cutoff, a non-match score < cutoff."""
+    s = np.asarray(scores, dtype=np.float32)
+    labels = np.asarray(labels, dtype=bool)
+    return np.where(labels, s >= cutoff, s < cutoff)
+
+
+def match_accuracies(correct: np.ndarray, labels: np.ndarray,
+                     neg_types: Sequence[str | None]) -> dict[str, float]:
+    """SVO-Probes' accuracies: positive, negative and their equal-weight average.
+
+    Also per negative type (``neg_type`` names the row's type on both its positive and its
+    negative pairs, as in SVO-Probes' table of subject / verb / object negatives). Keys are
+    ``positive_accuracy``, ``negative_accuracy``, ``average_accuracy`` and the same with a
+    ``neg_type=NAME/`` prefix. An accuracy over no examples is left out.
+    """
+    correct = np.asarray(correct, dtype=bool)
+    labels = np.asarray(labels, dtype=bool)
+    out = _pos_neg_average(correct, labels, "")
+    types = np.array([t or "" for t in neg_types], dtype=object)
+    for name in sorted({t for t in types if t}):
+        mask = types == name
+        out.update(_pos_neg_average(correct[mask], labels[mask], f"neg_type={name}/"))
+    return out
+
+
+def _pos_neg_average(correct: np.ndarray, labels: np.ndarray, prefix: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if labels.any():
+        out[prefix + "positive_accuracy"] = float(correct[labels].mean())
+    if (~labels).any():
+        out[prefix + "negative_accuracy"] = float(correct[~labels].mean())
+    if labels.any() and (~labels).any():
+        positive = out[prefix + "positive_accuracy"]
+        out[prefix + "average_accuracy"] = (positive + out[prefix + "negative_accuracy"]) / 2
+    return out
+
+
+def choice_chance(candidate_counts: Sequence[int]) -> float:
+    """Chance pass rate when each example picks one of ``k`` candidates uniformly."""
+    if not candidate_counts:
+        return 0.0
+    return float(np.mean([1.0 / k for k in candidate_counts]))
+
+
+def slice_rates(correct: np.ndarray,
+                tags: Sequence[Mapping[str, str]]) -> dict[str, dict[str, dict[str, float]]]:
+    """Pass rate broken down by every tag value: ``{tag: {value: {n, passed, pass_rate}}}``."""
+    correct = np.asarray(correct, dtype=bool)
+    counts: dict[str, dict[str, list[int]]] = {}
+    for ok, example_tags in zip(correct, tags, strict=True):
+        for name, value in example_tags.items():
+            cell = counts.setdefault(name, {}).setdefault(value, [0, 0])
+            cell[0] += 1
+            cell[1] += int(ok)
+    return {
+        name: {value: {"n": n, "passed": passed, "pass_rate": passed / n}
+               for value, (n, passed) in sorted(values.items())}
+        for name, values in sorted(counts.items())
+    }

@@ -1,0 +1,147 @@
+"""Model specs (``--vl-model``): parse them, name them, and load the scorer behind them.
+
+A spec is ``[NAME=]SPEC`` where SPEC is an alias (``clip``, ``tiny``), ``SCHEME:BODY`` for a
+built-in scheme (open_clip, hf, scores, py), or ``ENTRY[:BODY]`` for a model a third-party
+package registers in the ``pytest_vlcheck.models`` entry-point group (a callable taking
+``(body, options)`` and returning a scorer). Backends are imported only when loaded.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from pytest_vlcheck.models.protocol import DualEncoder, ModelOptions, PairScorer, RefScorer
+
+ENTRY_POINT_GROUP = "pytest_vlcheck.models"
+BACKENDS = {
+    "open_clip": "pytest_vlcheck.models.open_clip_backend",
+    "hf": "pytest_vlcheck.models.hf_backend",
+    "scores": "pytest_vlcheck.models.scores_backend",
+    "py": "pytest_vlcheck.models.custom_backend",
+}
+CLIP_SPEC = "open_clip:ViT-B-32-quickgelu@openai"
+_NAME = re.compile(r"[A-Za-z0-9_.@+-]+")
+
+
+class ModelSpecError(ValueError):
+    """A ``--vl-model`` value that cannot be understood."""
+
+
+class ModelLoadError(RuntimeError):
+    """A model spec was understood but its scorer could not be made."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One ``--vl-model``: ``name`` labels items and matrix columns, ``text`` is as given."""
+
+    name: str
+    text: str
+    scheme: str
+    body: str
+
+
+def aliases() -> dict[str, str]:
+    """Short names for well-known models (``tiny`` is the model shipped in this package)."""
+    from pytest_vlcheck.tiny import TINY_SPEC
+
+    return {"clip": CLIP_SPEC, "tiny": TINY_SPEC}
+
+
+def parse_specs(texts: list[str]) -> list[ModelSpec]:
+    """Parse every ``--vl-model`` value; names must come out unique."""
+    specs = [parse_spec(text) for text in texts]
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.name in seen:
+            raise ModelSpecError(
+                f"two --vl-model values are both named '{spec.name}'; name "
+                f"them apart with NAME=SPEC"
+            )
+        seen.add(spec.name)
+    return specs
+
+
+def parse_spec(text: str) -> ModelSpec:
+    """Parse one ``[NAME=]SPEC``."""
+    given_name = None
+    head, sep, rest = text.partition("=")
+    if sep and _NAME.fullmatch(head) and ":" not in head:
+        given_name, text = head, rest
+    text = text.strip()
+    if not text:
+        raise ModelSpecError(
+            "an empty --vl-model value; expected e.g. clip, tiny, "
+            "open_clip:ARCH@WEIGHTS, hf:DIR, scores:FILE or py:MODULE:FACTORY"
+        )
+    alias_table = aliases()
+    expanded = alias_table.get(text, text)
+    scheme, _, body = expanded.partition(":")
+    if scheme not in BACKENDS and scheme not in _entry_point_names():
+        known = ", ".join([*sorted(alias_table), *(f"{s}:..." for s in BACKENDS)])
+        raise ModelSpecError(
+            f"unknown model '{text}'; expected one of {known}, or a model "
+            f"registered in the '{ENTRY_POINT_GROUP}' entry-point group"
+        )
+    if scheme in BACKENDS and not body:
+        raise ModelSpecError(f"'{text}' names no model after '{scheme}:'")
+    name = given_name or (text if text in alias_table else _default_name(scheme, body))
+    return ModelSpec(name=name, text=text, scheme=scheme, body=body)
+
+
+def _default_name(scheme: str, body: str) -> str:
+    """A short readable name: file stems and last path parts, not whole paths."""
+    if scheme == "open_clip":
+        arch, _, pretrained = body.partition("@")
+        parts = [_stem(arch), *([_stem(pretrained)] if pretrained else [])]
+        name = "@".join(parts)
+    elif scheme == "hf":
+        name = body.rstrip("/").rsplit("/", 1)[-1]
+    elif scheme == "scores":
+        name = _stem(body)
+    elif scheme == "py":
+        name = body.rsplit(":", 1)[-1]
+    else:
+        name = f"{scheme}-{body}" if body else scheme
+    return "".join(c if _NAME.fullmatch(c) else "-" for c in name) or scheme
+
+
+def _stem(text: str) -> str:
+    return (
+        Path(text).stem
+        if text.endswith((".json", ".safetensors", ".pt", ".bin", ".jsonl", ".pth"))
+        else Path(text).name
+    )
+
+
+def _entry_point_names() -> set[str]:
+    return {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def load_scorer(spec: ModelSpec, options: ModelOptions) -> Any:
+    """Import the backend and build the scorer; every failure becomes ``ModelLoadError``."""
+    try:
+        if spec.scheme in BACKENDS:
+            scorer = importlib.import_module(BACKENDS[spec.scheme]).load(spec.body, options)
+        else:
+            (entry,) = [
+                ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == spec.scheme
+            ]
+            scorer = entry.load()(spec.body, options)
+    except ModelLoadError:
+        raise
+    except Exception as exc:  # a backend's own error, whatever its type, is a load failure
+        raise ModelLoadError(
+            f"cannot load model '{spec.text}': {type(exc).__name__}: {exc}"
+        ) from exc
+    if not isinstance(scorer, (RefScorer, DualEncoder, PairScorer)):
+        raise ModelLoadError(
+            f"model '{spec.text}' gave a {type(scorer).__name__}, which has "
+            f"neither encode_images + encode_texts, score_pairs nor score_refs"
+        )
+    return scorer

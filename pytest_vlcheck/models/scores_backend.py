@@ -1,0 +1,119 @@
+"""``scores:FILE``: precomputed scores in JSON lines; needs no pixels and no model.
+
+Each line is ``{"image": REF, "text": TEXT, "score": NUMBER}`` with REF the image exactly as
+the checklist writes it, optionally ``"crop": [x, y, w, h]`` (or ``"crop_relative"``) and
+``"example": ID``. A line with an example id applies inside that example only and wins over
+a line without one (for scores that depend on the candidate set).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_vlcheck.models.protocol import MissingScore, ModelOptions, RefPair
+
+_KEYS = {"image", "text", "score", "crop", "crop_relative", "example"}
+PairKey = tuple[str, str, tuple[float, ...] | None, bool]
+
+
+class ScoresFileError(ValueError):
+    """A malformed line of a scores file (``FILE:LINE: message``)."""
+
+
+class PrecomputedScores:
+    """Scores looked up by (example, image as written, crop, text)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.name = path.stem
+        self._scores: dict[tuple[str | None, PairKey], float] = {}
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                digest.update(raw)
+                if raw.strip():
+                    self._add_line(number, raw)
+        self.fingerprint = "sha256:" + digest.hexdigest()
+
+    def _add_line(self, number: int, raw: bytes) -> None:
+        where = f"{self.path}:{number}"
+        try:
+            record = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ScoresFileError(f"{where}: not a JSON object: {exc}") from None
+        if not isinstance(record, dict):
+            raise ScoresFileError(f"{where}: expected a JSON object per line")
+        unknown = set(record) - _KEYS
+        if unknown:
+            raise ScoresFileError(
+                f"{where}: unknown keys {sorted(unknown)}; expected {sorted(_KEYS)}"
+            )
+        for key in ("image", "text"):
+            if not isinstance(record.get(key), str):
+                raise ScoresFileError(f"{where}: '{key}' must be a string")
+        score = record.get("score")
+        if (
+            isinstance(score, bool)
+            or not isinstance(score, (int, float))
+            or not math.isfinite(score)
+        ):
+            raise ScoresFileError(f"{where}: 'score' must be a finite number, got {score!r}")
+        example = record.get("example")
+        if example is not None and not isinstance(example, (str, int)):
+            raise ScoresFileError(f"{where}: 'example' must be a string or an integer")
+        relative = "crop_relative" in record
+        crop = record.get("crop_relative" if relative else "crop")
+        if crop is not None and (not isinstance(crop, list) or len(crop) != 4):
+            raise ScoresFileError(f"{where}: a crop must be four numbers [x, y, w, h]")
+        key = _pair_key(
+            record["image"],
+            tuple(float(v) for v in crop) if crop else None,
+            relative,
+            record["text"],
+        )
+        scope = None if example is None else str(example)
+        if (scope, key) in self._scores:
+            raise ScoresFileError(f"{where}: a second score for the same pair {_describe(key)}")
+        self._scores[(scope, key)] = float(score)
+
+    def score_refs(self, pairs: Sequence[RefPair]) -> np.ndarray:
+        """The score of each pair; an example's own line wins over a general one."""
+        out = np.empty(len(pairs), dtype=np.float32)
+        for index, pair in enumerate(pairs):
+            key = _pair_key(
+                pair.image.written, pair.image.crop, pair.image.crop_relative, pair.text
+            )
+            score = self._scores.get((pair.example_id, key))
+            if score is None:
+                score = self._scores.get((None, key))
+            if score is None:
+                raise MissingScore(
+                    f"{self.path} has no score for {_describe(key)} (example '{pair.example_id}')"
+                )
+            out[index] = score
+        return out
+
+
+def _pair_key(image: str, crop: tuple[float, ...] | None, relative: bool, text: str) -> PairKey:
+    return (image, text, crop, relative and crop is not None)
+
+
+def _describe(key: PairKey) -> str:
+    image, text, crop, relative = key
+    where = f" {'crop_relative' if relative else 'crop'} {list(crop)}" if crop else ""
+    return f"image '{image}'{where} with text {text!r}"
+
+
+def load(body: str, options: ModelOptions) -> Any:
+    """Read the scores file named by the spec."""
+    path = Path(body)
+    if not path.is_file():
+        raise FileNotFoundError(f"scores file not found: {body}")
+    return PrecomputedScores(path)

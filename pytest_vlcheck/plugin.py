@@ -1,0 +1,180 @@
+"""pytest hooks: options, collection of checklist files, result gathering, reports.
+
+Everything of substance lives in the core; these hooks only translate between pytest and it.
+Per-item results travel on the test report (``report.vlcheck``) so that the matrix is built
+the same way in a serial run and on a pytest-xdist controller.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_vlcheck.checklist import is_checklist_file
+from pytest_vlcheck.items import SESSION_KEY, ChecklistFile, ChecklistItem
+from pytest_vlcheck.models.protocol import ModelOptions
+from pytest_vlcheck.models.registry import ModelSpecError, parse_specs
+from pytest_vlcheck.session import Settings, VlcheckSession
+
+PRECISIONS = ("fp32", "fp16", "bf16")
+MISSING = ("error", "skip")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The ``--vl-*`` options, each with an ini twin."""
+    group = parser.getgroup("vlcheck", "vision-language capability checklists")
+    group.addoption("--vl-model", action="append", default=[], metavar="SPEC",
+                    help="model to test, repeatable: clip, tiny, open_clip:ARCH[@PRETRAINED], "
+                         "hf:NAME_OR_DIR, scores:FILE, py:MODULE:FACTORY; NAME=SPEC names it")
+    group.addoption("--vl-device", default=None, help="auto (cuda, mps, cpu), cpu, cuda:0, ...")
+    group.addoption("--vl-batch-size", type=int, default=None, metavar="N",
+                    help="inputs per model call (default 64)")
+    group.addoption("--vl-precision", choices=PRECISIONS, default=None,
+                    help="forward-pass precision; decisions always use fp32 scores")
+    group.addoption("--vl-image-root", default=None, metavar="DIR",
+                    help="resolve image paths here instead of each checklist's image_root")
+    group.addoption("--vl-threshold", type=float, default=None, metavar="RATE",
+                    help="override every test's pass-rate threshold (0 to 1)")
+    group.addoption("--vl-missing", choices=MISSING, default=None,
+                    help="unloadable images: error the test (default) or skip those examples")
+    group.addoption("--vl-cache-dir", default=None, metavar="DIR",
+                    help="where downloaded URL images are kept (default: pytest's cache dir)")
+    group.addoption("--vl-report", default=None, metavar="DIR",
+                    help="write matrix.json, matrix.md, matrix.csv and report.html here")
+    parser.addini("vl_model", "default --vl-model values", type="linelist", default=[])
+    for name, default in (("vl_device", "auto"), ("vl_batch_size", "64"),
+                          ("vl_precision", "fp32"), ("vl_missing", "error")):
+        parser.addini(name, f"default for --{name.replace('_', '-')}", default=default)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Parse the options into the run's settings (bad values are usage errors)."""
+    config.addinivalue_line("markers", "vlcheck: a vision-language checklist test")
+    config.stash[SESSION_KEY] = VlcheckSession(_settings(config))
+    config.pluginmanager.register(VlcheckHooks(config), "vlcheck-session")
+
+
+def _settings(config: pytest.Config) -> Settings:
+    option = config.option
+    try:
+        specs = tuple(parse_specs(option.vl_model or config.getini("vl_model")))
+    except ModelSpecError as exc:
+        raise pytest.UsageError(f"--vl-model: {exc}") from None
+    precision = option.vl_precision or config.getini("vl_precision")
+    missing = option.vl_missing or config.getini("vl_missing")
+    batch_size = option.vl_batch_size or int(config.getini("vl_batch_size"))
+    for name, value, choices in (("precision", precision, PRECISIONS),
+                                 ("missing", missing, MISSING)):
+        if value not in choices:
+            raise pytest.UsageError(f"vl_{name} is '{value}'; expected one of {choices}")
+    if batch_size < 1:
+        raise pytest.UsageError("--vl-batch-size must be at least 1")
+    if option.vl_threshold is not None and not 0 <= option.vl_threshold <= 1:
+        raise pytest.UsageError("--vl-threshold must be between 0 and 1")
+    return Settings(
+        specs=specs,
+        model_options=ModelOptions(device=option.vl_device or config.getini("vl_device"),
+                                   batch_size=batch_size, precision=precision),
+        image_root=Path(option.vl_image_root).resolve() if option.vl_image_root else None,
+        threshold=option.vl_threshold,
+        missing=missing,
+        report_dir=Path(option.vl_report) if option.vl_report else None,
+        url_cache_dir=_url_cache_dir(config),
+    )
+
+
+def _url_cache_dir(config: pytest.Config) -> Path:
+    if config.option.vl_cache_dir:
+        return Path(config.option.vl_cache_dir).resolve()
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        return Path(cache.mkdir("vlcheck-images"))
+    return config.rootpath / ".vlcheck_cache" / "images"
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ChecklistFile | None:
+    """YAML files opening with a ``vlcheck:`` key are checklists."""
+    if is_checklist_file(file_path):
+        return ChecklistFile.from_parent(parent, path=file_path)
+    return None
+
+
+class VlcheckHooks:
+    """The hooks that need the run's state; registered once per run by ``pytest_configure``."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.state = config.stash[SESSION_KEY]
+        self.is_worker = hasattr(config, "workerinput")
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Plan each model's work from the selected items: a serial run scores it in one pass.
+
+        An xdist worker collects every item but runs only some: it scores per item instead.
+        """
+        if self.is_worker:
+            return
+        planned: dict[str, dict[int, Any]] = {}
+        for item in session.items:
+            if isinstance(item, ChecklistItem) and item.model is not None:
+                planned.setdefault(item.model, {})[id(item.test)] = item.test
+        for model, tests in planned.items():
+            self.state.plan(model, list(tests.values()))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        """Attach the item's matrix row to the report that decides its verdict."""
+        report = yield
+        if isinstance(item, ChecklistItem) and item.model is not None and (
+                report.when == "call" or (report.when == "setup" and not report.passed)):
+            status = "error" if report.when == "setup" and report.failed else report.outcome
+            report.vlcheck = item.row(status)
+            report.vlcheck_fingerprint = self.state.fingerprints.get(item.model, "")
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Gather rows (on an xdist controller they arrive from the workers)."""
+        row = getattr(report, "vlcheck", None)
+        if row is not None:
+            self.state.results.append(row)
+            if getattr(report, "vlcheck_fingerprint", ""):
+                self.state.fingerprints[row["model"]] = report.vlcheck_fingerprint
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """Print the capability matrix (capability rows x model columns)."""
+        if self.is_worker or not self.state.results:
+            return
+        from pytest_vlcheck.report import format_matrix
+
+        terminalreporter.write_sep("=", "vlcheck capability matrix")
+        width = shutil.get_terminal_size((100, 20)).columns
+        for line in format_matrix(self.state.models_meta(), self._ordered(), width=width):
+            terminalreporter.write_line(line)
+        for name, runner in self.state.runners.items():
+            stats = runner.stats
+            if stats.model_calls:
+                terminalreporter.write_line(
+                    f"[{name}] {stats.images_encoded} images, {stats.texts_encoded} texts, "
+                    f"{stats.pairs_scored} pairs in {stats.model_calls} model calls; "
+                    f"{stats.model_seconds:.1f} s in the model, {stats.load_seconds:.1f} s "
+                    f"waiting for images")
+        if self.state.settings.report_dir is not None:
+            terminalreporter.write_line(
+                f"vlcheck report written to {self.state.settings.report_dir}")
+
+    def pytest_sessionfinish(self) -> None:
+        """Write the report files (controller only), atomically."""
+        if self.is_worker or self.state.settings.report_dir is None:
+            return
+        from pytest_vlcheck.report import write_report
+
+        write_report(self.state.settings.report_dir, self.state.models_meta(), self._ordered())
+
+    def _ordered(self) -> list[dict[str, Any]]:
+        """Results in file, line and --vl-model order, however xdist delivered them."""
+        order = {spec.name: index for index, spec in enumerate(self.state.settings.specs)}
+        return sorted(self.state.results,
+                      key=lambda r: (r["file"], r["line"], order.get(r["model"], len(order))))

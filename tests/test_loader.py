@@ -1,0 +1,153 @@
+"""Checklist loading: typed objects, resolved images, and FILE:LINE errors for bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_vlcheck.checklist import ChecklistError, is_checklist_file, load_checklist
+from pytest_vlcheck.checklist.schema import (
+    CaptionExample,
+    GroupExample,
+    ImageExample,
+    MatchExample,
+)
+
+VALID = """\
+vlcheck: 1
+image_root: imgs
+tests:
+  - id: color
+    capability: attribute/color
+    task: caption
+    threshold: 0.75
+    examples:
+      - image: a.jpg
+        caption: a red apple
+        negatives: [a green apple]
+        tags: {size: small, count: 2}
+        id: "x-0"
+      - image: {path: b.jpg, crop: [1, 2, 30, 40]}
+        caption: a red car
+        negatives: [a blue car, a green car]
+  - id: compound
+    capability: compound/noun
+    task: image
+    threshold: 0.5
+    examples:
+      - text: [a photo of a bus stop, a bus stop]
+        image: c.jpg
+        distractors: [c_n1.jpg, {path: c_n2.jpg, crop_relative: [0.1, 0.1, 0.5, 0.5]}]
+  - id: pairs
+    capability: relation/action
+    task: group
+    threshold: 0.25
+    criterion: text
+    examples:
+      - images: [a.jpg, b.jpg]
+        captions: [a man is sitting, a woman is sitting]
+  - id: itm
+    capability: relation/action
+    task: match
+    threshold: 0.5
+    cutoff: 0.4
+    examples:
+      - {image: {url: "https://example.org/x.jpg"}, caption: a dog runs, label: match}
+      - {image: a.jpg, caption: a cat runs, label: no_match, neg_type: subject}
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "check.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_valid_checklist_loads_typed_objects(tmp_path: Path) -> None:
+    checklist = load_checklist(write(tmp_path, VALID))
+    color, compound, pairs, itm = checklist.tests
+    first, second = color.examples
+    assert isinstance(first, CaptionExample) and first.id == "x-0"
+    assert first.tags == {"size": "small", "count": "2"}
+    assert first.image.written == "a.jpg"
+    assert first.image.location == str((tmp_path / "imgs" / "a.jpg").resolve())
+    assert second.image.crop == (1, 2, 30, 40) and second.negatives == ("a blue car", "a green car")
+    assert color.line == 4 and first.line == 9
+    ex = compound.examples[0]
+    assert isinstance(ex, ImageExample) and ex.texts == ("a photo of a bus stop", "a bus stop")
+    assert ex.distractors[1].crop_relative
+    assert isinstance(pairs.examples[0], GroupExample) and pairs.criterion == "text"
+    match0, match1 = itm.examples
+    assert isinstance(match0, MatchExample) and match0.label and match0.image.kind == "url"
+    assert not match1.label and match1.neg_type == "subject" and itm.cutoff == 0.4
+
+
+def test_derived_example_ids_are_stable_and_content_based(tmp_path: Path) -> None:
+    first = load_checklist(write(tmp_path, VALID)).tests[0].examples[1].id
+    reordered = VALID.replace("      - image: a.jpg\n", "      - image: a.jpg\n", 1)
+    assert load_checklist(write(tmp_path, reordered, "b.yaml")).tests[0].examples[1].id == first
+    assert len(first) == 12
+
+
+def test_image_root_option_overrides_file(tmp_path: Path) -> None:
+    checklist = load_checklist(write(tmp_path, VALID), image_root=tmp_path / "elsewhere")
+    ref = checklist.tests[0].examples[0].image
+    assert ref.location == str((tmp_path / "elsewhere" / "a.jpg").resolve())
+
+
+def test_is_checklist_file(tmp_path: Path) -> None:
+    assert is_checklist_file(write(tmp_path, VALID))
+    assert not is_checklist_file(write(tmp_path, "other: 1\n", "x.yaml"))
+    assert not is_checklist_file(write(tmp_path, VALID, "x.txt"))
+
+
+BAD = {
+    "bad yaml": ("tests: [\n  - id: a\n", 2, "invalid YAML"),
+    "unknown key": (VALID.replace("    threshold: 0.75", "    treshold: 0.75"), 7,
+                    "unknown key 'treshold' in test 'color' (did you mean 'threshold'?)"),
+    "wrong type": (VALID.replace("negatives: [a green apple]", "negatives: a green apple"), 11,
+                   "'negatives' must be a list, got a string"),
+    "empty examples": (VALID.replace("""    examples:
+      - image: a.jpg
+        caption: a red apple
+        negatives: [a green apple]
+        tags: {size: small, count: 2}
+        id: "x-0"
+      - image: {path: b.jpg, crop: [1, 2, 30, 40]}
+        caption: a red car
+        negatives: [a blue car, a green car]
+""", "    examples: []\n"), 8, "'examples' has 0 items; expected at least 1"),
+    "threshold out of range": (VALID.replace("threshold: 0.75", "threshold: 1.5"), 7,
+                               "'threshold' is 1.5; expected a number from 0 to 1"),
+    "duplicate test id": (VALID.replace("id: compound", "id: color"), 17,
+                          "duplicate test id 'color' (first used on line 4)"),
+    "unknown task": (VALID.replace("task: caption", "task: captions"), 6,
+                     "'task' is 'captions' (did you mean 'caption'?)"),
+    "missing key": (VALID.replace("        caption: a red apple\n", ""), 9,
+                    "is missing the required key 'caption'"),
+    "bad crop": (VALID.replace("crop: [1, 2, 30, 40]", "crop: [1, 2, 0, 40]"), 14,
+                 "expected x, y >= 0 and width, height > 0"),
+    "group needs two images": (VALID.replace("images: [a.jpg, b.jpg]", "images: [a.jpg]"), 31,
+                               "'images' has 1 items; expected exactly 2"),
+    "bad label": (VALID.replace("label: no_match", "label: maybe"), 40, "'label' is 'maybe'"),
+    "criterion on caption": (VALID.replace("    task: caption\n",
+                                           "    task: caption\n    criterion: text\n"), 7,
+                             "'criterion' applies to group tests only"),
+    "duplicate yaml key": (VALID.replace("    threshold: 0.75\n",
+                                         "    threshold: 0.75\n    threshold: 0.5\n"), 8,
+                           "duplicate key 'threshold'"),
+    "version": (VALID.replace("vlcheck: 1", "vlcheck: 2"), 1, "'vlcheck' is 2"),
+    "both image sources": (VALID.replace("{path: b.jpg, crop", "{path: b.jpg, url: 'http://x', crop"),
+                           14, "needs exactly one of 'path', 'url' or 'scene'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_malformed_checklists_give_file_line_messages(tmp_path: Path, case: str) -> None:
+    text, line, message = BAD[case]
+    path = write(tmp_path, text)
+    with pytest.raises(ChecklistError) as info:
+        load_checklist(path)
+    assert str(info.value).startswith(f"{path}:{line}: "), str(info.value)
+    assert message in str(info.value)
