@@ -42,6 +42,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="unloadable images: error the test (default) or skip those examples")
     group.addoption("--vl-cache-dir", default=None, metavar="DIR",
                     help="where downloaded URL images are kept (default: pytest's cache dir)")
+    group.addoption("--vl-bundled", action="store_true", default=False,
+                    help="also collect the checklists shipped with pytest-vlcheck (only "
+                         "them when no paths are given)")
     group.addoption("--vl-report", default=None, metavar="DIR",
                     help="write matrix.json, matrix.md, matrix.csv and report.html here")
     parser.addini("vl_model", "default --vl-model values", type="linelist", default=[])
@@ -55,6 +58,22 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "vlcheck: a vision-language checklist test")
     config.stash[SESSION_KEY] = VlcheckSession(_settings(config))
     config.pluginmanager.register(VlcheckHooks(config), "vlcheck-session")
+    if config.option.vl_bundled:
+        _add_bundled_checklists(config)
+
+
+def _add_bundled_checklists(config: pytest.Config) -> None:
+    """Collect the shipped suite: alone when no paths were given, else beside them."""
+    from pytest_vlcheck.bundled import bundled_checklists_dir
+
+    try:
+        directory = str(bundled_checklists_dir())
+    except FileNotFoundError as exc:
+        raise pytest.UsageError(f"--vl-bundled: {exc}") from None
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args[:] = [directory]
+    elif directory not in config.args:
+        config.args.append(directory)
 
 
 def _settings(config: pytest.Config) -> Settings:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from colour_scorer import SOURCE
@@ -253,3 +252,16 @@ def test_malformed_scores_file_is_named_with_its_line(pytester: pytest.Pytester)
     result = pytester.runpytest("--vl-model=scores:s.jsonl")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*s.jsonl:1: 'score' must be a finite number, got None*"])
+
+
+def test_bundled_checklists_are_collected_and_run(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(colour_model=SOURCE)
+    pytester.syspathinsert()
+    result = pytester.runpytest("--vl-bundled", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*attribute.yaml::color", "*16 tests collected*"])
+    # the fake model sees some colours and reads only red, green and blue: it beats chance on
+    # part of the colour tests and ties (so fails) every spatial example
+    result = pytester.runpytest("--vl-bundled", "--vl-model=py:colour_model:make",
+                                "-k", "color or spatial_replaced", "--vl-threshold=0.3")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*relation/spatial: 0.0% (0/240, *"])

@@ -11,8 +11,14 @@ from typing import Any, NoReturn
 from pytest_vlcheck.checklist.errors import ChecklistError, did_you_mean
 from pytest_vlcheck.checklist.yaml_lines import LineList, LineMap
 
-_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
-               list: "a list", dict: "a mapping"}
+_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    list: "a list",
+    dict: "a mapping",
+}
 
 
 def type_name(value: Any) -> str:
@@ -57,8 +63,10 @@ class Fields:
             if key not in allowed:
                 hint = did_you_mean(str(key), allowed)
                 expected = ", ".join(sorted(allowed))
-                self.fail(f"unknown key '{key}' in {self.where}{hint}; expected one of: "
-                          f"{expected}", str(key))
+                self.fail(
+                    f"unknown key '{key}' in {self.where}{hint}; expected one of: {expected}",
+                    str(key),
+                )
         for key in required:
             if key not in self.data:
                 self.fail(f"{self.where} is missing the required key '{key}'")
@@ -71,8 +79,14 @@ class Fields:
         """The value as written."""
         return self.data[key]
 
-    def text(self, key: str, default: str | None = None, *, pattern: str | None = None,
-             expected: str = "") -> str:
+    def text(
+        self,
+        key: str,
+        default: str | None = None,
+        *,
+        pattern: str | None = None,
+        expected: str = "",
+    ) -> str:
         """A non-empty string, optionally matching ``pattern``."""
         if key not in self.data:
             if default is None:
@@ -85,8 +99,14 @@ class Fields:
             self.fail(f"'{key}' is '{value}'; expected {expected or 'to match ' + pattern}", key)
         return value
 
-    def number(self, key: str, default: float | None = None, *, low: float = -math.inf,
-               high: float = math.inf) -> float:
+    def number(
+        self,
+        key: str,
+        default: float | None = None,
+        *,
+        low: float = -math.inf,
+        high: float = math.inf,
+    ) -> float:
         """A finite number in [low, high]."""
         if key not in self.data:
             if default is None:
@@ -113,9 +133,11 @@ class Fields:
         value = self.items(key, min_items=min_items, exact=exact)
         for index, item in enumerate(value):
             if not isinstance(item, str) or not item.strip():
-                raise ChecklistError(self.path, _item_line(value, index, self.line_of(key)),
-                                     f"'{key}' item {index + 1} must be a non-empty string, "
-                                     f"got {type_name(item)}")
+                raise ChecklistError(
+                    self.path,
+                    _item_line(value, index, self.line_of(key)),
+                    f"'{key}' item {index + 1} must be a non-empty string, got {type_name(item)}",
+                )
         return tuple(value)
 
     def items(self, key: str, *, min_items: int = 1, exact: int | None = None) -> list[Any]:

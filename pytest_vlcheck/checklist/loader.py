@@ -32,8 +32,17 @@ CAPABILITY = r"[a-z][a-z0-9_]*(/[a-z][a-z0-9_]*)*"
 _HEADER = re.compile(rb"^vlcheck\s*:", re.MULTILINE)
 
 _FILE_KEYS = ("vlcheck", "image_root", "description", "tests")
-_TEST_KEYS = ("id", "capability", "task", "threshold", "description", "examples", "generate",
-              "criterion", "cutoff")
+_TEST_KEYS = (
+    "id",
+    "capability",
+    "task",
+    "threshold",
+    "description",
+    "examples",
+    "generate",
+    "criterion",
+    "cutoff",
+)
 _EXAMPLE_KEYS = {
     "caption": ("image", "caption", "negatives"),
     "image": ("text", "image", "distractors"),
@@ -75,8 +84,11 @@ def load_checklist(path: Path | str, *, image_root: Path | str | None = None) ->
     top.check_keys(_FILE_KEYS, required=("vlcheck", "tests"))
     version = top.raw("vlcheck")
     if version != FORMAT_VERSION:
-        top.fail(f"'vlcheck' is {version!r}; this version of pytest-vlcheck reads format "
-                 f"{FORMAT_VERSION}", "vlcheck")
+        top.fail(
+            f"'vlcheck' is {version!r}; this version of pytest-vlcheck reads format "
+            f"{FORMAT_VERSION}",
+            "vlcheck",
+        )
     if image_root is not None:
         image_dir = Path(image_root)
     else:
@@ -88,8 +100,12 @@ def load_checklist(path: Path | str, *, image_root: Path | str | None = None) ->
     for index, raw in enumerate(tests_raw):
         test = _parse_test(context, raw, top.item_line("tests", index))
         if test.id in seen:
-            raise ChecklistError(path, test.line, f"duplicate test id '{test.id}' (first used "
-                                 f"on line {seen[test.id]}); test ids must be unique in a file")
+            raise ChecklistError(
+                path,
+                test.line,
+                f"duplicate test id '{test.id}' (first used "
+                f"on line {seen[test.id]}); test ids must be unique in a file",
+            )
         seen[test.id] = test.line
         tests.append(test)
     return Checklist(path=path, tests=tuple(tests))
@@ -102,8 +118,11 @@ def _parse_test(context: _Context, raw: Any, line: int) -> ChecklistTest:
     fields.check_keys(_TEST_KEYS, required=("id", "capability", "task", "threshold"))
     test_id = fields.text("id", pattern=TEST_ID, expected="letters, digits, '_', '.' or '-'")
     fields.where = f"test '{test_id}'"
-    capability = fields.text("capability", pattern=CAPABILITY,
-                             expected="lowercase segments joined by '/', e.g. attribute/color")
+    capability = fields.text(
+        "capability",
+        pattern=CAPABILITY,
+        expected="lowercase segments joined by '/', e.g. attribute/color",
+    )
     task = fields.choice("task", TASKS)
     threshold = fields.number("threshold", low=0.0, high=1.0)
     criterion = "group"
@@ -118,10 +137,18 @@ def _parse_test(context: _Context, raw: Any, line: int) -> ChecklistTest:
         cutoff = fields.number("cutoff")
     raw_examples, lines = _example_sources(fields, task)
     examples = _parse_examples(context, test_id, task, raw_examples, lines)
-    return ChecklistTest(id=test_id, capability=capability, task=task,  # type: ignore[arg-type]
-                         threshold=threshold, examples=examples, file=context.path,
-                         line=fields.line, description=fields.text("description", ""),
-                         criterion=criterion, cutoff=cutoff)  # type: ignore[arg-type]
+    return ChecklistTest(
+        id=test_id,
+        capability=capability,
+        task=task,  # type: ignore[arg-type]
+        threshold=threshold,
+        examples=examples,
+        file=context.path,
+        line=fields.line,
+        description=fields.text("description", ""),
+        criterion=criterion,
+        cutoff=cutoff,
+    )  # type: ignore[arg-type]
 
 
 def _example_sources(fields: Fields, task: str) -> tuple[list[Any], list[int]]:
@@ -145,16 +172,20 @@ def _example_sources(fields: Fields, task: str) -> tuple[list[Any], list[int]]:
     return raw, [fields.line_of("generate")] * len(raw)
 
 
-def _parse_examples(context: _Context, test_id: str, task: str, raws: list[Any],
-                    lines: list[int]) -> tuple[Example, ...]:
+def _parse_examples(
+    context: _Context, test_id: str, task: str, raws: list[Any], lines: list[int]
+) -> tuple[Example, ...]:
     examples: list[Example] = []
     ids: dict[str, int] = {}
     for index, (raw, line) in enumerate(zip(raws, lines, strict=True)):
         fields = Fields(context.path, raw, f"example {index + 1} of test '{test_id}'", line)
         example = _parse_example(context, task, fields)
         if example.id in ids:
-            fields.fail(f"duplicate example id '{example.id}' in test '{test_id}' (first on "
-                        f"line {ids[example.id]}); example ids must be unique in a test", "id")
+            fields.fail(
+                f"duplicate example id '{example.id}' in test '{test_id}' (first on "
+                f"line {ids[example.id]}); example ids must be unique in a test",
+                "id",
+            )
         ids[example.id] = fields.line
         examples.append(example)
     return tuple(examples)
@@ -167,27 +198,50 @@ def _parse_example(context: _Context, task: str, fields: Fields) -> Example:
     line = fields.line
     example_id = _example_id(fields)
     if task == "caption":
-        return CaptionExample(example_id, _image(context, fields, "image"),
-                              fields.text("caption"), fields.strings("negatives"), tags, line)
+        return CaptionExample(
+            example_id,
+            _image(context, fields, "image"),
+            fields.text("caption"),
+            fields.strings("negatives"),
+            tags,
+            line,
+        )
     if task == "image":
-        texts = (fields.strings("text") if isinstance(fields.raw("text"), list)
-                 else (fields.text("text"),))
-        distractors = tuple(_image_item(context, fields, "distractors", i, raw)
-                            for i, raw in enumerate(fields.items("distractors")))
-        return ImageExample(example_id, texts, _image(context, fields, "image"), distractors,
-                            tags, line)
+        texts = (
+            fields.strings("text")
+            if isinstance(fields.raw("text"), list)
+            else (fields.text("text"),)
+        )
+        distractors = tuple(
+            _image_item(context, fields, "distractors", i, raw)
+            for i, raw in enumerate(fields.items("distractors"))
+        )
+        return ImageExample(
+            example_id, texts, _image(context, fields, "image"), distractors, tags, line
+        )
     if task == "group":
         images = fields.items("images", exact=2)
-        pair = tuple(_image_item(context, fields, "images", i, raw) for i, raw in
-                     enumerate(images))
-        return GroupExample(example_id, pair, fields.strings("captions", exact=2),  # type: ignore[arg-type]
-                            tags, line)
+        pair = tuple(_image_item(context, fields, "images", i, raw) for i, raw in enumerate(images))
+        return GroupExample(
+            example_id,
+            pair,
+            fields.strings("captions", exact=2),  # type: ignore[arg-type]
+            tags,
+            line,
+        )
     label = fields.raw("label")
     if not isinstance(label, (str, bool)) or label not in _LABELS:
         fields.fail(f"'label' is {label!r}; expected match or no_match", "label")
     neg_type = fields.text("neg_type") if fields.has("neg_type") else None
-    return MatchExample(example_id, _image(context, fields, "image"), fields.text("caption"),
-                        _LABELS[label], neg_type, tags, line)
+    return MatchExample(
+        example_id,
+        _image(context, fields, "image"),
+        fields.text("caption"),
+        _LABELS[label],
+        neg_type,
+        tags,
+        line,
+    )
 
 
 def _parse_tags(fields: Fields) -> dict[str, str]:
@@ -199,8 +253,10 @@ def _parse_tags(fields: Fields) -> dict[str, str]:
     tags = {}
     for key, value in raw.items():
         if isinstance(value, (list, Mapping)) or value is None:
-            fields.fail(f"tag '{key}' must be a single value (text or number), got "
-                        f"{type_name(value)}", "tags")
+            fields.fail(
+                f"tag '{key}' must be a single value (text or number), got {type_name(value)}",
+                "tags",
+            )
         tags[str(key)] = _tag_text(value)
     return tags
 
@@ -243,8 +299,7 @@ def parse_image(context: _Context, raw: Any, line: int, what: str) -> ImageRef:
         fields.fail(f"image {what} needs exactly one of 'path', 'url' or 'scene'")
     crop, relative = _crop(fields)
     if sources == ["path"]:
-        return _file_ref(context, fields.text("path"), fields.line_of("path"), what, crop,
-                         relative)
+        return _file_ref(context, fields.text("path"), fields.line_of("path"), what, crop, relative)
     if sources == ["url"]:
         url = fields.text("url", pattern=r"https?://\S+", expected="an http(s) URL")
         sha = fields.text("sha256", "") or None
@@ -262,8 +317,14 @@ def parse_image(context: _Context, raw: Any, line: int, what: str) -> ImageRef:
     return ImageRef("scene", text, text, crop, relative)
 
 
-def _file_ref(context: _Context, written: str, line: int, what: str,
-              crop: tuple[float, float, float, float] | None, relative: bool) -> ImageRef:
+def _file_ref(
+    context: _Context,
+    written: str,
+    line: int,
+    what: str,
+    crop: tuple[float, float, float, float] | None,
+    relative: bool,
+) -> ImageRef:
     if not written.strip():
         raise ChecklistError(context.path, line, f"image {what} is an empty path")
     location = (context.image_dir / written).resolve()
@@ -277,8 +338,11 @@ def _crop(fields: Fields) -> tuple[tuple[float, float, float, float] | None, boo
     if not key:
         return None, False
     values = fields.raw(key)
-    if (not isinstance(values, list) or len(values) != 4
-            or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values)):
+    if (
+        not isinstance(values, list)
+        or len(values) != 4
+        or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values)
+    ):
         fields.fail(f"'{key}' must be four numbers [x, y, width, height]", key)
     x, y, w, h = (float(v) for v in values)
     if x < 0 or y < 0 or w <= 0 or h <= 0:

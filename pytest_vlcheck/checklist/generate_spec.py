@@ -1,0 +1,428 @@
+"""The ``generate:`` mapping of a checklist test: its vocabulary, validation and templates.
+
+``parse_generate`` turns the YAML mapping into a ``Plan`` (or raises ValueError naming the
+bad key); ``fill_template`` writes a caption for an ``Assignment``. See ``generators`` for
+what the keys mean and how a plan expands into examples.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_vlcheck.checklist import perturbations as pert
+from pytest_vlcheck.images.scenes import (
+    BACKGROUNDS,
+    COLORS,
+    DEFAULT_CANVAS,
+    SHAPE_PLURALS,
+    SHAPES,
+    TEXTURES,
+)
+
+# --------------------------------------------------------------------------- vocabulary
+
+SLOT_NAMES = "abcdef"
+ATTRIBUTES = ("shape", "color", "texture", "state", "size")
+RELATION_PHRASES: dict[str, str] = {
+    "left": "to the left of",
+    "right": "to the right of",
+    "above": "above",
+    "below": "below",
+    "inside": "inside",
+}
+COUNT_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+STATES = ("filled", "hollow")
+SIZE_ATTRIBUTE_WORDS = ("small", "big")
+DEFAULT_LEXICON: dict[str, tuple] = {
+    "shape": SHAPES,
+    "color": ("black", "blue", "brown", "gray", "green", "orange", "pink", "purple", "red",
+              "yellow"),
+    "texture": tuple(t for t in TEXTURES if t != "solid"),
+    "state": STATES,
+    "size": SIZE_ATTRIBUTE_WORDS,
+    "relation": tuple(RELATION_PHRASES),
+    "count": (1, 2, 3, 4),
+    "background": BACKGROUNDS,
+}  # fmt: skip
+ALLOWED_VALUES: dict[str, tuple] = {
+    "shape": SHAPES,
+    "color": tuple(COLORS),
+    "texture": TEXTURES,
+    "state": STATES,
+    "size": SIZE_ATTRIBUTE_WORDS,
+    "relation": tuple(RELATION_PHRASES),
+    "count": tuple(COUNT_WORDS),
+    "background": tuple(COLORS),
+}
+DEFAULT_SIDE = (0.16, 0.28)
+ATTEMPTS = 60  # re-draws of one candidate set before giving up
+
+NOUNS = frozenset(SHAPES) | frozenset(SHAPE_PLURALS.values())
+ADJECTIVES = frozenset(COLORS) | frozenset(TEXTURES) | frozenset(STATES) | {"small", "big"}
+
+_KEYS = (
+    "n", "seed", "caption", "prompts", "lexicon", "negatives", "pick", "mirror", "objects",
+    "extras", "stratify", "canvas", "tags", "object_size",
+)  # fmt: skip
+_VAR = re.compile(r"\{([a-z]+)(?:\.([a-z]+))?\}")
+
+
+class Retry(Exception):
+    """This draw cannot satisfy the constraints; draw again with the next sub-seed."""
+
+
+def fail(key: str, message: str) -> None:
+    """Messages start with the generate key; the loader prefixes ``FILE:LINE: generate:``."""
+    raise ValueError(f"{key}: {message}")
+
+
+# --------------------------------------------------------------------------- plan
+
+
+@dataclass(frozen=True)
+class Perturbation:
+    op: str  # replace | swap | shuffle
+    target: str  # "a.color", "relation", "count", "color", "objects", "trigrams", ...
+    k: int
+    name: str
+
+    @property
+    def structural(self) -> bool:
+        return self.op != "shuffle"
+
+
+@dataclass(frozen=True)
+class Plan:
+    task: str
+    n: int
+    seed: int
+    captions: tuple[str, ...]
+    prompts: tuple[str, ...]
+    lexicon: Mapping[str, tuple]
+    in_play: frozenset[str]
+    slots: int
+    negatives: tuple[Perturbation, ...]
+    pick: int | None
+    mirror: bool
+    extras: tuple[int, int]
+    stratify: tuple[tuple[str, str], ...]  # per-base targets cycle through these combos
+    canvas: int
+    tags: Mapping[str, str]
+    object_size: tuple[float, float]
+    uses_relation: bool
+    uses_count: bool
+
+
+def _as_list(value: Any) -> list:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        return [value]
+    return list(value)
+
+
+def _parse_perturbation(i: int, raw: Any) -> Perturbation:
+    key = f"negatives[{i}]"
+    k, name = 1, None
+    if isinstance(raw, str):
+        parts = raw.split()
+        if len(parts) != 2:
+            fail(key, f"expected 'replace VAR', 'swap ATTR', 'swap objects' or "
+                  f"'shuffle KIND', got {raw!r}")  # fmt: skip
+        op, target = parts
+    elif isinstance(raw, Mapping):
+        ops = [o for o in ("replace", "swap", "shuffle") if o in raw]
+        unknown = sorted(set(raw) - {"replace", "swap", "shuffle", "k", "name"})
+        if unknown:
+            fail(f"{key}.{unknown[0]}", "unknown key; expected replace|swap|shuffle, k, name")
+        if len(ops) != 1:
+            fail(key, "expected exactly one of replace, swap, shuffle")
+        op, target = ops[0], raw[ops[0]]
+        k = raw.get("k", 1)
+        name = raw.get("name")
+        if not (isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= 8):
+            fail(f"{key}.k", f"expected an integer 1-8 (negatives to make), got {k!r}")
+        if name is not None and not isinstance(name, str):
+            fail(f"{key}.name", f"expected a string, got {name!r}")
+    else:
+        fail(key, f"expected a string like 'replace a.color' or a mapping, got {raw!r}")
+    if not isinstance(target, str):
+        fail(key, f"expected a string target, got {target!r}")
+    if op == "replace":
+        slot, _, attr = target.partition(".")
+        ok = target in ("relation", "count") or (
+            len(slot) == 1 and slot in SLOT_NAMES and attr in ATTRIBUTES
+        )
+        if not ok:
+            fail(key, f"cannot replace {target!r}; expected SLOT.ATTR (slot a-f, attr one of "
+                  f"{', '.join(ATTRIBUTES)}), relation or count")  # fmt: skip
+        default = "object" if attr == "shape" else (attr or target)
+    elif op == "swap":
+        if target not in (*ATTRIBUTES, "objects"):
+            fail(key, f"cannot swap {target!r}; expected one of "
+                  f"{', '.join(ATTRIBUTES)} or objects")  # fmt: skip
+        default = f"swap_{target}"
+    elif op == "shuffle":
+        if target not in pert.SHUFFLES:
+            fail(key, f"unknown shuffle {target!r}; expected one of {', '.join(pert.SHUFFLES)}")
+        default = f"shuffle_{target}"
+    else:
+        fail(key, f"unknown operation {op!r}; expected replace, swap or shuffle")
+    return Perturbation(op, target, k, name or default)
+
+
+def _parse_lexicon(raw: Any) -> dict[str, tuple]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        fail("lexicon", f"expected a mapping of variable -> list of values, got {raw!r}")
+    out: dict[str, tuple] = {}
+    for name, values in raw.items():
+        if name not in ALLOWED_VALUES:
+            fail(f"lexicon.{name}", f"unknown variable; expected one of "
+                  f"{', '.join(ALLOWED_VALUES)}")  # fmt: skip
+        vals = _as_list(values)
+        bad = [v for v in vals if v not in ALLOWED_VALUES[name]]
+        if bad or not vals:
+            fail(f"lexicon.{name}", f"unknown value {bad[0] if bad else None!r}; expected "
+                  f"values from {', '.join(map(str, ALLOWED_VALUES[name]))}")  # fmt: skip
+        if len(set(vals)) != len(vals):
+            fail(f"lexicon.{name}", "values repeat; list each value once")
+        out[name] = tuple(vals)
+    return out
+
+
+def _variable(m: re.Match) -> tuple[str, str | None]:
+    """(slot, attribute) of a template variable; ``{color}`` is short for ``{a.color}``."""
+    name, attr = m.group(1), m.group(2)
+    if attr is None and name in (*ATTRIBUTES, "shapes"):
+        return "a", name
+    return name, attr
+
+
+def _template_vars(key: str, template: Any) -> set[tuple[str, str | None]]:
+    if not isinstance(template, str) or not template.strip():
+        fail(key, f"expected a caption template string, got {template!r}")
+    found = set()
+    for m in _VAR.finditer(template):
+        name, attr = _variable(m)
+        if attr is None:
+            if name not in ("relation", "count"):
+                fail(key, f"unknown variable {{{name}}}; expected {{relation}}, {{count}} "
+                      "or {SLOT.ATTR} such as {a.color}")  # fmt: skip
+        elif not (len(name) == 1 and name in SLOT_NAMES and attr in (*ATTRIBUTES, "shapes")):
+            fail(key, f"unknown variable {{{name}.{attr}}}; slots are a-f and attributes "
+                  f"{', '.join(ATTRIBUTES)}, shapes")  # fmt: skip
+        found.add((name, attr))
+    leftover = _VAR.sub("", template)
+    if "{" in leftover or "}" in leftover:
+        fail(key, f"malformed braces in {template!r}")
+    return found
+
+
+def parse_generate(spec: Mapping, task: str) -> Plan:
+    if not isinstance(spec, Mapping):
+        raise ValueError("expected a mapping (n, seed, caption, negatives, ...)")
+    for key in spec:
+        if key not in _KEYS:
+            fail(str(key), f"unknown key; expected one of {', '.join(_KEYS)}")
+    n = spec.get("n")
+    if not (isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 100_000):
+        fail("n", f"expected the number of examples, an integer 1-100000, got {n!r}")
+    seed = spec.get("seed", 0)
+    if not (isinstance(seed, int) and not isinstance(seed, bool)):
+        fail("seed", f"expected an integer, got {seed!r}")
+    if "caption" not in spec:
+        fail("caption", "missing; give a template such as 'a {a.color} {a.shape}'")
+    captions = _as_list(spec["caption"])
+    prompts = _as_list(spec["prompts"]) if "prompts" in spec else []
+    used: set[tuple[str, str | None]] = set()
+    for i, t in enumerate(captions):
+        used |= _template_vars(f"caption[{i}]" if len(captions) > 1 else "caption", t)
+    for i, t in enumerate(prompts):
+        used |= _template_vars(f"prompts[{i}]", t)
+    if prompts and task != "image":
+        fail("prompts", "only image tests take prompt lists; use caption elsewhere")
+    lexicon = dict(DEFAULT_LEXICON)
+    given = _parse_lexicon(spec.get("lexicon"))
+    lexicon.update(given)
+    raw_negs = spec.get("negatives")
+    if raw_negs is None:
+        fail("negatives", "missing; e.g. [replace a.color] or [swap color]")
+    negatives = tuple(_parse_perturbation(i, r) for i, r in enumerate(_as_list(raw_negs)))
+    if not negatives:
+        fail("negatives", "expected at least one perturbation")
+    slots_used = {name for name, attr in used if attr is not None}
+    described = set(slots_used)
+    for p in negatives:
+        if p.op == "replace" and "." in p.target:
+            slots_used.add(p.target[0])
+        if p.op == "swap":
+            slots_used |= {"a", "b"}
+    slots = spec.get("objects", max([SLOT_NAMES.index(s) + 1 for s in slots_used], default=1))
+    if not (isinstance(slots, int) and not isinstance(slots, bool) and 1 <= slots <= 6):
+        fail("objects", f"expected the number of described objects, 1-6, got {slots!r}")
+    if any(SLOT_NAMES.index(s) >= slots for s in slots_used):
+        fail("objects", f"templates use slots {', '.join(sorted(slots_used))} but objects is "
+              f"{slots}")  # fmt: skip
+    uses_relation = ("relation", None) in used or any(p.target == "relation" for p in negatives)
+    uses_count = ("count", None) in used or any(p.target == "count" for p in negatives)
+    if uses_relation and slots != 2:
+        fail("caption", "{relation} needs exactly two objects, a (subject) and b (object)")
+    if uses_count and slots != 1:
+        fail("caption", "{count} needs exactly one described object, a")
+    if uses_relation and uses_count:
+        fail("caption", "use {relation} or {count}, not both")
+    for p in negatives:
+        if p.op == "swap" and not {"a", "b"} <= described:
+            fail("negatives", f"'swap {p.target}' needs a caption that describes two "
+                  "objects, a and b")  # fmt: skip
+        if p.op == "swap" and p.target == "objects" and not uses_relation:
+            fail("negatives", "'swap objects' needs {relation} in the caption (without a "
+                  "relation both orders describe the same scene)")  # fmt: skip
+        if p.target == "relation" and not uses_relation:
+            fail("negatives", "'replace relation' needs {relation} in the caption")
+        if p.target == "count" and not uses_count:
+            fail("negatives", "'replace count' needs {count} in the caption")
+    in_play = {attr for _, attr in used if attr in ATTRIBUTES}
+    in_play |= {"shape"} if any(attr == "shapes" for _, attr in used) else set()
+    in_play |= {p.target.partition(".")[2] or p.target for p in negatives if p.op == "replace"}
+    in_play |= {p.target for p in negatives if p.op == "swap"}
+    in_play |= {k for k in given if k in ATTRIBUTES}
+    in_play -= {"relation", "count", "objects"}
+    structural = [p for p in negatives if p.structural]
+    text_only = [p for p in negatives if not p.structural]
+    pick = spec.get("pick")
+    if pick is not None and not (
+        isinstance(pick, int) and not isinstance(pick, bool) and 1 <= pick <= len(negatives)
+    ):
+        fail("pick", f"expected an integer 1-{len(negatives)} (perturbations per example)")
+    if task in ("image", "group", "match") and text_only:
+        fail("negatives", f"{task} tests need scene negatives; word shuffles make captions "
+              "that describe no image (use them in caption tests)")  # fmt: skip
+    if task == "group" and not (
+        all(p.k == 1 for p in structural) and (len(structural) == 1 or pick == 1)
+    ):
+        fail("negatives", "group tests need exactly one scene negative per example "
+              "(one perturbation with k: 1, or pick: 1)")  # fmt: skip
+    mirror = spec.get("mirror", True)
+    if not isinstance(mirror, bool):
+        fail("mirror", f"expected true or false, got {mirror!r}")
+    extras = spec.get("extras", 0)
+    ex = [extras, extras] if isinstance(extras, int) and not isinstance(extras, bool) else extras
+    if not (
+        isinstance(ex, (list, tuple))
+        and len(ex) == 2
+        and all(isinstance(e, int) and not isinstance(e, bool) and 0 <= e <= 6 for e in ex)
+        and ex[0] <= ex[1]
+    ):
+        fail("extras", f"expected an integer 0-6 or [min, max] of undescribed extra objects, "
+              f"got {extras!r}")  # fmt: skip
+    stratify = _parse_stratify(spec.get("stratify"), uses_relation or uses_count)
+    canvas = spec.get("canvas", DEFAULT_CANVAS)
+    if not (isinstance(canvas, int) and not isinstance(canvas, bool) and 64 <= canvas <= 1024):
+        fail("canvas", f"expected a square canvas side in pixels, 64-1024, got {canvas!r}")
+    object_size = spec.get("object_size", list(DEFAULT_SIDE))
+    if not (
+        isinstance(object_size, (list, tuple))
+        and len(object_size) == 2
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in object_size)
+        and 0.02 <= object_size[0] <= object_size[1] <= 0.6
+    ):
+        fail("object_size", f"expected [min, max] object side as fractions of the canvas "
+              f"width, 0.02 <= min <= max <= 0.6, got {object_size!r}")  # fmt: skip
+    tags = spec.get("tags", {})
+    if not isinstance(tags, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in tags.items()
+    ):
+        fail("tags", f"expected a mapping of tag -> value, got {tags!r}")
+    for attr in sorted(in_play - {"shape"}):
+        if len(lexicon[attr]) < 2:
+            fail(f"lexicon.{attr}", "needs at least 2 values to make a negative")
+    if len(lexicon["shape"]) < slots + 1:
+        fail("lexicon.shape", f"needs at least {slots + 1} shapes (one per object plus one "
+              "for a replacement)")  # fmt: skip
+    return Plan(
+        task=task,
+        n=n,
+        seed=seed,
+        captions=tuple(captions),
+        prompts=tuple(prompts),
+        lexicon=lexicon,
+        in_play=frozenset(in_play),
+        slots=slots,
+        negatives=negatives,
+        pick=pick,
+        mirror=mirror,
+        extras=(ex[0], ex[1]),
+        stratify=stratify,
+        canvas=canvas,
+        tags={str(k): str(v) for k, v in tags.items()},
+        object_size=(float(object_size[0]), float(object_size[1])),
+        uses_relation=uses_relation,
+        uses_count=uses_count,
+    )
+
+
+def _parse_stratify(raw: Any, fixed_layout: bool) -> tuple[tuple[str, str], ...]:
+    """Targets for object a's VL-CheckList bins, cycled over the candidate sets."""
+    if raw is None:
+        return ((),)  # type: ignore[return-value]
+    if not isinstance(raw, Mapping):
+        fail("stratify", "expected a mapping like {location: [center, mid, margin]}")
+    if fixed_layout:
+        fail("stratify", "cannot stratify location/size with {relation} or {count} layouts")
+    choices = []
+    for key, allowed in (
+        ("location", ("center", "mid", "margin")),
+        ("size", ("small", "medium", "large")),
+    ):
+        if key in raw:
+            vals = _as_list(raw[key])
+            if not vals or any(v not in allowed for v in vals):
+                fail(f"stratify.{key}", f"expected a list from {', '.join(allowed)}")
+            choices.append([(key, v) for v in vals])
+    unknown = sorted(set(raw) - {"location", "size"})
+    if unknown:
+        fail(f"stratify.{unknown[0]}", "unknown key; expected location and/or size")
+    return tuple(tuple(c) for c in itertools.product(*choices))  # type: ignore[misc]
+
+
+# --------------------------------------------------------------------------- assignments
+
+
+@dataclass(frozen=True)
+class Assignment:
+    slots: tuple[Mapping[str, Any], ...]
+    relation: str | None = None
+    count: int | None = None
+    name: str = ""  # the perturbation that made it ("" for the base)
+
+
+# --------------------------------------------------------------------------- captions
+
+
+def _fix_articles(text: str) -> str:
+    words = text.split()
+    for i, w in enumerate(words[:-1]):
+        if w.lower() in ("a", "an"):
+            art = "an" if words[i + 1][:1].lower() in "aeiou" else "a"
+            words[i] = art.capitalize() if w[:1].isupper() else art
+    return " ".join(words)
+
+
+def fill_template(template: str, asg: Assignment) -> str:
+    def value(m: re.Match) -> str:
+        name, attr = _variable(m)
+        if attr is None:
+            if name == "relation":
+                return RELATION_PHRASES[asg.relation]  # type: ignore[index]
+            return COUNT_WORDS[asg.count]  # type: ignore[index]
+        slot = asg.slots[SLOT_NAMES.index(name)]
+        if attr == "shapes":
+            return slot["shape"] if asg.count in (None, 1) else SHAPE_PLURALS[slot["shape"]]
+        return str(slot[attr])
+
+    return _fix_articles(_VAR.sub(value, template))

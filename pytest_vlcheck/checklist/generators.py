@@ -1,0 +1,344 @@
+"""Checklist generators: a few lines of ``generate:`` YAML expand into hundreds of examples.
+
+A generator samples *assignments* (which shapes, colours, textures, states, sizes, which
+relation or count), renders each as a synthetic scene plus a caption from a template, and
+derives hard negatives by perturbing the assignment (replace an attribute, swap attributes
+between two objects, replace the relation, swap subject and object) or the caption's words
+(the four ARO word-order shuffles)::
+
+    generate:
+      n: 240                      # number of examples
+      seed: 7                     # default 0; same seed, same examples on every machine
+      caption: "a {a.color} {a.shape} {relation} a {b.color} {b.shape}"
+      lexicon: {relation: [left, right, above, below, inside]}
+      negatives: [replace relation, swap objects]
+      pick: 1                     # use one of the listed negatives per example
+
+Keys (only ``n``, ``caption`` and ``negatives`` are required):
+
+- ``n``: examples to produce; ``seed``: integer, default 0.
+- ``caption``: a template, or a list of templates (one is drawn per candidate set).
+  Variables: ``{a.shape}``, ``{a.color}``, ``{a.texture}``, ``{a.state}`` (hollow|filled),
+  ``{a.size}`` (small|big, two-object scenes), ``{a.shapes}`` (the shape agreeing with
+  ``{count}``), slots ``a``-``f``; ``{relation}`` (a is the subject, b the object);
+  ``{count}`` (copies of object a); ``{color}``, ``{shape}``, ... are short for
+  ``{a.color}``, ``{a.shape}``, .... ``a``/``an`` are fixed after filling.
+- ``prompts``: image tests only; a list of templates whose fills form the text's prompts.
+- ``lexicon``: values to draw from, per variable (shape, color, texture, state, size,
+  relation, count, background); defaults in ``DEFAULT_LEXICON``, order as written.
+- ``negatives``: perturbations, each ``replace SLOT.ATTR`` / ``replace relation`` /
+  ``replace count``, ``swap ATTR`` (between a and b) / ``swap objects`` (subject and
+  object), ``shuffle KIND`` (an ARO shuffle, caption tests only); or a mapping
+  ``{replace: a.color, k: 3, name: color}`` (``k`` negatives, ``name`` = neg tag/neg_type).
+- ``pick``: how many of the listed perturbations each candidate set uses (default all).
+- ``mirror``: default true (see below).
+- ``objects``: number of described objects (default: the highest slot used).
+- ``extras``: int or [min, max] undescribed objects of other shapes (clutter).
+- ``stratify``: ``{location: [center, mid, margin], size: [small, medium, large]}`` places
+  object a so that its box falls in VL-CheckList's bins, cycling through the combinations.
+- ``object_size``: [min, max] side of objects without a size word (fraction of width).
+- ``canvas``: square canvas side in pixels (default 224); ``tags``: constant tags.
+
+Every example is tagged with object a's ``location`` and ``size`` bins (not for counting),
+the in-play attributes of object a (``color``, ``texture``, ``state``, ``shape``,
+``size_word``), ``relation`` / ``count``, and ``neg`` (the perturbations used).
+
+Balance ("mirroring", on by default): the base assignment and its structural negatives form
+a candidate set; every member of the set becomes the truth of one example (with its own
+scene) and the others are its negatives. A scorer that cannot see the image prefers the same
+caption in every rotation, so it is right exactly once per set: chance, by construction.
+Word shuffles cannot be mirrored (a shuffled caption describes no scene); tests using them
+are as text-biased as ARO itself, which is the point of comparing them with a blind baseline.
+
+Determinism: every random draw comes from ``random.Random`` seeded with a string derived
+from ``seed`` and the example's index (string seeds are hashed with SHA-512, not ``hash()``),
+lexicons are iterated in the order written, and floats in scene specs are rounded to 4
+decimals, so the expansion is identical across processes and platforms.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pytest_vlcheck.checklist import perturbations as pert
+from pytest_vlcheck.checklist.generate_spec import (
+    ADJECTIVES,
+    ATTEMPTS,
+    NOUNS,
+    SLOT_NAMES,
+    Assignment,
+    Perturbation,
+    Plan,
+    Retry,
+    fail,
+    fill_template,
+    parse_generate,
+)
+from pytest_vlcheck.checklist.scene_layout import contrasting, scene_for
+from pytest_vlcheck.images.scenes import SHAPES, location_bin, object_box, size_bin
+
+# --------------------------------------------------------------------------- assignments
+
+
+def _sample_base(plan: Plan, rng: random.Random) -> Assignment:
+    lex = plan.lexicon
+    shapes = rng.sample(lex["shape"], plan.slots)  # described objects never share a shape
+    slots = [
+        dict(s, shape=shape) for s, shape in zip(_distinct_draws(plan, rng), shapes, strict=True)
+    ]
+    relation = rng.choice(lex["relation"]) if plan.uses_relation else None
+    count = rng.choice(lex["count"]) if plan.uses_count else None
+    return Assignment(tuple(slots), relation, count)
+
+
+def _distinct_draws(plan: Plan, rng: random.Random) -> list[dict[str, Any]]:
+    """Attribute values per slot; attributes in play differ between slots when they can."""
+    out: list[dict[str, Any]] = [{} for _ in range(plan.slots)]
+    for attr in ("color", "texture", "state", "size"):
+        if attr not in plan.in_play:
+            default = {"texture": "solid", "state": "filled", "size": None}.get(attr)
+            for s in out:
+                s[attr] = rng.choice(plan.lexicon["color"]) if attr == "color" else default
+            continue
+        values = plan.lexicon[attr]
+        picks = (
+            rng.sample(values, plan.slots)
+            if len(values) >= plan.slots
+            else [rng.choice(values) for _ in out]
+        )
+        for s, v in zip(out, picks, strict=True):
+            s[attr] = v
+    return out
+
+
+def _replace(
+    plan: Plan, base: Assignment, p: Perturbation, taken: list[Assignment], rng: random.Random
+) -> Assignment:
+    """A new assignment from ``base`` with ``p`` applied; never equal to one in ``taken``."""
+    if p.op == "swap" and p.target == "objects":
+        a, b = base.slots
+        return replace(base, slots=(b, a), name=p.name)
+    if p.op == "swap":
+        a, b = (dict(s) for s in base.slots)
+        if a[p.target] == b[p.target]:
+            raise Retry
+        a[p.target], b[p.target] = b[p.target], a[p.target]
+        return replace(base, slots=(a, b), name=p.name)
+    if p.target == "relation":
+        used = {t.relation for t in taken}
+        options = [r for r in plan.lexicon["relation"] if r not in used]
+        if not options:
+            raise Retry
+        return replace(base, relation=rng.choice(options), name=p.name)
+    if p.target == "count":
+        used = {t.count for t in taken}
+        options = [c for c in plan.lexicon["count"] if c not in used]
+        if not options:
+            raise Retry
+        return replace(base, count=rng.choice(options), name=p.name)
+    slot, _, attr = p.target.partition(".")
+    i = SLOT_NAMES.index(slot)
+    used = {t.slots[i][attr] for t in taken}
+    if attr == "shape":  # an absent object: no slot of any member may have this shape
+        used |= {s["shape"] for t in taken for s in t.slots}
+    options = [v for v in plan.lexicon[attr] if v not in used]
+    if not options:
+        raise Retry
+    slots = [dict(s) for s in base.slots]
+    slots[i][attr] = rng.choice(options)
+    return replace(base, slots=tuple(slots), name=p.name)
+
+
+# --------------------------------------------------------------------------- examples
+
+
+@dataclass
+class _Member:
+    asg: Assignment
+    caption: str
+    texts: list[str]
+    scene: dict[str, Any]
+    target: dict[str, Any] | None
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+def _candidate_set(plan: Plan, index: int, sub_seed: str) -> tuple[list[_Member], list]:
+    rng = random.Random(sub_seed)
+    base = _sample_base(plan, rng)
+    chosen = list(plan.negatives)
+    if plan.pick is not None:
+        keep = sorted(rng.sample(range(len(chosen)), plan.pick))
+        chosen = [chosen[i] for i in keep]
+    members = [base]
+    for p in (p for p in chosen if p.structural):
+        for _ in range(p.k):
+            members.append(_replace(plan, base, p, members, rng))
+    if any(m.relation == "inside" and not contrasting(m.slots) for m in members):
+        raise Retry
+    template = rng.choice(plan.captions)
+    captions = [fill_template(template, m) for m in members]
+    if len(set(captions)) != len(captions):
+        raise Retry
+    mentioned = {s["shape"] for m in members for s in m.slots}
+    extra_shapes = [s for s in plan.lexicon["shape"] if s not in mentioned] or [
+        s for s in SHAPES if s not in mentioned
+    ]
+    n_extras = rng.randint(*plan.extras)
+    if n_extras and not extra_shapes:
+        raise Retry
+    extras = [
+        {"shape": rng.choice(extra_shapes), "color": rng.choice(plan.lexicon["color"])}
+        for _ in range(n_extras)
+    ]
+    colors = {s["color"] for m in members for s in m.slots} | {e["color"] for e in extras}
+    backgrounds = [b for b in plan.lexicon["background"] if b not in colors]
+    if not backgrounds:
+        raise Retry
+    background = rng.choice(backgrounds)
+    targets = dict(plan.stratify[index % len(plan.stratify)])
+    geometry = f"{sub_seed}:geometry"
+    out = []
+    for m, caption in zip(members, captions, strict=True):
+        scene, target = scene_for(plan, m, extras, background, targets, geometry)
+        texts = [fill_template(t, m) for t in plan.prompts]
+        out.append(_Member(m, caption, texts, scene, target, _tags(plan, m, scene, target)))
+    return out, [p for p in chosen if not p.structural]
+
+
+def _tags(
+    plan: Plan, asg: Assignment, scene: Mapping[str, Any], target: Mapping[str, Any] | None
+) -> dict[str, str]:
+    tags = dict(plan.tags)
+    if target is not None:
+        canvas = (plan.canvas, plan.canvas)
+        box = object_box(target, canvas)
+        tags["location"] = location_bin(box, canvas)
+        tags["size"] = size_bin(box, canvas)
+    for attr in ("color", "texture", "state"):
+        if attr in plan.in_play:
+            tags[attr] = str(asg.slots[0][attr])
+    if "size" in plan.in_play:
+        tags["size_word"] = str(asg.slots[0]["size"])
+    if "shape" in plan.in_play:
+        tags["shape"] = str(asg.slots[0]["shape"])
+    if asg.relation is not None:
+        tags["relation"] = asg.relation
+    if asg.count is not None:
+        tags["count"] = str(asg.count)
+    return tags
+
+
+def _shuffled(
+    caption: str, shuffles: Sequence[Perturbation], taken: list[str], rng: random.Random
+) -> list[str]:
+    out = []
+    for p in shuffles:
+        fn = pert.SHUFFLES[p.target]
+        for _ in range(p.k):
+            for _ in range(20):
+                if p.target in ("nouns_adjectives", "all_but_nouns_adjectives"):
+                    neg = fn(caption, rng, nouns=NOUNS, adjectives=ADJECTIVES)
+                else:
+                    neg = fn(caption, rng)
+                if neg is None:
+                    raise Retry
+                if neg not in taken and neg not in out:
+                    out.append(neg)
+                    break
+            else:
+                raise Retry
+    return out
+
+
+def _examples(plan: Plan, index: int, sub_seed: str) -> list[dict[str, Any]]:
+    members, shuffles = _candidate_set(plan, index, sub_seed)
+    rng = random.Random(f"{sub_seed}:text")
+    names = sorted({m.asg.name for m in members[1:]} | {p.name for p in shuffles})
+    truths = range(len(members)) if plan.mirror and plan.task != "group" else range(1)
+    out: list[dict[str, Any]] = []
+    for t in truths:
+        truth = members[t]
+        others = [m for j, m in enumerate(members) if j != t]
+        tags = dict(truth.tags, neg="+".join(names))
+        ex_id = f"{index:04d}.{t}"
+        if plan.task == "caption":
+            negs = [m.caption for m in others]
+            negs += _shuffled(truth.caption, shuffles, [truth.caption, *negs], rng)
+            out.append(
+                {
+                    "id": ex_id,
+                    "image": {"scene": truth.scene},
+                    "caption": truth.caption,
+                    "negatives": negs,
+                    "tags": tags,
+                }
+            )
+        elif plan.task == "image":
+            text: str | list[str] = truth.texts if plan.prompts else truth.caption
+            out.append(
+                {
+                    "id": ex_id,
+                    "text": text,
+                    "image": {"scene": truth.scene},
+                    "distractors": [{"scene": m.scene} for m in others],
+                    "tags": tags,
+                }
+            )
+        elif plan.task == "group":
+            out.append(
+                {
+                    "id": ex_id,
+                    "images": [{"scene": members[0].scene}, {"scene": members[1].scene}],
+                    "captions": [members[0].caption, members[1].caption],
+                    "tags": tags,
+                }
+            )
+        else:  # match: the true pair, then each wrong caption on the same image
+            out.append(
+                {
+                    "id": f"{ex_id}.0",
+                    "image": {"scene": truth.scene},
+                    "caption": truth.caption,
+                    "label": "match",
+                    "tags": tags,
+                }
+            )
+            for j, m in enumerate(others, start=1):
+                out.append(
+                    {
+                        "id": f"{ex_id}.{j}",
+                        "image": {"scene": truth.scene},
+                        "caption": m.caption,
+                        "label": "no_match",
+                        "neg_type": m.asg.name or truth.asg.name,
+                        "tags": tags,
+                    }
+                )
+    return out
+
+
+def expand(spec: Mapping, task: str) -> list[dict]:
+    """Expand a test's ``generate:`` mapping into raw example mappings (YAML example shape).
+
+    Raises ValueError("KEY: ...") for a bad key or when the constraints cannot be
+    met. Examples come in candidate sets (see the module docstring); set ``n`` to a multiple
+    of the set's example count for exact balance.
+    """
+    plan = parse_generate(spec, task)
+    out: list[dict] = []
+    index = 0
+    while len(out) < plan.n:
+        for attempt in range(ATTEMPTS):
+            try:
+                out.extend(_examples(plan, index, f"{plan.seed}:{index}:{attempt}"))
+                break
+            except Retry:
+                continue
+        else:
+            fail("negatives", f"could not build candidate set {index} in {ATTEMPTS} draws; "
+                  "the lexicon is too small for these constraints")  # fmt: skip
+        index += 1
+    return out[: plan.n]

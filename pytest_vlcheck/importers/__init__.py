@@ -1,0 +1,25 @@
+"""Importers: benchmark files (VL-CheckList, SugarCrepe, ARO, ...) -> checklist YAML documents.
+
+``FORMATS`` maps each ``vlcheck import FORMAT`` name to its ``Importer``; the command lives in
+``pytest_vlcheck.importers.command``.
+"""
+
+from __future__ import annotations
+
+from pytest_vlcheck.importers import (
+    aro,
+    compun,
+    predicate_noun,
+    sugarcrepe,
+    svo_probes,
+    vl_checklist,
+    winoground,
+)
+from pytest_vlcheck.importers.common import Importer, SourceError
+
+FORMATS: dict[str, Importer] = {
+    module.IMPORTER.name: module.IMPORTER
+    for module in (vl_checklist, sugarcrepe, predicate_noun, compun, svo_probes, aro, winoground)
+}
+
+__all__ = ["FORMATS", "Importer", "SourceError"]

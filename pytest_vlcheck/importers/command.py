@@ -1,0 +1,210 @@
+"""``vlcheck import FORMAT SRC... -o OUT.yaml``: the sub-command and its handler.
+
+All formats share one parser. A format's own options are declared by its importer and
+listed in a help group titled with the format; giving one with another FORMAT is an error
+(rather than silently ignored), which is why those options are parsed with no default and
+their defaults are filled in only for the chosen format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_vlcheck.importers import FORMATS
+from pytest_vlcheck.importers.common import Document, Importer, SourceError
+
+_DESCRIPTION = """\
+Turn a benchmark's annotation files into a checklist YAML that pytest-vlcheck runs.
+
+Image references stay as the benchmark writes them (relative paths or URLs); point
+--image-root (or pytest's --vl-image-root) at your own copy of the images.
+Options listed under "<format> options" apply to that FORMAT only; giving one with
+another FORMAT is an error. Thresholds default to each test's chance level (the rate a
+guessing model would reach); pass --threshold for a real bar.
+"""
+
+
+@dataclass
+class _Option:
+    """A format-specific option: who may use it and the default each owner gives it."""
+
+    dest: str
+    flag: str
+    owners: list[str] = field(default_factory=list)
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+
+class _OptionRecorder:
+    """What an importer's ``add_arguments`` sees: ``add_argument`` on its help group,
+    recorded so the handler can check ownership and fill defaults."""
+
+    def __init__(self, owner: str, group: Any, registry: dict[tuple[str, ...], _Option]) -> None:
+        self._owner = owner
+        self._group = group
+        self._registry = registry
+
+    def add_argument(self, *flags: str, **kwargs: Any) -> None:
+        default = kwargs.pop("default", None)
+        if kwargs.get("action") == "store_true" and default is None:
+            default = False
+        known = self._registry.get(flags)
+        if known is not None:  # the same option, shared with an earlier format
+            known.owners.append(self._owner)
+            known.defaults[self._owner] = default
+            return
+        action = self._group.add_argument(*flags, default=argparse.SUPPRESS, **kwargs)
+        self._registry[flags] = _Option(
+            action.dest, flags[-1], [self._owner], {self._owner: default}
+        )
+
+
+@dataclass(frozen=True)
+class _FormatOptions:
+    """The format-specific options of the parser, resolved once FORMAT is known."""
+
+    options: tuple[_Option, ...]
+
+    def resolve(self, args: argparse.Namespace) -> None:
+        """Reject options of other formats; give the chosen format's options their defaults."""
+        for option in self.options:
+            given = hasattr(args, option.dest)
+            if args.format not in option.owners:
+                if given:
+                    raise _UsageError(
+                        f"{option.flag} applies to {' and '.join(option.owners)}, not {args.format}"
+                    )
+                setattr(args, option.dest, None)
+            elif not given:
+                setattr(args, option.dest, option.defaults[args.format])
+
+
+class _UsageError(Exception):
+    """A wrong combination of options (exit status 2, no traceback)."""
+
+
+def add_import_command(subparsers: Any) -> None:
+    """Register ``import`` on the ``vlcheck`` sub-command parsers; it sets ``handler``."""
+    epilog = "formats:\n" + "\n".join(
+        f"  {name:<15} {importer.summary}" for name, importer in FORMATS.items()
+    )
+    parser = subparsers.add_parser(
+        "import",
+        help="convert a benchmark's files into a checklist YAML",
+        description=_DESCRIPTION,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "format", metavar="FORMAT", choices=list(FORMATS), help="one of: " + ", ".join(FORMATS)
+    )
+    parser.add_argument(
+        "sources", metavar="SRC", nargs="+", type=Path, help="annotation files or folders of them"
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=Path,
+        metavar="OUT",
+        help="the checklist YAML to write (a folder with vl-checklist --split)",
+    )
+    parser.add_argument(
+        "--image-root",
+        metavar="DIR",
+        help="where the images are; written into the YAML relative to it "
+        "(an absolute DIR stays absolute)",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=_fraction,
+        metavar="RATE",
+        help="pass-rate threshold of every test, in [0, 1] (default: each test's chance level)",
+    )
+    registry: dict[tuple[str, ...], _Option] = {}
+    for name, importer in FORMATS.items():
+        group = parser.add_argument_group(f"{name} options")
+        importer.add_arguments(_OptionRecorder(name, group, registry))
+    parser.set_defaults(
+        handler=run_import, _vl_format_options=_FormatOptions(tuple(registry.values()))
+    )
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not in [0, 1]")
+    return value
+
+
+def run_import(args: argparse.Namespace) -> int:
+    """The handler: convert, write each output atomically, print one line per file."""
+    try:
+        args._vl_format_options.resolve(args)
+        importer = FORMATS[args.format]
+        outputs = importer.convert(list(args.sources), args)
+        targets = _targets(args.output, outputs)
+        for (_, doc), path in zip(outputs, targets, strict=True):
+            _write(path, doc, args, importer)
+    except (SourceError, _UsageError) as exc:
+        print(f"vlcheck import: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        where = exc.filename if exc.filename is not None else args.output
+        print(f"vlcheck import: {where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _targets(output: Path, outputs: list[tuple[str | None, Document]]) -> list[Path]:
+    split = [suffix for suffix, _ in outputs if suffix is not None]
+    if not split:
+        if output.is_dir():
+            raise _UsageError(f"-o {output} is a folder; give the YAML file to write")
+        return [output]
+    if output.suffix.lower() in (".yaml", ".yml"):
+        raise _UsageError(
+            f"this import writes one file per test; -o {output} must name a folder, not a YAML file"
+        )
+    return [output / f"{suffix}.yaml" for suffix in split]
+
+
+def _write(path: Path, doc: Document, args: argparse.Namespace, importer: Importer) -> None:
+    from pytest_vlcheck.checklist.writer import dump_checklist
+    from pytest_vlcheck.report.atomic import atomic_write_text
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if args.image_root:
+        doc = _with_image_root(doc, _image_root_for(path, args.image_root))
+    sources = " ".join(str(s) for s in args.sources)
+    header = f"# Imported with: vlcheck import {importer.name} {sources}\n"
+    atomic_write_text(path, header + dump_checklist(doc))
+    tests = doc.get("tests", [])
+    examples = sum(len(t.get("examples", [])) for t in tests)
+    print(
+        f"wrote {path}: {len(tests)} test{'s' * (len(tests) != 1)}, "
+        f"{examples} example{'s' * (examples != 1)}"
+    )
+
+
+def _image_root_for(path: Path, image_root: str) -> str:
+    """``--image-root`` as the YAML must say it: relative to the YAML's folder."""
+    root = Path(image_root)
+    if root.is_absolute():
+        return root.as_posix()
+    relative = os.path.relpath(Path.cwd() / root, path.resolve().parent)
+    return Path(relative).as_posix()
+
+
+def _with_image_root(doc: Mapping[str, Any], image_root: str) -> Document:
+    out: Document = {"vlcheck": doc["vlcheck"], "image_root": image_root}
+    out.update((k, v) for k, v in doc.items() if k not in out)
+    return out

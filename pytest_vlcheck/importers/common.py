@@ -1,0 +1,269 @@
+"""Shared pieces of the importers: the importer record, source errors, names, chance levels.
+
+Every importer turns benchmark files into checklist documents (plain dicts in the YAML
+layout the loader reads). What they share lives here so the format modules only say what
+is particular to their benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Document = dict[str, Any]
+"""A checklist document: ``{"vlcheck": 1, "description": ..., "tests": [...]}``."""
+
+Output = tuple[str | None, Document]
+"""One output of an importer: a file-name suffix (``None`` for the single output) and its
+document."""
+
+FORMAT_VERSION = 1
+_TEST_ID_BAD = re.compile(r"[^A-Za-z0-9_.-]+")
+_SEGMENT_BAD = re.compile(r"[^a-z0-9_]+")
+
+
+class SourceError(ValueError):
+    """A problem in a benchmark file, located as ``FILE:LINE: message`` or
+    ``FILE: record ID: message`` so the user can find it without a traceback."""
+
+    def __init__(
+        self, path: Path | str, message: str, *, line: int | None = None, record: object = None
+    ) -> None:
+        where = str(path)
+        if line is not None:
+            where = f"{where}:{line}"
+        if record is not None:
+            where = f"{where}: record {record}"
+        super().__init__(f"{where}: {message}")
+        self.path = Path(path)
+        self.line = line
+        self.record = record
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Importer:
+    """One benchmark format of ``vlcheck import``.
+
+    ``add_arguments`` declares the format's own options (on a group of the shared parser);
+    ``convert`` reads the sources and returns the outputs to write.
+    """
+
+    name: str
+    summary: str
+    add_arguments: Callable[[Any], None]
+    convert: Callable[[list[Path], argparse.Namespace], list[Output]]
+
+
+def note(message: str) -> None:
+    """Tell the user something they should know about the import (skipped records ...)."""
+    print(f"vlcheck import: note: {message}", file=sys.stderr)
+
+
+def note_unwinnable(path: Path, examples: Sequence[Mapping[str, Any]]) -> None:
+    """Point out caption examples whose negative repeats the true caption: a strict
+    comparison fails them for every model. They are kept, as the benchmark scores them."""
+    same = [str(e["id"]) for e in examples if e["caption"] in e["negatives"]]
+    if same:
+        shown = ", ".join(same[:5]) + (", ..." if len(same) > 5 else "")
+        note(
+            f"{path}: {len(same)} example(s) with a negative identical to the caption, which "
+            f"no model can pass (kept as in the source): {shown}"
+        )
+
+
+def checklist(description: str, tests: list[dict[str, Any]]) -> Document:
+    """A checklist document in the key order the YAML should read in."""
+    return {"vlcheck": FORMAT_VERSION, "description": description, "tests": tests}
+
+
+def make_test(
+    test_id: str,
+    capability: str,
+    task: str,
+    examples: list[dict[str, Any]],
+    *,
+    threshold: float | None,
+    description: str = "",
+    criterion: str | None = None,
+) -> dict[str, Any]:
+    """One test mapping; ``threshold`` ``None`` means the task's chance level."""
+    if threshold is None:
+        threshold = chance_level(task, examples, criterion)
+    out: dict[str, Any] = {
+        "id": test_id,
+        "capability": capability,
+        "task": task,
+        "threshold": threshold,
+    }
+    if description:
+        out["description"] = description
+    if criterion is not None:
+        out["criterion"] = criterion
+    out["examples"] = examples
+    return out
+
+
+def chance_level(
+    task: str, examples: Sequence[Mapping[str, Any]], criterion: str | None = None
+) -> float:
+    """Expected pass rate of a scorer that guesses uniformly, rounded down to 4 places.
+
+    It is the default threshold: an imported test then fails only when the model does worse
+    than guessing, which is a floor, not a bar; users set ``--threshold`` for real gates.
+    Caption: 1/(1+k) for k negatives; image: 1/(1+d) for d distractors; group: 1/4 for the
+    text or image score (two independent coin flips), 1/6 for the group score (Winoground);
+    match: 1/2.
+    """
+    if not examples:
+        return 0.0
+    if task == "caption":
+        rate = sum(1 / (1 + len(e["negatives"])) for e in examples) / len(examples)
+    elif task == "image":
+        rate = sum(1 / (1 + len(e["distractors"])) for e in examples) / len(examples)
+    elif task == "group":
+        rate = 1 / 6 if (criterion or "group") == "group" else 1 / 4
+    else:
+        rate = 0.5
+    return int(rate * 10_000) / 10_000
+
+
+def capability(*segments: str) -> str:
+    """A capability path from free-form names: lowercase, ``[a-z0-9_]`` segments."""
+    parts = []
+    for segment in segments:
+        clean = _SEGMENT_BAD.sub("_", segment.strip().lower()).strip("_")
+        if not clean:
+            raise ValueError(f"empty capability segment in {segments!r}")
+        if not clean[0].isalpha():
+            clean = "c_" + clean
+        parts.append(clean)
+    return "/".join(parts)
+
+
+def safe_test_id(*parts: str) -> str:
+    """A test id (``[A-Za-z0-9_.-]+``) from free-form parts joined by '-'."""
+    text = "-".join(_TEST_ID_BAD.sub("_", part.strip()).strip("_") for part in parts)
+    if not text:
+        raise ValueError(f"empty test id from {parts!r}")
+    return text
+
+
+def text_field(
+    path: Path, record: Mapping[str, Any], key: str, where: object, *, line: int | None = None
+) -> str:
+    """A required non-empty string field of a record, kept exactly as written."""
+    if key not in record:
+        raise SourceError(path, f"missing field '{key}'", line=line, record=where)
+    value = record[key]
+    if not isinstance(value, str) or not value.strip():
+        raise SourceError(
+            path,
+            f"field '{key}' must be a non-empty string, got {json.dumps(value)[:60]}",
+            line=line,
+            record=where,
+        )
+    return value
+
+
+def read_text(path: Path) -> str:
+    """A source file's text (UTF-8, an optional BOM dropped); bad bytes give their line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise SourceError(path, f"not UTF-8 text ({exc.reason})", line=line) from None
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; a syntax error becomes ``FILE:LINE: ...``."""
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise SourceError(
+            path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno
+        ) from None
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    """The records of a JSON-lines file with their line numbers; blank lines are skipped."""
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SourceError(
+                path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=number
+            ) from None
+        yield number, record
+
+
+def read_csv(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    """The rows of a CSV file with a header, each with the line it starts on."""
+    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    if not reader.fieldnames:
+        raise SourceError(path, "empty file; expected a CSV header line", line=1)
+    start = reader.line_num + 1
+    for row in _rows(path, reader):
+        if None in row:
+            raise SourceError(
+                path,
+                f"{len(reader.fieldnames) + len(row[None])} "
+                f"values; the header has {len(reader.fieldnames)}",
+                line=start,
+            )
+        yield start, row
+        start = reader.line_num + 1
+
+
+def _rows(path: Path, reader: csv.DictReader) -> Iterator[dict[str, str]]:
+    """The reader's rows, a csv.Error becoming a located ``SourceError``."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise SourceError(path, f"malformed CSV: {exc}", line=reader.line_num) from None
+        yield row
+
+
+def files_under(sources: Sequence[Path], suffixes: tuple[str, ...]) -> list[Path]:
+    """The source files: each file as given, each directory walked for ``suffixes``."""
+    found: list[Path] = []
+    for source in sources:
+        if source.is_dir():
+            matches = sorted(
+                p for p in source.rglob("*") if p.is_file() and p.suffix.lower() in suffixes
+            )
+            if not matches:
+                raise SourceError(source, f"no {' or '.join(suffixes)} files in this directory")
+            found.extend(matches)
+        elif source.is_file():
+            found.append(source)
+        else:
+            raise SourceError(source, "no such file or directory")
+    return found
+
+
+def only_one_source(sources: Sequence[Path], what: str) -> Path:
+    """The single source file of a format that reads exactly one file."""
+    if len(sources) != 1:
+        raise SourceError(
+            sources[-1] if sources else "-",
+            f"expected exactly one {what}, got {len(sources)} sources",
+        )
+    source = sources[0]
+    if not source.is_file():
+        raise SourceError(source, "no such file" if not source.exists() else "not a file")
+    return source

@@ -1,0 +1,373 @@
+"""The ``hf:NAME_OR_DIR`` backend: a transformers image-text model behind the scorer protocol.
+
+Three shapes of model are served:
+
+- CLIP family (anything with ``get_image_features`` / ``get_text_features``): a dual
+  encoder; texts padded to the longest in the batch, truncated at the model's context.
+- SigLIP family (a dual encoder whose model has ``logit_bias``): texts padded to the
+  model's full context (its text tower pools the last position, so this is how it was
+  trained), no attention mask (the original attends to padding), and ``match_probability``
+  = sigmoid(exp(logit_scale) * cosine + logit_bias).
+- BLIP image-text matching (``*ForImageTextRetrieval`` checkpoints): a cross-encoder whose
+  ``score_pairs`` is the ITM head's softmax probability of "match".
+
+Embeddings are returned raw (not L2-normalised) as fp32; the engine normalises them. Texts
+longer than the context are truncated with one ``TruncationWarning`` per text. Image
+processors load with the PIL backend (``backend="pil"``), which reproduces the preprocessing
+the checkpoints were evaluated with. A checkpoint that leaves any model weight uninitialised
+is refused: scores from random weights would look like results. Remote code is never run.
+
+transformers and torch are imported inside ``load()`` and the scorers' methods only.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_vlcheck.models.torch_utils import (
+    TruncationLog,
+    calibrated_sigmoid,
+    chunked,
+    effective_precision,
+    fingerprint_path,
+    resolve_device,
+    short_detail,
+    to_float32_numpy,
+    torch_dtype,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    from PIL.Image import Image
+
+    from pytest_vlcheck.models.protocol import ModelOptions
+
+_UNBOUNDED = 10**6  # tokenizers without a limit report a huge model_max_length
+
+
+class _HfModel:
+    """What every transformers scorer holds: model, tokenizer, image processor, run settings."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        fingerprint: str,
+        model: Any,
+        tokenizer: Any,
+        image_processor: Any,
+        device: str,
+        dtype: Any,
+        batch_size: int,
+    ) -> None:
+        self.name = name
+        self.fingerprint = fingerprint
+        self.model = model
+        self.tokenizer = tokenizer
+        self.image_processor = image_processor
+        self.device = device
+        self.dtype = dtype
+        self.batch_size = batch_size
+        self.max_length = text_limit(model, tokenizer)
+        self.truncation = TruncationLog(name)
+
+    @property
+    def truncated_texts(self) -> set[str]:
+        """Texts that were longer than the context and were cut."""
+        return self.truncation.texts
+
+    def _pixels(self, images: list[Image], accepted: set[str] | None) -> dict[str, Any]:
+        features = self.image_processor(images=list(images), return_tensors="pt")
+        inputs = {}
+        for key, value in features.items():
+            if accepted is not None and key not in accepted:
+                continue
+            value = value.to(self.device)
+            inputs[key] = value.to(self.dtype) if value.is_floating_point() else value
+        return inputs
+
+    def _tokens(self, texts: list[str], *, pad_to_max: bool) -> dict[str, Any]:
+        self._check_truncation(texts)
+        encoded = self.tokenizer(
+            list(texts),
+            padding="max_length" if pad_to_max else True,
+            truncation=True,
+            max_length=self.max_length,
+            return_tensors="pt",
+        )
+        return {key: value.to(self.device) for key, value in encoded.items()}
+
+    def _check_truncation(self, texts: list[str]) -> None:
+        rows = self.tokenizer(list(texts), truncation=False, padding=False, verbose=False)
+        for text, ids in zip(texts, rows["input_ids"], strict=True):
+            if len(ids) > self.max_length:
+                self.truncation.report(text, len(ids), self.max_length)
+
+
+class HfDualScorer(_HfModel):
+    """A CLIP-family dual encoder."""
+
+    pad_to_max = False
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._image_names = _named_parameters(self.model.get_image_features)
+        self._text_names = self._text_input_names()
+
+    def _text_input_names(self) -> set[str]:
+        return _named_parameters(self.model.get_text_features)
+
+    def encode_images(self, images: list[Image]) -> np.ndarray:
+        """Raw fp32 image embeddings [N, D]."""
+        import torch
+
+        if not images:
+            return self._empty()
+        parts = []
+        with torch.inference_mode():
+            for batch in chunked(images, self.batch_size):
+                inputs = self._pixels(list(batch), self._image_names)
+                parts.append(to_float32_numpy(_features(self.model.get_image_features(**inputs))))
+        return _concat(parts)
+
+    def encode_texts(self, texts: list[str]) -> np.ndarray:
+        """Raw fp32 text embeddings [M, D]; over-long texts are truncated with a warning."""
+        import torch
+
+        if not texts:
+            return self._empty()
+        parts = []
+        with torch.inference_mode():
+            for batch in chunked(texts, self.batch_size):
+                tokens = self._tokens(list(batch), pad_to_max=self.pad_to_max)
+                inputs = {k: v for k, v in tokens.items() if k in self._text_names}
+                parts.append(to_float32_numpy(_features(self.model.get_text_features(**inputs))))
+        return _concat(parts)
+
+    def _empty(self) -> np.ndarray:
+        import numpy as np
+
+        return np.zeros((0, self.encode_texts([""]).shape[1]), dtype=np.float32)
+
+
+class HfSigmoidScorer(HfDualScorer):
+    """A SigLIP-family dual encoder with its calibrated pair probability."""
+
+    pad_to_max = True
+
+    def __init__(self, *, logit_scale: float, logit_bias: float, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.logit_scale = logit_scale  # already exponentiated
+        self.logit_bias = logit_bias
+
+    def _text_input_names(self) -> set[str]:
+        # SigLIP was trained attending to its padding; an attention mask changes the output.
+        return {"input_ids"}
+
+    def match_probability(self, similarities: np.ndarray) -> np.ndarray:
+        """sigmoid(exp(logit_scale) * cosine + logit_bias), elementwise, as fp32."""
+        return calibrated_sigmoid(similarities, self.logit_scale, self.logit_bias)
+
+
+class HfItmScorer(_HfModel):
+    """A BLIP image-text matching head: one probability per (image, text) pair."""
+
+    def score_pairs(self, images: list[Image], texts: list[str]) -> np.ndarray:
+        """P(match) for each (images[i], texts[i]), from the ITM head's two-way softmax."""
+        import numpy as np
+        import torch
+
+        if len(images) != len(texts):
+            raise ValueError(f"score_pairs got {len(images)} images but {len(texts)} texts")
+        if not images:
+            return np.zeros((0,), dtype=np.float32)
+        parts = []
+        with torch.inference_mode():
+            for start in range(0, len(images), max(self.batch_size, 1)):
+                stop = start + max(self.batch_size, 1)
+                pixels = self._pixels(list(images[start:stop]), {"pixel_values"})
+                tokens = self._tokens(list(texts[start:stop]), pad_to_max=False)
+                output = self.model(
+                    input_ids=tokens["input_ids"],
+                    attention_mask=tokens.get("attention_mask"),
+                    pixel_values=pixels["pixel_values"],
+                    use_itm_head=True,
+                )
+                logits = output.itm_score.float()
+                parts.append(to_float32_numpy(torch.softmax(logits, dim=-1)[:, 1]))
+        return _concat(parts)
+
+
+def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:
+    """Load ``hf:BODY`` (a hub name or a ``save_pretrained`` directory), in eval mode."""
+    import torch
+    import transformers
+
+    spec = f"hf:{body}"
+    device = resolve_device(options.device)
+    dtype = torch_dtype(effective_precision(options.precision, device))
+    source, local = _resolve_source(body, spec)
+    hub_kwargs: dict[str, Any] = {"local_files_only": True} if local else {}
+
+    try:
+        config = transformers.AutoConfig.from_pretrained(source, **hub_kwargs)
+    except Exception as exc:  # OSError offline, ValueError for an unknown model type
+        raise _fetch_error(spec, local, "its config", exc) from exc
+    architectures = list(getattr(config, "architectures", None) or [])
+    itm_name = next((a for a in architectures if a.endswith("ForImageTextRetrieval")), None)
+    model_class = getattr(transformers, itm_name, None) if itm_name else transformers.AutoModel
+    if model_class is None:
+        raise ValueError(f"{spec}: this transformers version has no class {itm_name}")
+    try:
+        model, info = model_class.from_pretrained(
+            source, output_loading_info=True, **_dtype_kwargs(transformers, dtype), **hub_kwargs
+        )
+    except Exception as exc:
+        raise _fetch_error(spec, local, "the model", exc) from exc
+    missing = sorted(info.get("missing_keys") or [])
+    if missing:
+        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+        raise ValueError(
+            f"{spec}: the checkpoint has no weights for {len(missing)} parameter(s) of "
+            f"{type(model).__name__} ({shown}); they would be random, so the model is refused"
+        )
+    dual = hasattr(model, "get_image_features") and hasattr(model, "get_text_features")
+    if not (itm_name or dual):
+        raise ValueError(
+            f"{spec}: {type(model).__name__} is not an image-text model this backend can "
+            "score: it needs get_image_features/get_text_features (CLIP family, SigLIP) or "
+            "an image-text matching head (BLIP *ForImageTextRetrieval)"
+        )
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(source, **hub_kwargs)
+        image_processor = transformers.AutoImageProcessor.from_pretrained(
+            source, **_pil_processor_kwargs(), **hub_kwargs
+        )
+    except Exception as exc:
+        raise _fetch_error(spec, local, "its tokenizer or image processor", exc) from exc
+    model.to(device)
+    model.eval()
+
+    common: dict[str, Any] = {
+        "name": spec,
+        "fingerprint": _fingerprint(body, source, local),
+        "model": model,
+        "tokenizer": tokenizer,
+        "image_processor": image_processor,
+        "device": device,
+        "dtype": dtype,
+        "batch_size": options.batch_size,
+    }
+    if itm_name:
+        return HfItmScorer(**common)
+    logit_bias = getattr(model, "logit_bias", None)
+    if logit_bias is None:
+        return HfDualScorer(**common)
+    with torch.inference_mode():
+        scale = float(model.logit_scale.detach().float().exp().reshape(-1)[0])
+        bias = float(logit_bias.detach().float().reshape(-1)[0])
+    return HfSigmoidScorer(logit_scale=scale, logit_bias=bias, **common)
+
+
+def _dtype_kwargs(transformers: Any, dtype: Any) -> dict[str, Any]:
+    """``dtype=`` since transformers 4.56; ``torch_dtype=`` before."""
+    major, minor = (int(part) for part in transformers.__version__.split(".")[:2])
+    return {"dtype": dtype} if (major, minor) >= (4, 56) else {"torch_dtype": dtype}
+
+
+def _pil_processor_kwargs() -> dict[str, Any]:
+    """Ask for the PIL image processor: ``backend="pil"`` since the 5.x backend refactor
+    (which added ``transformers.image_processing_backends``), ``use_fast=False`` before."""
+    import importlib.util
+
+    if importlib.util.find_spec("transformers.image_processing_backends") is not None:
+        return {"backend": "pil"}
+    return {"use_fast": False}
+
+
+def text_limit(model: Any, tokenizer: Any) -> int:
+    """The longest token sequence the text tower takes: its position table, or the tokenizer's."""
+    config = getattr(model, "config", None)
+    text_config = getattr(config, "text_config", None) or config
+    limits = [getattr(text_config, "max_position_embeddings", None)]
+    limits.append(getattr(tokenizer, "model_max_length", None))
+    usable = [int(x) for x in limits if isinstance(x, int) and 0 < x < _UNBOUNDED]
+    if not usable:
+        raise ValueError("cannot tell the text context length of this model")
+    return min(usable)
+
+
+def _resolve_source(body: str, spec: str) -> tuple[str, bool]:
+    """(what from_pretrained gets, whether it is a local directory)."""
+    text = body.strip()
+    if not text:
+        raise ValueError(f"{spec}: empty spec; expected hf:HUB_NAME or hf:PATH/TO/DIRECTORY")
+    path = Path(text).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ValueError(
+                f"{spec}: {path} has no config.json; expected a directory written by "
+                "save_pretrained (model, tokenizer and image processor)"
+            )
+        return str(path.resolve()), True
+    if path.exists():
+        raise ValueError(f"{spec}: {path} is a file; expected a model directory or a hub name")
+    looks_local = text.startswith((".", "/", "~")) or "\\" in text or text.count("/") > 1
+    if looks_local or (os.sep != "/" and os.sep in text):
+        raise FileNotFoundError(f"{spec}: model directory not found: {text}")
+    return text, False
+
+
+def _fetch_error(spec: str, local: bool, what: str, exc: Exception) -> Exception:
+    detail = short_detail(exc)
+    if not local and isinstance(exc, OSError):
+        return OSError(
+            f"{spec}: could not fetch {what} from the Hugging Face Hub (no network access and "
+            f"not in the local cache?): {detail}"
+        )
+    return ValueError(f"{spec}: could not load {what}: {detail}")
+
+
+def _fingerprint(body: str, source: str, local: bool) -> str:
+    """sha256 over the directory's weight/config files, or the hub name and cached revision."""
+    if local:
+        return fingerprint_path(source)
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return f"hf:{body}"
+    cached = try_to_load_from_cache(source, "config.json")
+    if isinstance(cached, str):
+        revision = Path(cached).parent.name  # .../snapshots/<commit>/config.json
+        return f"hf:{body}@{revision}"
+    return f"hf:{body}"
+
+
+def _named_parameters(function: Any) -> set[str]:
+    """The explicitly named parameters of a forward-like method (not its **kwargs)."""
+    return {
+        name
+        for name, parameter in inspect.signature(function).parameters.items()
+        if parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL)
+    }
+
+
+def _features(output: Any) -> Any:
+    """transformers 5 returns an output object from get_*_features; the embedding is pooled."""
+    import torch
+
+    if isinstance(output, torch.Tensor):
+        return output
+    pooled = getattr(output, "pooler_output", None)
+    if pooled is None:
+        raise ValueError(f"model returned {type(output).__name__} without a pooled embedding")
+    return pooled
+
+
+def _concat(parts: list[np.ndarray]) -> np.ndarray:
+    import numpy as np
+
+    return np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float32)

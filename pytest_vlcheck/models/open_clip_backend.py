@@ -1,0 +1,455 @@
+"""The ``open_clip:ARCH[@PRETRAINED]`` backend: an open_clip dual encoder as a scorer.
+
+ARCH is an open_clip registry name (``ViT-B-32-quickgelu``), a path to an open_clip
+model-config JSON, or open_clip's own ``hf-hub:ORG/REPO`` / ``local-dir:PATH`` forms (these
+carry their weights, so they take no ``@PRETRAINED``). PRETRAINED is a pretrained tag that
+open_clip downloads (``openai``) or a local weights file.
+
+Weights files are never unpickled unsafely: ``.safetensors`` is read by safetensors, and any
+other torch checkpoint must load with ``torch.load(weights_only=True)`` before open_clip sees
+it (open_clip retries a failed load *without* ``weights_only`` on a TypeError).
+
+Embeddings are returned raw (not L2-normalised) as fp32; the engine normalises them.
+Texts longer than the model's context (77 tokens for CLIP) are truncated, as every CLIP
+evaluation does, with one ``TruncationWarning`` per text naming it.
+
+open_clip and torch are imported inside ``load()`` and the scorer's methods only.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import inspect
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_vlcheck.models.torch_utils import (
+    TruncationLog,
+    calibrated_sigmoid,
+    chunked,
+    effective_precision,
+    fingerprint_path,
+    resolve_device,
+    short_detail,
+    to_float32_numpy,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    from PIL.Image import Image
+
+    from pytest_vlcheck.models.protocol import ModelOptions
+
+SCHEMA_PREFIXES = ("hf-hub:", "local-dir:")
+SAFE_SUFFIXES = (".safetensors",)
+# .npz is big_vision (SigLIP) numpy weights: open_clip reads them with np.load, no pickle.
+NUMPY_SUFFIXES = (".npz",)
+WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin", ".ckpt", ".npz")
+# open_clip's names for the weights inside a hub repo (safetensors first, as it prefers).
+HUB_WEIGHT_NAMES = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin")
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where the architecture and the weights come from, resolved from the spec."""
+
+    model_name: str  # what open_clip.create_model receives
+    config_path: Path | None = None  # ARCH given as a model-config JSON
+    pretrained: str | None = None  # tag or absolute weights path, as open_clip receives it
+    tag: str | None = None
+    weights_path: Path | None = None
+
+
+class OpenClipScorer:
+    """A loaded open_clip model with its eval preprocessing and tokenizer."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        fingerprint: str,
+        model: Any,
+        preprocess: Callable[[Image], Any],
+        tokenizer: Any,
+        device: str,
+        input_dtype: Any,
+        batch_size: int,
+    ) -> None:
+        self.name = name
+        self.fingerprint = fingerprint
+        self.model = model
+        self.preprocess = preprocess
+        self.tokenizer = tokenizer
+        self.device = device
+        self.input_dtype = input_dtype
+        self.batch_size = batch_size
+        self.context_length = int(
+            getattr(tokenizer, "context_length", None) or getattr(model, "context_length", 77)
+        )
+        self.truncation = TruncationLog(name)
+
+    @property
+    def truncated_texts(self) -> set[str]:
+        """Texts that were longer than the context and were cut."""
+        return self.truncation.texts
+
+    def encode_images(self, images: list[Image]) -> np.ndarray:
+        """Raw fp32 image embeddings [N, D] through the model's eval transform."""
+        import torch
+
+        if not images:
+            return self._empty()
+        parts = []
+        with torch.inference_mode():
+            for batch in chunked(images, self.batch_size):
+                pixels = torch.stack([self.preprocess(image) for image in batch])
+                pixels = pixels.to(device=self.device, dtype=self.input_dtype)
+                parts.append(to_float32_numpy(self.model.encode_image(pixels)))
+        return _concat(parts)
+
+    def encode_texts(self, texts: list[str]) -> np.ndarray:
+        """Raw fp32 text embeddings [M, D]; over-long texts are truncated with a warning."""
+        import torch
+
+        if not texts:
+            return self._empty()
+        parts = []
+        with torch.inference_mode():
+            for batch in chunked(texts, self.batch_size):
+                batch = list(batch)
+                self._check_truncation(batch)
+                tokens = self.tokenizer(batch).to(self.device)
+                parts.append(to_float32_numpy(self.model.encode_text(tokens)))
+        return _concat(parts)
+
+    def _empty(self) -> np.ndarray:
+        import numpy as np
+
+        return np.zeros((0, self.encode_texts([""]).shape[1]), dtype=np.float32)
+
+    def _check_truncation(self, texts: list[str]) -> None:
+        # Tokenise at twice the context: a text fits iff everything past the context (or
+        # past the last content slot, for "clips" mode whose class token sits at the end) is
+        # the same padding an empty text gets. This holds for every open_clip tokenizer.
+        ctx = self.context_length
+        wide = self.tokenizer([*texts, ""], context_length=2 * ctx)
+        clips_mode = getattr(self.tokenizer, "tokenizer_mode", "") == "clips"
+        start, stop = (ctx - 2, 2 * ctx - 1) if clips_mode else (ctx, 2 * ctx)
+        empty = wide[-1, start:stop]
+        for index, text in enumerate(texts):
+            if bool((wide[index, start:stop] != empty).any()):
+                self.truncation.report(text, self._count_tokens(text), ctx)
+
+    def _count_tokens(self, text: str) -> int | None:
+        encode = getattr(self.tokenizer, "encode", None)
+        if encode is None:
+            return None
+        return len(encode(text)) + 2  # start and end of text
+
+
+class OpenClipSigmoidScorer(OpenClipScorer):
+    """A SigLIP-style open_clip model: its pair probability is a calibrated sigmoid."""
+
+    def __init__(self, *, logit_scale: float, logit_bias: float, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.logit_scale = logit_scale  # already exponentiated
+        self.logit_bias = logit_bias
+
+    def match_probability(self, similarities: np.ndarray) -> np.ndarray:
+        """sigmoid(exp(logit_scale) * cosine + logit_bias), elementwise, as fp32."""
+        return calibrated_sigmoid(similarities, self.logit_scale, self.logit_bias)
+
+
+def load(body: str, options: ModelOptions) -> OpenClipScorer:
+    """Load ``open_clip:BODY`` on the requested device and precision, in eval mode."""
+    import open_clip
+    import torch
+
+    spec = f"open_clip:{body}"
+    device = resolve_device(options.device)
+    precision = effective_precision(options.precision, device)
+    source = _resolve_source(body, spec, open_clip)
+    if source.weights_path is not None:
+        _check_weights_file(source.weights_path, spec)
+
+    with tempfile.TemporaryDirectory(prefix="vlcheck-open-clip-") as scratch:
+        if source.config_path is not None:
+            source = replace(source, model_name=_register_config(source, Path(scratch), open_clip))
+        try:
+            model, _, preprocess = open_clip.create_model_and_transforms(
+                source.model_name,
+                pretrained=source.pretrained,
+                precision=precision,
+                device=device,
+                **_weights_only_kwargs(open_clip),
+            )
+            tokenizer = open_clip.get_tokenizer(source.model_name)
+        except Exception as exc:  # open_clip, torch and safetensors raise many kinds
+            raise _load_error(spec, source, exc) from exc
+    model.eval()
+
+    common: dict[str, Any] = {
+        "name": spec,
+        "fingerprint": _fingerprint(body, source, open_clip),
+        "model": model,
+        "preprocess": preprocess,
+        "tokenizer": tokenizer,
+        "device": device,
+        "input_dtype": open_clip.get_input_dtype(precision) or torch.float32,
+        "batch_size": options.batch_size,
+    }
+    logit_bias = getattr(model, "logit_bias", None)
+    if logit_bias is None:
+        return OpenClipScorer(**common)
+    with torch.inference_mode():
+        scale = float(model.logit_scale.detach().float().exp().reshape(-1)[0])
+        bias = float(logit_bias.detach().float().reshape(-1)[0])
+    return OpenClipSigmoidScorer(logit_scale=scale, logit_bias=bias, **common)
+
+
+def split_spec(body: str, known: Callable[[str], bool]) -> tuple[str, str | None]:
+    """Split ``ARCH[@PRETRAINED]``; an ``@`` inside a path is kept when the split is ambiguous.
+
+    The first ``@`` whose left side is a known architecture or an existing file (or, after
+    ``local-dir:``, an existing directory) wins; otherwise the first ``@`` separates.
+    """
+
+    def known_arch(arch: str) -> bool:
+        if arch.startswith("local-dir:"):
+            return Path(arch[len("local-dir:") :]).is_dir()
+        return known(arch)
+
+    if known_arch(body) or "@" not in body:
+        return body, None
+    positions = [i for i, char in enumerate(body) if char == "@"]
+    for position in positions:
+        if known_arch(body[:position]):
+            return body[:position], body[position + 1 :] or None
+    return body[: positions[0]], body[positions[0] + 1 :] or None
+
+
+def _resolve_source(body: str, spec: str, open_clip: Any) -> _Source:
+    if not body.strip():
+        raise ValueError(f"{spec}: empty open_clip spec; expected open_clip:ARCH[@PRETRAINED]")
+    registry = set(open_clip.list_models())
+
+    def known(arch: str) -> bool:
+        return arch.replace("/", "-") in registry or Path(arch).is_file()
+
+    arch, pretrained = split_spec(body, known)
+    if arch.startswith(SCHEMA_PREFIXES):
+        if pretrained is not None:
+            raise ValueError(
+                f"{spec}: {arch.split(':', 1)[0]}: specs carry their own weights; "
+                "drop the @PRETRAINED part"
+            )
+        if arch.startswith("local-dir:") and not Path(arch[len("local-dir:") :]).is_dir():
+            raise FileNotFoundError(f"{spec}: directory not found: {arch[len('local-dir:') :]}")
+        return _Source(model_name=arch)
+
+    config_path: Path | None = None
+    if arch.endswith(".json") or Path(arch).is_file():
+        config_path = Path(arch)
+        if not config_path.is_file():
+            raise FileNotFoundError(f"{spec}: open_clip model config not found: {arch}")
+        model_name = arch
+    elif arch.replace("/", "-") in registry:
+        model_name = arch.replace("/", "-")
+    elif "/" in arch or os.sep in arch:
+        raise FileNotFoundError(f"{spec}: open_clip model config not found: {arch}")
+    else:
+        close = difflib.get_close_matches(arch, sorted(registry), n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise ValueError(
+            f"{spec}: unknown open_clip architecture {arch!r}{hint}; expected a name from "
+            "open_clip.list_models() or a path to an open_clip model-config .json"
+        )
+
+    tags = [] if config_path else open_clip.list_pretrained_tags_by_model(model_name)
+    if pretrained is None:
+        tag_hint = f"; tags for {model_name}: {', '.join(tags)}" if tags else ""
+        raise ValueError(
+            f"{spec}: no weights given (a randomly initialised model is never tested); "
+            f"write {spec}@TAG or {spec}@path/to/weights.safetensors{tag_hint}"
+        )
+    if config_path is None and open_clip.is_pretrained_cfg(model_name, pretrained):
+        return _Source(model_name=model_name, pretrained=pretrained, tag=pretrained)
+    weights = Path(pretrained).expanduser()
+    if weights.is_file():
+        resolved = weights.resolve()
+        return _Source(
+            model_name=model_name,
+            config_path=config_path,
+            pretrained=str(resolved),
+            weights_path=resolved,
+        )
+    if weights.suffix in WEIGHT_SUFFIXES or "/" in pretrained or os.sep in pretrained:
+        raise FileNotFoundError(f"{spec}: weights file not found: {pretrained}")
+    if config_path is not None:
+        raise ValueError(
+            f"{spec}: {pretrained!r} is not a weights file; a model-config JSON needs a local "
+            "weights file (.safetensors preferred)"
+        )
+    tag_hint = f"; tags for {model_name}: {', '.join(tags)}" if tags else " (it has no tags)"
+    raise ValueError(
+        f"{spec}: {pretrained!r} is neither a pretrained tag of {model_name} nor a weights "
+        f"file{tag_hint}"
+    )
+
+
+def _register_config(source: _Source, scratch: Path, open_clip: Any) -> str:
+    """Register a model-config JSON with open_clip under a name unique to its content.
+
+    open_clip keys its registry by file stem and never forgets an entry, so registering
+    ``run1/model.json`` and ``run2/model.json`` as ``model`` would let one shadow the other
+    (and a file called ``ViT-B-32.json`` would shadow the built-in). A copy named
+    ``STEM-vlcheck-HASH`` keeps every config distinct; the stem is kept because open_clip
+    chooses the SigLIP tokenizer by name.
+    """
+    assert source.config_path is not None
+    text = source.config_path.read_text(encoding="utf-8")
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{source.config_path}:{exc.lineno}: invalid JSON in open_clip model config: {exc.msg}"
+        ) from exc
+    missing = [key for key in ("embed_dim", "vision_cfg", "text_cfg") if key not in config]
+    if not isinstance(config, dict) or missing:
+        raise ValueError(
+            f"{source.config_path}: not an open_clip model config: missing "
+            f"{', '.join(missing) or 'an object'}; expected keys embed_dim, vision_cfg, text_cfg"
+        )
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    unique = f"{source.config_path.stem}-vlcheck-{digest}"
+    copy = scratch / f"{unique}.json"
+    copy.write_text(text, encoding="utf-8")
+    open_clip.add_model_config(copy)
+    return unique
+
+
+def _weights_only_kwargs(open_clip: Any) -> dict[str, Any]:
+    """``weights_only=True`` where open_clip takes it (newer versions; older ones lack it)."""
+    parameters = inspect.signature(open_clip.create_model_and_transforms).parameters
+    return {"weights_only": True} if "weights_only" in parameters else {}
+
+
+def _check_weights_file(path: Path, spec: str) -> None:
+    """Refuse a torch checkpoint that only loads through unrestricted unpickling."""
+    if path.suffix in SAFE_SUFFIXES + NUMPY_SUFFIXES:
+        return
+    import pickle
+
+    import torch
+
+    try:
+        try:
+            torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError as exc:
+            if "mmap" not in str(exc):
+                raise
+            torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, TypeError, AttributeError, EOFError) as exc:
+        raise ValueError(
+            f"{spec}: {path} is not a plain weights checkpoint (it would need unrestricted "
+            f"unpickling, which vlcheck refuses): {short_detail(exc, 200)}; save it as "
+            ".safetensors"
+        ) from exc
+
+
+def _load_error(spec: str, source: _Source, exc: Exception) -> Exception:
+    """A short error naming the spec instead of open_clip's deep traceback."""
+    detail = short_detail(exc)
+    if source.tag is not None:
+        return OSError(
+            f"{spec}: could not fetch pretrained weights {source.tag!r} (no network access "
+            f"and not in the local cache?): {detail}"
+        )
+    if source.weights_path is not None:
+        return ValueError(
+            f"{spec}: weights file {source.weights_path} does not fit the architecture: {detail}"
+        )
+    return ValueError(f"{spec}: could not load the model: {detail}")
+
+
+def _fingerprint(body: str, source: _Source, open_clip: Any) -> str:
+    """sha256 of the weights (plus the config JSON's, if one was given), or a stable name."""
+    if source.weights_path is not None:
+        weights = fingerprint_path(source.weights_path)
+        if source.config_path is None:
+            return weights
+        return f"{weights}:{fingerprint_path(source.config_path)[:16]}"
+    if source.model_name.startswith("local-dir:"):
+        return fingerprint_path(source.model_name[len("local-dir:") :])
+    if source.model_name.startswith("hf-hub:"):
+        repo = source.model_name[len("hf-hub:") :]
+        cached = _cached_hub_file(repo, HUB_WEIGHT_NAMES)
+        return f"open_clip:{body}:{fingerprint_path(cached)}" if cached else f"open_clip:{body}"
+    assert source.tag is not None
+    cached = cached_tag_file(source.model_name, source.tag, open_clip)
+    if cached is None:
+        return f"open_clip:{source.model_name}@{source.tag}"
+    return f"{source.model_name}@{source.tag}:{fingerprint_path(cached)}"
+
+
+def cached_tag_file(
+    model_name: str, tag: str, open_clip: Any, cache_dir: str | None = None
+) -> str | None:
+    """The locally cached weights file of a pretrained tag, found without the network.
+
+    Mirrors where open_clip's downloader puts it: the Hugging Face cache (safetensors
+    sibling first) when the tag names a hub repo, else ``~/.cache/clip/<url basename>``.
+    """
+    config = open_clip.get_pretrained_cfg(model_name, tag)
+    if not config:
+        return None
+    if config.get("file"):
+        return str(config["file"]) if Path(config["file"]).is_file() else None
+    hub = config.get("hf_hub", "")
+    if hub:
+        repo, filename = os.path.split(hub)
+        filename = filename or "open_clip_pytorch_model.bin"
+        candidates = [*_safetensors_siblings(filename), filename]
+        found = _cached_hub_file(repo, candidates, cache_dir)
+        if found is not None:
+            return found
+    url = config.get("url", "")
+    if url:
+        target = Path(cache_dir or os.path.expanduser("~/.cache/clip")) / os.path.basename(url)
+        if target.is_file():
+            return str(target)
+    return None
+
+
+def _safetensors_siblings(filename: str) -> list[str]:
+    if filename == "open_clip_pytorch_model.bin":
+        return ["open_clip_model.safetensors"]
+    if filename.endswith((".bin", ".pth")):
+        return [filename[:-4] + ".safetensors"]
+    return []
+
+
+def _cached_hub_file(
+    repo: str, filenames: tuple[str, ...] | list[str], cache_dir: str | None = None
+) -> str | None:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    for filename in filenames:
+        found = try_to_load_from_cache(repo, filename, cache_dir=cache_dir)
+        if isinstance(found, str) and Path(found).is_file():
+            return found
+    return None
+
+
+def _concat(parts: list[np.ndarray]) -> np.ndarray:
+    import numpy as np
+
+    return np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float32)

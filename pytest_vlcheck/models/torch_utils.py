@@ -1,0 +1,250 @@
+"""Helpers shared by the torch backends: device and precision choice, weight fingerprints.
+
+torch is imported inside the functions that need it, so importing this module stays cheap
+(the plugin imports backend modules at collection time without loading a model).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+T = TypeVar("T")
+
+PRECISIONS = ("fp32", "fp16", "bf16")
+
+# Files that decide what a model computes: weights, configs, tokenizer vocabularies.
+FINGERPRINT_SUFFIXES = frozenset(
+    {
+        ".safetensors",
+        ".bin",
+        ".pt",
+        ".pth",
+        ".ckpt",
+        ".npz",
+        ".json",
+        ".txt",
+        ".model",
+        ".gz",
+    }
+)
+
+_CHUNK = 1 << 20
+# (resolved path, size, mtime_ns) -> sha256 hex; hashing a multi-GB checkpoint costs seconds,
+# and several items of a session ask for the same fingerprint.
+_HASH_CACHE: dict[tuple[str, int, int], str] = {}
+
+
+class TruncationWarning(UserWarning):
+    """A text was longer than the model's context and was cut; its score covers the prefix."""
+
+
+def resolve_device(name: str) -> str:
+    """Turn ``--vl-device`` into a torch device string that is usable on this machine.
+
+    ``auto`` picks cuda, then mps, then cpu. An explicit device that does not exist here is an
+    error rather than a silent fallback, so a CI job asking for a GPU never runs on the CPU.
+    """
+    import torch
+
+    text = (name or "").strip()
+    if text in ("", "auto"):
+        if torch.cuda.is_available():
+            return "cuda"
+        if _mps_available(torch):
+            return "mps"
+        return "cpu"
+    try:
+        device = torch.device(text)
+    except (RuntimeError, ValueError) as exc:
+        raise ValueError(
+            f"invalid device {name!r}: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"
+        ) from exc
+    if device.type == "cpu":
+        return str(device)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"device {name!r} requested but CUDA is not available on this machine "
+                "(use --vl-device auto or cpu)"
+            )
+        count = torch.cuda.device_count()
+        if device.index is not None and device.index >= count:
+            raise ValueError(f"device {name!r} requested but only {count} CUDA device(s) exist")
+        return str(device)
+    if device.type == "mps":
+        if not _mps_available(torch):
+            raise ValueError(
+                f"device {name!r} requested but MPS is not available on this machine "
+                "(use --vl-device auto or cpu)"
+            )
+        return str(device)
+    backend = getattr(torch, device.type, None)
+    is_available = getattr(backend, "is_available", None)
+    if callable(is_available) and is_available():
+        return str(device)
+    raise ValueError(
+        f"device {name!r} is not usable here: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"
+    )
+
+
+def _mps_available(torch: Any) -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
+def effective_precision(precision: str, device: str) -> str:
+    """The precision actually run on ``device``.
+
+    fp16 on the CPU falls back to fp32 with a warning: many CPU kernels lack fp16 or run it
+    far slower than fp32, and fp32 is the reference the scores are compared against anyway.
+    bf16 is kept on the CPU (it has native kernels there).
+    """
+    check_precision(precision)
+    if precision == "fp16" and device.split(":")[0] == "cpu":
+        warnings.warn(
+            "precision fp16 is not supported on the CPU; running in fp32 instead",
+            UserWarning,
+            stacklevel=2,
+        )
+        return "fp32"
+    return precision
+
+
+def check_precision(precision: str) -> None:
+    """Reject a precision name other than fp32/fp16/bf16."""
+    if precision not in PRECISIONS:
+        raise ValueError(
+            f"invalid precision {precision!r}: expected one of {', '.join(PRECISIONS)}"
+        )
+
+
+def torch_dtype(precision: str) -> torch.dtype:
+    """The torch dtype of a precision name (``fp32``, ``fp16``, ``bf16``)."""
+    import torch
+
+    check_precision(precision)
+    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+
+
+def fingerprint_path(path: str | os.PathLike[str]) -> str:
+    """sha256 hex of a weights file, or of a directory's weight/config/tokenizer files.
+
+    For a directory, every file whose suffix is in ``FINGERPRINT_SUFFIXES`` (searched
+    recursively, hidden entries skipped) contributes its relative name and its own sha256, in
+    sorted order, so renaming or editing any of them changes the result.
+    """
+    target = Path(path)
+    if target.is_file():
+        return _file_sha256(target)
+    if not target.is_dir():
+        raise FileNotFoundError(f"cannot fingerprint {str(path)!r}: no such file or directory")
+    digest = hashlib.sha256()
+    for rel in _fingerprint_members(target):
+        digest.update(rel.encode("utf-8"))
+        digest.update(b"\0")
+        digest.update(_file_sha256(target / rel).encode("ascii"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def _fingerprint_members(root: Path) -> list[str]:
+    members = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for filename in filenames:
+            if filename.startswith(".") or Path(filename).suffix not in FINGERPRINT_SUFFIXES:
+                continue
+            members.append(Path(dirpath, filename).relative_to(root).as_posix())
+    return sorted(members)
+
+
+def _file_sha256(path: Path) -> str:
+    real = path.resolve()
+    # A Hugging Face cache blob is named by the sha256 of its content: no need to read it.
+    if real.parent.name == "blobs" and _is_sha256_hex(real.name):
+        return real.name
+    stat = real.stat()
+    key = (str(real), stat.st_size, stat.st_mtime_ns)
+    cached = _HASH_CACHE.get(key)
+    if cached is not None:
+        return cached
+    digest = hashlib.sha256()
+    with open(real, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    _HASH_CACHE[key] = digest.hexdigest()
+    return _HASH_CACHE[key]
+
+
+def _is_sha256_hex(name: str) -> bool:
+    return len(name) == 64 and all(c in "0123456789abcdef" for c in name)
+
+
+def chunked(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """Consecutive slices of at most ``size`` items (``size`` < 1 means one slice)."""
+    step = size if size > 0 else max(len(items), 1)
+    for start in range(0, len(items), step):
+        yield items[start : start + step]
+
+
+def to_float32_numpy(tensor: torch.Tensor) -> np.ndarray:
+    """A detached fp32 numpy copy on the CPU, whatever the forward pass precision was."""
+    import torch
+
+    return tensor.detach().to(device="cpu", dtype=torch.float32).numpy()
+
+
+def calibrated_sigmoid(similarities: Any, scale: float, bias: float) -> np.ndarray:
+    """SigLIP's pair probability: sigmoid(scale * cosine + bias), computed in fp64, given as fp32.
+
+    ``scale`` is the already exponentiated logit scale.
+    """
+    import numpy as np
+
+    logits = scale * np.asarray(similarities, dtype=np.float64) + bias
+    # exp of a large negative logit overflows harmlessly to inf -> probability 0.
+    with np.errstate(over="ignore"):
+        probability = 1.0 / (1.0 + np.exp(-logits))
+    return probability.astype(np.float32)
+
+
+def short_detail(exc: BaseException, limit: int = 300) -> str:
+    """An exception's message on one line, capped: libraries put the useful part on line 2+."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def shorten(text: str, limit: int = 80) -> str:
+    """A one-line excerpt of ``text`` for messages."""
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "\u2026"
+
+
+class TruncationLog:
+    """Warns once per text that a tokenizer cut, and remembers which texts were cut."""
+
+    def __init__(self, model_name: str) -> None:
+        self.model_name = model_name
+        self.texts: set[str] = set()
+
+    def report(self, text: str, n_tokens: int | None, limit: int) -> None:
+        """Record a truncated text; the first time, warn naming it."""
+        if text in self.texts:
+            return
+        self.texts.add(text)
+        size = f"{n_tokens} tokens" if n_tokens is not None else "too many tokens"
+        warnings.warn(
+            f"{self.model_name}: text truncated to the model's {limit}-token context "
+            f"({size}); only its beginning is scored: {shorten(text)!r}",
+            TruncationWarning,
+            stacklevel=3,
+        )

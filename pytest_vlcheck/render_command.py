@@ -1,0 +1,242 @@
+"""``vlcheck render FILE -o DIR``: write a checklist's images and an index to look at them.
+
+Authors of generated checklists need to see what the scenes look like next to the captions
+that claim to describe them. Every unique image (scenes rendered, files and crops loaded)
+is written once as a PNG named by a hash of its identity; ``index.html`` and ``index.md``
+list each test's examples with their texts and image links.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import html
+import io
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_vlcheck.checklist.schema import (
+    CaptionExample,
+    ChecklistTest,
+    Example,
+    GroupExample,
+    ImageExample,
+    MatchExample,
+)
+from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
+
+THUMB = 112  # width of the images in index.html, pixels
+
+
+def add_render_command(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``render`` on the ``vlcheck`` command's subparsers."""
+    parser = subparsers.add_parser(
+        "render",
+        help="write a checklist's images (scenes rendered) and an index for people to read",
+        description="Render every unique image of a checklist to PNG in DIR/images and write "
+        "DIR/index.html and DIR/index.md listing each example's texts and images.",
+    )
+    parser.add_argument("file", type=Path, metavar="FILE", help="a checklist YAML file")
+    parser.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
+    parser.add_argument(
+        "--test", action="append", default=None, metavar="ID", help="only this test (repeatable)"
+    )
+    parser.add_argument(
+        "--limit", type=int, default=None, metavar="N", help="at most N examples per test"
+    )
+    parser.add_argument("--image-root", type=Path, default=None, help="like --vl-image-root")
+    parser.set_defaults(handler=run_render)
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """One image as the index shows it: a file name under images/, or why it is missing."""
+
+    ref: ImageRef
+    name: str | None
+    error: str | None = None
+
+
+def image_name(ref: ImageRef) -> str:
+    """A stable file name for an image's identity (source, location and crop)."""
+    key = json.dumps([ref.kind, ref.location, ref.crop, ref.crop_relative])
+    return hashlib.sha256(key.encode()).hexdigest()[:20] + ".png"
+
+
+def _refs(example: Example) -> list[ImageRef]:
+    if isinstance(example, ImageExample):
+        return [example.image, *example.distractors]
+    if isinstance(example, GroupExample):
+        return list(example.images)
+    return [example.image]
+
+
+def run_render(args: argparse.Namespace) -> int:
+    """Handler of ``vlcheck render``: 0 when every image was written, 1 when some could not
+    be loaded, 2 for a bad checklist or arguments."""
+    from pytest_vlcheck.checklist.errors import ChecklistError
+    from pytest_vlcheck.checklist.loader import load_checklist
+
+    if args.limit is not None and args.limit < 1:
+        print("vlcheck render: --limit must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        checklist = load_checklist(args.file, image_root=args.image_root)
+    except ChecklistError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"vlcheck render: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    tests = list(checklist.tests)
+    if args.test:
+        known = {t.id for t in tests}
+        unknown = [t for t in args.test if t not in known]
+        if unknown:
+            print(f"vlcheck render: {args.file}: no test {unknown[0]!r}; tests are "
+                  f"{', '.join(sorted(known))}", file=sys.stderr)  # fmt: skip
+            return 2
+        tests = [t for t in tests if t.id in args.test]
+    selected = [(t, list(t.examples[: args.limit])) for t in tests]
+    try:
+        (args.output / "images").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"vlcheck render: cannot create {args.output / 'images'}: "
+              f"{exc.strerror or exc}", file=sys.stderr)  # fmt: skip
+        return 2
+    shown = _write_images(args.output, (r for _, exs in selected for e in exs for r in _refs(e)))
+    from pytest_vlcheck.report.atomic import atomic_write_text
+
+    title = f"{args.file}"
+    atomic_write_text(args.output / "index.html", _html(title, selected, shown))
+    atomic_write_text(args.output / "index.md", _markdown(title, selected, shown))
+    missing = sum(1 for s in shown.values() if s.error)
+    print(f"vlcheck render: {len(shown) - missing} images and index.html, index.md "
+          f"written to {args.output}")  # fmt: skip
+    if missing:
+        print(f"vlcheck render: {missing} images could not be loaded (see the index)",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    return 0
+
+
+def _write_images(out: Path, refs: Iterator[ImageRef]) -> dict[tuple, _Shown]:
+    from pytest_vlcheck.images.loading import ImageLoader
+    from pytest_vlcheck.report.atomic import atomic_write_bytes
+
+    loader = ImageLoader()
+    shown: dict[tuple, _Shown] = {}
+    for ref in refs:
+        if ref.key in shown:
+            continue
+        try:
+            image = loader(ref)
+        except ImageUnavailable as exc:
+            shown[ref.key] = _Shown(ref, None, str(exc))
+            continue
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+        name = image_name(ref)
+        atomic_write_bytes(out / "images" / name, buffer.getvalue())
+        shown[ref.key] = _Shown(ref, name)
+    return shown
+
+
+def _rows(example: Example) -> list[tuple[str, list[str], list[ImageRef]]]:
+    """(label, texts, images) rows describing one example."""
+    if isinstance(example, CaptionExample):
+        return [
+            ("caption", [example.caption], [example.image]),
+            ("negatives", list(example.negatives), []),
+        ]
+    if isinstance(example, ImageExample):
+        return [
+            ("text", list(example.texts), [example.image]),
+            ("distractors", [], list(example.distractors)),
+        ]
+    if isinstance(example, GroupExample):
+        return [
+            ("caption 0 / image 0", [example.captions[0]], [example.images[0]]),
+            ("caption 1 / image 1", [example.captions[1]], [example.images[1]]),
+        ]
+    assert isinstance(example, MatchExample)
+    label = "match" if example.label else f"no_match ({example.neg_type or 'untyped'})"
+    return [(label, [example.caption], [example.image])]
+
+
+def _test_heading(test: ChecklistTest, shown_count: int) -> str:
+    return (
+        f"{test.id}: {test.capability}, task {test.task}, threshold {test.threshold}, "
+        f"{shown_count} of {len(test.examples)} examples"
+    )
+
+
+def _html_image(shown: _Shown) -> str:
+    if shown.name is None:
+        return f"<span class=missing>{html.escape(shown.ref.describe())}: " \
+            f"{html.escape(shown.error or '')}</span>"  # fmt: skip
+    alt = html.escape(shown.ref.describe(), quote=True)
+    return f'<a href="images/{shown.name}"><img src="images/{shown.name}" width={THUMB} ' \
+        f'alt="{alt}" title="{alt}"></a>'  # fmt: skip
+
+
+def _html(title: str, selected: list, shown: dict[tuple, _Shown]) -> str:
+    parts = [
+        "<!doctype html>",
+        "<meta charset=utf-8>",
+        f"<title>{html.escape(title)}</title>",
+        "<style>body{font-family:sans-serif}td{vertical-align:top;padding:4px}"
+        "img{image-rendering:pixelated;border:1px solid #ccc}.missing{color:#b00}"
+        ".neg{color:#b00}</style>",
+        f"<h1>{html.escape(title)}</h1>",
+    ]
+    for test, examples in selected:
+        parts.append(f"<h2>{html.escape(_test_heading(test, len(examples)))}</h2>")
+        if test.description:
+            parts.append(f"<p>{html.escape(test.description)}</p>")
+        parts.append("<table><tr><th>example</th><th>role</th><th>text</th><th>images</th>"
+                     "<th>tags</th></tr>")  # fmt: skip
+        for example in examples:
+            tags = ", ".join(f"{k}={v}" for k, v in sorted(example.tags.items()))
+            for i, (label, texts, refs) in enumerate(_rows(example)):
+                cls = ' class="neg"' if label in ("negatives", "distractors") else ""
+                text = "<br>".join(html.escape(t) for t in texts)
+                images = " ".join(_html_image(shown[r.key]) for r in refs)
+                first = f"<td>{html.escape(example.id)}</td>" if i == 0 else "<td></td>"
+                tag_cell = f"<td>{html.escape(tags)}</td>" if i == 0 else "<td></td>"
+                parts.append(
+                    f"<tr>{first}<td>{html.escape(label)}</td><td{cls}>{text}</td>"
+                    f"<td>{images}</td>{tag_cell}</tr>"
+                )
+        parts.append("</table>")
+    return "\n".join(parts) + "\n"
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _md_image(shown: _Shown) -> str:
+    if shown.name is None:
+        return _md_cell(f"(missing: {shown.ref.describe()}: {shown.error})")
+    return f"![{shown.ref.kind}](images/{shown.name})"
+
+
+def _markdown(title: str, selected: list, shown: dict[tuple, _Shown]) -> str:
+    lines = [f"# {title}", ""]
+    for test, examples in selected:
+        lines += [f"## {_test_heading(test, len(examples))}", ""]
+        if test.description:
+            lines += [_md_cell(test.description), ""]
+        lines += ["| example | role | text | images |", "|---|---|---|---|"]
+        for example in examples:
+            for i, (label, texts, refs) in enumerate(_rows(example)):
+                ex_id = _md_cell(example.id) if i == 0 else ""
+                text = "<br>".join(_md_cell(t) for t in texts)
+                images = " ".join(_md_image(shown[r.key]) for r in refs)
+                lines.append(f"| {ex_id} | {label} | {text} | {images} |")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,70 @@
+"""Report files for a vlcheck run: ``matrix.json`` (the contract) plus md, csv and html views.
+
+Rendering is a pure function of ``matrix.json``: ``render_files`` serialises the document
+first and renders every human format from the parsed JSON, so ``vlcheck report matrix.json``
+reproduces the original files byte for byte. Pure Python; imports neither pytest nor torch.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pytest_vlcheck.report.atomic import atomic_write_bytes, atomic_write_text
+from pytest_vlcheck.report.csv_report import render_csv
+from pytest_vlcheck.report.html import render_html
+from pytest_vlcheck.report.loader import ReportFormatError, read_matrix, validate_document
+from pytest_vlcheck.report.markdown import render_markdown
+from pytest_vlcheck.report.matrix import matrix_document, matrix_json
+from pytest_vlcheck.report.terminal import format_matrix
+
+__all__ = [
+    "REPORT_FILES",
+    "ReportFormatError",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "format_matrix",
+    "matrix_document",
+    "read_matrix",
+    "render_files",
+    "write_report",
+]
+
+REPORT_FILES = ("matrix.json", "matrix.md", "matrix.csv", "report.html")
+
+
+def render_files(
+    models: list[dict[str, Any]], results: list[dict[str, Any]], source: str = "<results>"
+) -> dict[str, str]:
+    """File name -> content for every report file, rendered from the serialised document.
+
+    Raises ReportFormatError (naming ``source``) when a result does not fit the contract.
+    """
+    text = matrix_json(matrix_document(models, results))
+    doc_models, doc_results = validate_document(json.loads(text), source)
+    return {
+        "matrix.json": text,
+        "matrix.md": render_markdown(doc_models, doc_results),
+        "matrix.csv": render_csv(doc_models, doc_results),
+        "report.html": render_html(doc_models, doc_results),
+    }
+
+
+def write_report(
+    directory: str | Path, models: list[dict[str, Any]], results: list[dict[str, Any]]
+) -> list[Path]:
+    """Write the four report files into ``directory`` (created if needed), each atomically.
+
+    Returns the paths in the order of REPORT_FILES. Everything is rendered before the first
+    file is written, so a rendering error leaves an existing report untouched.
+    """
+    out = Path(directory)
+    files = render_files(models, results)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name in REPORT_FILES:
+        path = out / name
+        atomic_write_text(path, files[name])
+        paths.append(path)
+    return paths

@@ -1,0 +1,79 @@
+"""Number formatting shared by every human-readable report, so all of them print the same.
+
+Rounding is half-up on the decimal text of the number (its shortest ``repr``, which is what
+``matrix.json`` stores): 0.6125 prints as ``61.3%`` whether it came from a live run or from a
+re-rendered file, and never depends on the binary representation of the float.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import ROUND_HALF_UP, Decimal
+
+__all__ = ["MISSING", "ci", "label", "pct", "score", "truncate", "value"]
+
+MISSING = "n/a"
+_ONE_PLACE = Decimal("0.1")
+_FOUR_PLACES = Decimal("0.0001")
+
+
+def _missing(x: float | int | None) -> bool:
+    """None, NaN and infinities print as ``n/a`` (the terminal table sees unvalidated rows)."""
+    return x is None or (isinstance(x, float) and not math.isfinite(x))
+
+
+def _decimal(x: float | int) -> Decimal:
+    return Decimal(repr(x)) if isinstance(x, float) else Decimal(int(x))
+
+
+def _rounded(d: Decimal, places: Decimal) -> str:
+    q = d.quantize(places, rounding=ROUND_HALF_UP)
+    if q == 0:
+        q = abs(q)  # never print "-0.0"
+    return str(q)
+
+
+def pct(x: float | int | None) -> str:
+    """A rate in [0, 1] as a percentage with one decimal: ``0.6125 -> '61.3%'``."""
+    if _missing(x):
+        return MISSING
+    return _rounded(_decimal(x) * 100, _ONE_PLACE) + "%"
+
+
+def ci(low: float | int | None, high: float | int | None) -> str:
+    """A confidence interval in percent without the sign: ``(0.5637, 0.6591) -> '56.4-65.9'``."""
+    if _missing(low) or _missing(high):
+        return MISSING
+    return pct(low)[:-1] + "-" + pct(high)[:-1]
+
+
+def value(x: float | int | None) -> str:
+    """A metric value: integers as they are, floats with four decimals."""
+    if _missing(x):
+        return MISSING
+    if isinstance(x, int):
+        return str(x)
+    return _rounded(_decimal(x), _FOUR_PLACES)
+
+
+def score(x: float | int | None) -> str:
+    """A similarity score of a failure example (same precision as a metric)."""
+    return value(x)
+
+
+def truncate(text: str, width: int) -> str:
+    """Cut ``text`` to ``width`` characters, ending with an ellipsis when it was cut."""
+    if width <= 0:
+        return ""
+    if len(text) <= width:
+        return text
+    return text[: width - 1] + "…"
+
+
+def label(capability: str, suffix: str, width: int) -> str:
+    """A matrix row label cut to ``width``, shortening the capability before its suffix."""
+    if len(capability) + len(suffix) <= width:
+        return capability + suffix
+    if suffix and width - len(suffix) >= 6:
+        return truncate(capability, width - len(suffix)) + suffix
+    return truncate(capability + suffix, width)

@@ -1,0 +1,314 @@
+"""Inline SVG charts for ``report.html``: pass-rate bars per model and a capability radar.
+
+Hand-written SVG keeps the report a single self-contained file with no plotting library and
+no JavaScript. Coordinates are printed with fixed precision, so the output is deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from pytest_vlcheck.report import fmt
+from pytest_vlcheck.report.matrix import Matrix, Row
+
+__all__ = [
+    "MODEL_COLOURS",
+    "STATUS_COLOURS",
+    "RadarAxis",
+    "bar_chart",
+    "model_colour",
+    "pooled_rate",
+    "radar_axes",
+    "radar_chart",
+]
+
+# Okabe-Ito colours (distinguishable with the common colour-vision deficiencies).
+MODEL_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+STATUS_COLOURS = {
+    "passed": "#4c9a58",
+    "failed": "#d1495b",
+    "error": "#e08a1e",
+    "skipped": "#9aa0a6",
+}
+MAX_RADAR_AXES = 16
+MIN_RADAR_AXES = 3
+
+_FONT = 'font-family="system-ui, sans-serif" font-size="11"'
+
+
+def model_colour(index: int) -> str:
+    """The colour of the ``index``-th model, shared by the radar and the page legend."""
+    return MODEL_COLOURS[index % len(MODEL_COLOURS)]
+
+
+def _n(x: float) -> str:
+    """A coordinate: one decimal, no ``-0.0``."""
+    text = f"{x:.1f}"
+    return "0.0" if text == "-0.0" else text
+
+
+def _clamp(x: float | None) -> float:
+    return 0.0 if x is None else min(1.0, max(0.0, float(x)))
+
+
+def _scored(result: dict[str, Any] | None) -> bool:
+    return (
+        result is not None
+        and result["status"] in ("passed", "failed")
+        and result["pass_rate"] is not None
+        and result["n"] > 0
+    )
+
+
+# --- bar chart -----------------------------------------------------------------------------
+
+_BAR_WIDTH = 760
+_BAR_LABEL = 250
+_BAR_RIGHT = 100
+_BAR_TOP = 24
+_ROW = 22
+_BAR = 12
+_BAR_LABEL_CHARS = 38
+
+
+def _bar_row(row: Row, result: dict[str, Any] | None, y0: float, plot: float) -> list[str]:
+    def x(v: float | None) -> str:
+        return _n(_BAR_LABEL + _clamp(v) * plot)
+
+    cy = y0 + _ROW / 2
+    out = [
+        f'<text x="{_BAR_LABEL - 8}" y="{_n(cy + 4)}" text-anchor="end">'
+        f"{escape(fmt.truncate(row.label, _BAR_LABEL_CHARS))}</text>"
+    ]
+    if result is None or not _scored(result):
+        status = "not run" if result is None else result["status"]
+        out.append(
+            f'<text x="{_BAR_LABEL + 4}" y="{_n(cy + 4)}" fill="#6b7280">{escape(status)}</text>'
+        )
+        return [f"<g><title>{escape(row.label)}: {escape(status)}</title>", *out, "</g>"]
+    rate, low, high = result["pass_rate"], result["ci_low"], result["ci_high"]
+    colour = STATUS_COLOURS[result["status"]]
+    tip = (
+        f"{row.label}: {fmt.pct(rate)} (95% CI {fmt.ci(low, high)}), "
+        f"threshold {fmt.pct(result['threshold'])}, n={result['n']}"
+    )
+    out.append(
+        f'<rect x="{_BAR_LABEL}" y="{_n(cy - _BAR / 2)}" width="{_n(_clamp(rate) * plot)}" '
+        f'height="{_BAR}" fill="{colour}"/>'
+    )
+    if low is not None and high is not None:
+        out.append(
+            f'<path d="M{x(low)} {_n(cy)}H{x(high)}M{x(low)} {_n(cy - 4)}V{_n(cy + 4)}'
+            f'M{x(high)} {_n(cy - 4)}V{_n(cy + 4)}" stroke="#1f2937" fill="none"/>'
+        )
+    if result.get("chance") is not None:
+        out.append(
+            f'<line x1="{x(result["chance"])}" y1="{_n(y0 + 2)}" x2="{x(result["chance"])}" '
+            f'y2="{_n(y0 + _ROW - 2)}" stroke="#6b7280" stroke-dasharray="2 2"/>'
+        )
+    if result["threshold"] is not None:
+        out.append(
+            f'<line x1="{x(result["threshold"])}" y1="{_n(y0 + 1)}" '
+            f'x2="{x(result["threshold"])}" y2="{_n(y0 + _ROW - 1)}" stroke="#111827" '
+            'stroke-width="2"/>'
+        )
+    mark = "✓" if result["status"] == "passed" else "✗"
+    out.append(f'<text x="{_BAR_LABEL + plot + 8}" y="{_n(cy + 4)}">{fmt.pct(rate)} {mark}</text>')
+    return [f"<g><title>{escape(tip)}</title>", *out, "</g>"]
+
+
+def _bar_legend(y: float) -> list[str]:
+    x = _BAR_LABEL
+    items = [
+        f'<rect x="{x}" y="{_n(y - 9)}" width="12" height="10" fill="{STATUS_COLOURS["passed"]}"/>',
+        f'<text x="{x + 16}" y="{_n(y)}">passed</text>',
+        f'<rect x="{x + 70}" y="{_n(y - 9)}" width="12" height="10" '
+        f'fill="{STATUS_COLOURS["failed"]}"/>',
+        f'<text x="{x + 86}" y="{_n(y)}">failed</text>',
+        f'<path d="M{x + 140} {_n(y - 4)}H{x + 160}M{x + 140} {_n(y - 8)}V{_n(y)}'
+        f'M{x + 160} {_n(y - 8)}V{_n(y)}" stroke="#1f2937" fill="none"/>',
+        f'<text x="{x + 166}" y="{_n(y)}">95% CI</text>',
+        f'<line x1="{x + 222}" y1="{_n(y - 10)}" x2="{x + 222}" y2="{_n(y + 2)}" '
+        'stroke="#111827" stroke-width="2"/>',
+        f'<text x="{x + 228}" y="{_n(y)}">threshold</text>',
+        f'<line x1="{x + 294}" y1="{_n(y - 10)}" x2="{x + 294}" y2="{_n(y + 2)}" '
+        'stroke="#6b7280" stroke-dasharray="2 2"/>',
+        f'<text x="{x + 300}" y="{_n(y)}">chance</text>',
+    ]
+    return items
+
+
+def bar_chart(matrix: Matrix, model: str) -> str:
+    """Horizontal pass-rate bars of one model, one per matrix row, with CI whiskers,
+    threshold marks (solid) and chance marks (dotted)."""
+    plot = _BAR_WIDTH - _BAR_LABEL - _BAR_RIGHT
+    rows = matrix.rows
+    body_bottom = _BAR_TOP + len(rows) * _ROW
+    height = body_bottom + 36
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{_BAR_WIDTH}" '
+        f'height="{height}" viewBox="0 0 {_BAR_WIDTH} {height}" role="img" {_FONT} '
+        f'fill="#111827"><title>{escape(model)}: pass rate per test</title>'
+    ]
+    for tick in range(0, 101, 25):
+        x = _n(_BAR_LABEL + tick / 100 * plot)
+        out.append(
+            f'<line x1="{x}" y1="{_BAR_TOP}" x2="{x}" y2="{body_bottom}" stroke="#e5e7eb"/>'
+            f'<text x="{x}" y="{_BAR_TOP - 8}" text-anchor="middle" fill="#6b7280">{tick}%</text>'
+        )
+    for i, row in enumerate(rows):
+        out.extend(_bar_row(row, row.cells.get(model), _BAR_TOP + i * _ROW, plot))
+    out.extend(_bar_legend(body_bottom + 24))
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+# --- radar chart ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RadarAxis:
+    """One spoke of the radar: a capability (or capability prefix) and the rows under it."""
+
+    label: str
+    rows: list[Row]
+
+
+def radar_axes(matrix: Matrix, max_axes: int = MAX_RADAR_AXES) -> list[RadarAxis]:
+    """Spokes in first-seen order: one per capability, merged to shorter taxonomy prefixes
+    (``relation/spatial/left`` -> ``relation/spatial``) while there are more than ``max_axes``."""
+    depth = max((len(r.capability.split("/")) for r in matrix.rows), default=1)
+    while True:
+        groups: dict[str, list[Row]] = {}
+        for row in matrix.rows:
+            prefix = "/".join(row.capability.split("/")[:depth])
+            groups.setdefault(prefix, []).append(row)
+        if len(groups) <= max_axes or depth == 1:
+            return [RadarAxis(label, rows) for label, rows in groups.items()]
+        depth -= 1
+
+
+def pooled_rate(rows: list[Row], model: str) -> tuple[float, int, int] | None:
+    """Examples passed over examples scored, pooled across the scored tests of one axis."""
+    passed = n = 0
+    for row in rows:
+        result = row.cells.get(model)
+        if result is not None and _scored(result):
+            passed += result["passed"]
+            n += result["n"]
+    return (passed / n, passed, n) if n else None
+
+
+def _mean_threshold(rows: list[Row]) -> float | None:
+    values = [t for t in (row.shared("threshold") for row in rows) if t is not None]
+    return sum(values) / len(values) if values else None
+
+
+_RADAR_WIDTH = 720
+_RADAR_CX = 360
+_RADAR_CY = 230
+_RADAR_R = 170
+_RADAR_LABEL_CHARS = 26
+
+
+def _point(k: int, count: int, v: float) -> tuple[float, float]:
+    angle = -math.pi / 2 + 2 * math.pi * k / count
+    r = _RADAR_R * _clamp(v)
+    return _RADAR_CX + r * math.cos(angle), _RADAR_CY + r * math.sin(angle)
+
+
+def _points(pts: list[tuple[float, float]]) -> str:
+    return " ".join(f"{_n(x)},{_n(y)}" for x, y in pts)
+
+
+def _shape(pts: list[tuple[float, float]], attrs: str) -> str:
+    if len(pts) >= 3:
+        return f'<polygon points="{_points(pts)}" {attrs}/>'
+    if len(pts) == 2:
+        return f'<polyline points="{_points(pts)}" {attrs}/>'
+    return ""
+
+
+def _axis_label(k: int, count: int, label: str) -> str:
+    angle = -math.pi / 2 + 2 * math.pi * k / count
+    cos, sin = math.cos(angle), math.sin(angle)
+    x = _RADAR_CX + (_RADAR_R + 14) * cos
+    y = _RADAR_CY + (_RADAR_R + 14) * sin + 4 + (6 if sin > 0.3 else -2 if sin < -0.3 else 0)
+    anchor = "middle" if abs(cos) < 0.3 else "start" if cos > 0 else "end"
+    return (
+        f'<text x="{_n(x)}" y="{_n(y)}" text-anchor="{anchor}"><title>{escape(label)}</title>'
+        f"{escape(fmt.truncate(label, _RADAR_LABEL_CHARS))}</text>"
+    )
+
+
+def radar_chart(matrix: Matrix) -> str | None:
+    """One radar over the capability axes with a polygon per model (pooled pass rates) and the
+    mean threshold dashed; None when there are fewer than three axes."""
+    axes = radar_axes(matrix)
+    count = len(axes)
+    if count < MIN_RADAR_AXES:
+        return None
+    names = matrix.model_names
+    height = _RADAR_CY + _RADAR_R + 50 + 18 * (len(names) + 1)
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{_RADAR_WIDTH}" '
+        f'height="{height}" viewBox="0 0 {_RADAR_WIDTH} {height}" role="img" {_FONT} '
+        'fill="#111827"><title>Pass rate per capability</title>'
+    ]
+    ring_labels = []  # drawn last, so the model polygons do not cover them
+    for ring in (0.25, 0.5, 0.75, 1.0):
+        ring_pts = [_point(k, count, ring) for k in range(count)]
+        out.append(f'<polygon points="{_points(ring_pts)}" fill="none" stroke="#e5e7eb"/>')
+        x, y = _point(0, count, ring)
+        ring_labels.append(
+            f'<text x="{_n(x + 4)}" y="{_n(y + 4)}" fill="#6b7280">{int(ring * 100)}%</text>'
+        )
+    for k, axis in enumerate(axes):
+        x, y = _point(k, count, 1.0)
+        out.append(
+            f'<line x1="{_RADAR_CX}" y1="{_RADAR_CY}" x2="{_n(x)}" y2="{_n(y)}" stroke="#e5e7eb"/>'
+        )
+        out.append(_axis_label(k, count, axis.label))
+    threshold_pts = [
+        _point(k, count, t)
+        for k, axis in enumerate(axes)
+        if (t := _mean_threshold(axis.rows)) is not None
+    ]
+    out.append(_shape(threshold_pts, 'fill="none" stroke="#111827" stroke-dasharray="4 3"'))
+    for m, name in enumerate(names):
+        colour = model_colour(m)
+        pts, marks = [], []
+        for k, axis in enumerate(axes):
+            pooled = pooled_rate(axis.rows, name)
+            if pooled is None:
+                continue
+            rate, passed, n = pooled
+            x, y = _point(k, count, rate)
+            pts.append((x, y))
+            marks.append(
+                f'<circle cx="{_n(x)}" cy="{_n(y)}" r="3" fill="{colour}"><title>'
+                f"{escape(name)}, {escape(axis.label)}: {fmt.pct(rate)} ({passed}/{n})"
+                "</title></circle>"
+            )
+        out.append(
+            _shape(pts, f'fill="{colour}" fill-opacity="0.12" stroke="{colour}" stroke-width="2"')
+        )
+        out.extend(marks)
+    out.extend(ring_labels)
+    y = _RADAR_CY + _RADAR_R + 50
+    for m, name in enumerate(names):
+        out.append(
+            f'<rect x="20" y="{y - 9}" width="12" height="10" fill="{model_colour(m)}"/>'
+            f'<text x="38" y="{y}">{escape(name)}</text>'
+        )
+        y += 18
+    out.append(
+        f'<line x1="20" y1="{y - 4}" x2="32" y2="{y - 4}" stroke="#111827" '
+        'stroke-dasharray="4 3"/>'
+        f'<text x="38" y="{y}">mean threshold</text>'
+    )
+    out.append("</svg>")
+    return "\n".join(s for s in out if s)

@@ -1,0 +1,57 @@
+"""The vlcheck command: validate and report (import and render have their own test modules)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_vlcheck.cli import main
+
+GOOD = """\
+vlcheck: 1
+tests:
+  - id: t
+    capability: object/existence
+    task: caption
+    threshold: 0.5
+    examples:
+      - {image: a.png, caption: a cat, negatives: [a dog]}
+"""
+
+
+def test_validate_reports_counts_and_file_line_errors(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "good.yaml").write_text(GOOD)
+    (tmp_path / "bad.yaml").write_text(GOOD.replace("threshold: 0.5", "threshold: 2"))
+    (tmp_path / "other.yaml").write_text("not: a checklist\n")
+    assert main(["validate", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert f"{tmp_path / 'good.yaml'}: 1 tests, 1 examples" in out
+    assert f"{tmp_path / 'bad.yaml'}:6: 'threshold' is 2" in err
+    assert "other.yaml" not in out + err
+    assert main(["validate", str(tmp_path / "good.yaml")]) == 0
+
+
+def test_validate_without_checklists_is_an_error(tmp_path: Path) -> None:
+    assert main(["validate", str(tmp_path)]) == 2
+
+
+def test_report_re_renders_from_matrix_json(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    doc = {"vlcheck_report": 1,
+           "models": [{"name": "m", "spec": "py:x:y", "fingerprint": "f"}],
+           "results": [{"file": "c.yaml", "test": "t", "capability": "object/existence",
+                        "task": "caption", "model": "m", "n": 400, "passed": 245,
+                        "pass_rate": 0.6125, "ci_low": 0.5639, "ci_high": 0.659,
+                        "threshold": 0.75, "chance": 0.5, "status": "failed",
+                        "metrics": {}, "slices": {}}]}
+    source = tmp_path / "matrix.json"
+    source.write_text(json.dumps(doc))
+    assert main(["report", str(source), "-o", str(tmp_path / "out")]) == 0
+    assert "61.3%" in (tmp_path / "out" / "matrix.md").read_text()
+    assert (tmp_path / "out" / "report.html").exists()
+    source.write_text("{}")
+    assert main(["report", str(source)]) == 2
+    assert "vlcheck report:" in capsys.readouterr().err
