@@ -1,4 +1,5 @@
-"""The ``vlcheck`` command: validate checklists, import benchmarks, render scenes, re-render reports.
+"""The ``vlcheck`` command: validate checklists, import benchmarks, render scenes, re-render
+reports.
 
 Each subcommand registers itself on the parser and sets ``handler(args) -> exit code``.
 """
@@ -25,7 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
     from pytest_vlcheck.importers.command import add_import_command
     from pytest_vlcheck.render_command import add_render_command
 
-    parser = argparse.ArgumentParser(prog="vlcheck", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="vlcheck", description="Vision-language capability checklists: validate, import, "
+                                    "render and report.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_validate_command(subparsers)
     add_import_command(subparsers)
