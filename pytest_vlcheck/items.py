@@ -73,9 +73,16 @@ class ChecklistItem(pytest.Item):
         """Score the test (the model's whole plan on its first item); errors land here."""
         if self.model is None:
             pytest.skip(NO_MODEL_REASON)
-        self.result = self.config.stash[SESSION_KEY].evaluate(self.test, self.model)
+        session = self.config.stash[SESSION_KEY]
+        self.result = session.evaluate(self.test, self.model)
         fields = self.result.to_dict()
         self.user_properties.extend((f"vlcheck_{name}", fields[name]) for name in REPORTED_FIELDS)
+        self.user_properties.append(("vlcheck_fingerprint", session.fingerprints[self.model]))
+        unscored = self.result.unscored
+        if unscored:
+            reasons = ", ".join(f"{count} {reason}" for reason, count in unscored.items())
+            self.user_properties.append(("vlcheck_unscored", f"{sum(unscored.values())} "
+                                                             f"({reasons})"))
 
     def runtest(self) -> None:
         """Pass when the pass rate reaches the threshold."""

@@ -82,6 +82,7 @@ def test_verdicts_output_junit_and_report(project: pytest.Pytester) -> None:
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert props["vlcheck_pass_rate"] == "1.0" and props["vlcheck_n"] == "3"
     assert props["vlcheck_capability"] == "attribute/color"
+    assert props["vlcheck_fingerprint"] == "colour-v1" and "vlcheck_unscored" not in props
     # matrix.json follows the contract and agrees with pytest's verdicts
     doc = json.loads((project.path / "report" / "matrix.json").read_text())
     assert doc["vlcheck_report"] == 1
@@ -180,12 +181,15 @@ def test_missing_images_error_or_skip(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*1 image(s) of 1 example(s) could not be loaded*",
                                  "*checks.yaml:11: blue.png: file not found*"])
     result = project.runpytest("--vl-model=py:colour_model:make", "--vl-missing=skip",
-                               "--vl-report=rep", "-k", "hard")
+                               "--vl-report=rep", "-k", "hard", "--junitxml=out.xml")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*0.0% (0/1, *) < 90.0% [[]make[]]; 1 example(s) unscored "
                                  "(1 image unavailable)*"])
     row = json.loads((project.path / "rep" / "matrix.json").read_text())["results"][0]
     assert row["unscored"] == {"image unavailable": 1} and row["n"] == 1
+    props = {p.get("name"): p.get("value")
+             for p in ET.parse(project.path / "out.xml").getroot().iter("property")}
+    assert props["vlcheck_unscored"] == "1 (1 image unavailable)"
 
 
 def test_xdist_run_gathers_every_row(project: pytest.Pytester) -> None:
