@@ -90,13 +90,16 @@ class ChecklistItem(pytest.Item):
         if self.result.status != "passed":
             raise VerdictFailure(self.result)
 
-    def row(self, status: str) -> dict[str, Any]:
-        """This item's matrix row, with pytest's verdict as its status."""
+    def row(self, status: str, message: str = "") -> dict[str, Any]:
+        """This item's matrix row, with pytest's verdict as its status and, for a test with
+        no measurement, the reason."""
         assert self.model is not None
         result = self.result or unscored_result(self.test, self.model, status,
                                                 self.config.stash[SESSION_KEY].settings.threshold)
         row = result.to_dict()
         row["status"] = status
+        if message and not row["message"]:
+            row["message"] = message
         return row
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],

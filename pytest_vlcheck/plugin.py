@@ -150,7 +150,10 @@ class VlcheckHooks:
         if isinstance(item, ChecklistItem) and item.model is not None and (
                 report.when == "call" or (report.when == "setup" and not report.passed)):
             status = "error" if report.when == "setup" and report.failed else report.outcome
-            report.vlcheck = item.row(status)
+            message = ""
+            if report.when == "setup" and call.excinfo is not None:
+                message = str(call.excinfo.value).splitlines()[0]
+            report.vlcheck = item.row(status, message)
             report.vlcheck_fingerprint = self.state.fingerprints.get(item.model, "")
         return report
 

@@ -172,6 +172,7 @@ def test_model_load_failure_errors_items_cleanly(project: pytest.Pytester) -> No
     result.stdout.fnmatch_lines(["*cannot load model 'open_clip:missing.json@nothing.safetensors'*"])
     rows = json.loads((project.path / "rep" / "matrix.json").read_text())["results"]
     assert {r["status"] for r in rows} == {"error"}
+    assert rows[0]["message"].startswith("cannot load model 'open_clip:missing.json@")
 
 
 def test_missing_images_error_or_skip(project: pytest.Pytester) -> None:
