@@ -72,11 +72,6 @@ class MissingScore(LookupError):
     """A reference scorer has no score for a pair the checklist needs."""
 
 
-def scorer_name(scorer: object, default: str) -> str:
-    """The scorer's own ``name`` if it has one."""
-    return str(getattr(scorer, "name", None) or default)
-
-
 def scorer_fingerprint(scorer: object) -> str:
     """The scorer's own ``fingerprint`` (changes when its weights change), or empty."""
     return str(getattr(scorer, "fingerprint", "") or "")
