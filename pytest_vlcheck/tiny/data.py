@@ -291,28 +291,9 @@ class TrainingSampler:
         return self._rng.uniform(lo, hi)
 
     def _place(self, objects: list[dict[str, Any]]) -> bool:
-        """Give every object a free position, boxes apart; False when one does not fit.
-
-        Most objects lie wholly on the canvas; some hang over an edge by up to a fifth of
-        their side, as the checklists' margin objects do.
-        """
-        rng = self._rng
-        for i, obj in enumerate(objects):
-            half = obj["size"] / 2
-            inset = half * (0.6 if rng.random() < 0.2 else 1.0)
-            for _ in range(50):
-                x = round(rng.uniform(inset, 1 - inset), 4)
-                y = round(rng.uniform(inset, 1 - inset), 4)
-                if all(
-                    max(abs(x - p["position"][0]), abs(y - p["position"][1]))
-                    > half + p["size"] / 2 + GAP
-                    for p in objects[:i]
-                ):
-                    obj["position"] = [x, y]
-                    break
-            else:
-                return False
-        return True
+        """Most objects lie wholly on the canvas; some hang over an edge by up to a fifth of
+        their side, as the checklists' margin objects do."""
+        return place_objects(objects, self._rng, overhang=0.2)
 
     def _objects(self, background: str) -> tuple[list[dict[str, Any]], list[str]] | None:
         """One to three objects; captions name one, all, or two in a relation."""
@@ -423,3 +404,29 @@ class TrainingSampler:
             return None
         pa, pb = noun_phrase(a, rng, "color"), noun_phrase(b, rng, "color")
         return [a, b], [f"{pa} {rel} {pb}"] * 2 + [framed(f"{pa} and {pb}", rng, single=False)]
+
+
+def place_objects(objects: list[dict[str, Any]], rng: random.Random, *,
+                  overhang: float = 0.0) -> bool:
+    """Give every object a free position, boxes ``GAP`` apart; False when one does not fit.
+
+    With ``overhang`` > 0, that share of objects may hang over an edge by up to a fifth of
+    their side (the draw is made for every object, so the random stream does not depend on
+    the outcome).
+    """
+    for i, obj in enumerate(objects):
+        half = obj["size"] / 2
+        inset = half * (0.6 if overhang and rng.random() < overhang else 1.0)
+        for _ in range(50):
+            x = round(rng.uniform(inset, 1 - inset), 4)
+            y = round(rng.uniform(inset, 1 - inset), 4)
+            if all(
+                max(abs(x - p["position"][0]), abs(y - p["position"][1]))
+                > half + p["size"] / 2 + GAP
+                for p in objects[:i]
+            ):
+                obj["position"] = [x, y]
+                break
+        else:
+            return False
+    return True

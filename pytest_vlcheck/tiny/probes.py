@@ -13,10 +13,10 @@ from typing import Any
 
 from pytest_vlcheck.images.scenes import BACKGROUNDS, COLORS, OBJECT_COLORS, SHAPES
 from pytest_vlcheck.tiny.data import (
-    GAP,
     HELD_OUT_PAIRS,
     allowed_colors,
     counted,
+    place_objects,
     relation,
     with_article,
 )
@@ -54,21 +54,7 @@ def probe_set(seed: int, n: int, canvas: int = 224) -> list[Probe]:
         return {"shape": shape, "color": color, "size": round(side, 4), "position": [0.5, 0.5]}
 
     def place(objects: list[dict[str, Any]]) -> bool:
-        for i, obj in enumerate(objects):
-            half = obj["size"] / 2
-            for _ in range(50):
-                x = round(rng.uniform(half, 1 - half), 4)
-                y = round(rng.uniform(half, 1 - half), 4)
-                if all(
-                    max(abs(x - p["position"][0]), abs(y - p["position"][1]))
-                    > half + p["size"] / 2 + GAP
-                    for p in objects[:i]
-                ):
-                    obj["position"] = [x, y]
-                    break
-            else:
-                return False
-        return True
+        return place_objects(objects, rng)
 
     def other_kind(background: str, color: str, shape: str) -> tuple[str, str]:
         while True:
