@@ -28,9 +28,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.models.torch_utils import (
+    EmbeddingOutputs,
     TruncationLog,
     calibrated_sigmoid,
     chunked,
+    concat_rows,
     effective_precision,
     fingerprint_path,
     resolve_device,
@@ -48,7 +50,7 @@ if TYPE_CHECKING:
 _UNBOUNDED = 10**6  # tokenizers without a limit report a huge model_max_length
 
 
-class _HfModel:
+class _HfModel(EmbeddingOutputs):
     """What every transformers scorer holds: model, tokenizer, image processor, run settings."""
 
     def __init__(
@@ -73,11 +75,6 @@ class _HfModel:
         self.batch_size = batch_size
         self.max_length = text_limit(model, tokenizer)
         self.truncation = TruncationLog(name)
-
-    @property
-    def truncated_texts(self) -> set[str]:
-        """Texts that were longer than the context and were cut."""
-        return self.truncation.texts
 
     def _pixels(self, images: list[Image], accepted: set[str] | None) -> dict[str, Any]:
         features = self.image_processor(images=list(images), return_tensors="pt")
@@ -131,7 +128,7 @@ class HfDualScorer(_HfModel):
             for batch in chunked(images, self.batch_size):
                 inputs = self._pixels(list(batch), self._image_names)
                 parts.append(to_float32_numpy(_features(self.model.get_image_features(**inputs))))
-        return _concat(parts)
+        return concat_rows(parts)
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         """Raw fp32 text embeddings [M, D]; over-long texts are truncated with a warning."""
@@ -145,12 +142,7 @@ class HfDualScorer(_HfModel):
                 tokens = self._tokens(list(batch), pad_to_max=self.pad_to_max)
                 inputs = {k: v for k, v in tokens.items() if k in self._text_names}
                 parts.append(to_float32_numpy(_features(self.model.get_text_features(**inputs))))
-        return _concat(parts)
-
-    def _empty(self) -> np.ndarray:
-        import numpy as np
-
-        return np.zeros((0, self.encode_texts([""]).shape[1]), dtype=np.float32)
+        return concat_rows(parts)
 
 
 class HfSigmoidScorer(HfDualScorer):
@@ -198,7 +190,7 @@ class HfItmScorer(_HfModel):
                 )
                 logits = output.itm_score.float()
                 parts.append(to_float32_numpy(torch.softmax(logits, dim=-1)[:, 1]))
-        return _concat(parts)
+        return concat_rows(parts)
 
 
 def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:
@@ -365,9 +357,3 @@ def _features(output: Any) -> Any:
     if pooled is None:
         raise ValueError(f"model returned {type(output).__name__} without a pooled embedding")
     return pooled
-
-
-def _concat(parts: list[np.ndarray]) -> np.ndarray:
-    import numpy as np
-
-    return np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float32)

@@ -30,9 +30,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.models.torch_utils import (
+    EmbeddingOutputs,
     TruncationLog,
     calibrated_sigmoid,
     chunked,
+    concat_rows,
     effective_precision,
     fingerprint_path,
     resolve_device,
@@ -66,7 +68,7 @@ class _Source:
     weights_path: Path | None = None
 
 
-class OpenClipScorer:
+class OpenClipScorer(EmbeddingOutputs):
     """A loaded open_clip model with its eval preprocessing and tokenizer."""
 
     def __init__(
@@ -94,11 +96,6 @@ class OpenClipScorer:
         )
         self.truncation = TruncationLog(name)
 
-    @property
-    def truncated_texts(self) -> set[str]:
-        """Texts that were longer than the context and were cut."""
-        return self.truncation.texts
-
     def encode_images(self, images: list[Image]) -> np.ndarray:
         """Raw fp32 image embeddings [N, D] through the model's eval transform."""
         import torch
@@ -111,7 +108,7 @@ class OpenClipScorer:
                 pixels = torch.stack([self.preprocess(image) for image in batch])
                 pixels = pixels.to(device=self.device, dtype=self.input_dtype)
                 parts.append(to_float32_numpy(self.model.encode_image(pixels)))
-        return _concat(parts)
+        return concat_rows(parts)
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         """Raw fp32 text embeddings [M, D]; over-long texts are truncated with a warning."""
@@ -126,12 +123,7 @@ class OpenClipScorer:
                 self._check_truncation(batch)
                 tokens = self.tokenizer(batch).to(self.device)
                 parts.append(to_float32_numpy(self.model.encode_text(tokens)))
-        return _concat(parts)
-
-    def _empty(self) -> np.ndarray:
-        import numpy as np
-
-        return np.zeros((0, self.encode_texts([""]).shape[1]), dtype=np.float32)
+        return concat_rows(parts)
 
     def _check_truncation(self, texts: list[str]) -> None:
         # Tokenise at twice the context: a text fits iff everything past the context (or
@@ -447,9 +439,3 @@ def _cached_hub_file(
         if isinstance(found, str) and Path(found).is_file():
             return found
     return None
-
-
-def _concat(parts: list[np.ndarray]) -> np.ndarray:
-    import numpy as np
-
-    return np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float32)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -248,3 +248,28 @@ class TruncationLog:
             TruncationWarning,
             stacklevel=3,
         )
+
+
+class EmbeddingOutputs:
+    """What every encoder backend shares: the texts it truncated, and its output arrays."""
+
+    truncation: TruncationLog
+    encode_texts: Callable[[list[str]], np.ndarray]  # provided by the backend class
+
+    @property
+    def truncated_texts(self) -> set[str]:
+        """Texts that were longer than the context and were cut."""
+        return self.truncation.texts
+
+    def _empty(self) -> np.ndarray:
+        """A [0, D] result for an empty input list (D read from one encoded text)."""
+        import numpy as np
+
+        return np.zeros((0, self.encode_texts([""]).shape[1]), dtype=np.float32)
+
+
+def concat_rows(parts: list[np.ndarray]) -> np.ndarray:
+    """Per-batch arrays joined into one contiguous fp32 array."""
+    import numpy as np
+
+    return np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float32)
