@@ -41,10 +41,26 @@ def write_suite(folder: Path, examples: int, seed: int) -> Path:
     for index in range(examples):
         color, other = rng.sample(COLORS, 2)
         shape = rng.choice(SHAPES)
-        rows.append({"id": str(index), "image": f"img{rng.randrange(images)}.png",
-                     "caption": f"a {color} {shape}", "negatives": [f"a {other} {shape}"]})
-    doc = {"vlcheck": 1, "tests": [{"id": "bench", "capability": "attribute/color",
-                                    "task": "caption", "threshold": 0.0, "examples": rows}]}
+        rows.append(
+            {
+                "id": str(index),
+                "image": f"img{rng.randrange(images)}.png",
+                "caption": f"a {color} {shape}",
+                "negatives": [f"a {other} {shape}"],
+            }
+        )
+    doc = {
+        "vlcheck": 1,
+        "tests": [
+            {
+                "id": "bench",
+                "capability": "attribute/color",
+                "task": "caption",
+                "threshold": 0.0,
+                "examples": rows,
+            }
+        ],
+    }
     path = folder / "bench.yaml"
     path.write_text(dump_checklist(doc), encoding="utf-8")
     return path
@@ -63,9 +79,11 @@ def main() -> None:
         started = time.perf_counter()
         test = load_checklist(path).tests[0]
         loaded = time.perf_counter()
-        runner = ModelRunner(parse_spec(args.model),
-                             ModelOptions(device=args.device, batch_size=args.batch_size),
-                             ImageLoader())
+        runner = ModelRunner(
+            parse_spec(args.model),
+            ModelOptions(device=args.device, batch_size=args.batch_size),
+            ImageLoader(),
+        )
         runner.scorer  # noqa: B018 - load the model outside the timed scoring
         ready = time.perf_counter()
         result = evaluate_test(test, runner)
@@ -81,8 +99,10 @@ def main() -> None:
     print(f"waiting for images  {stats.load_seconds:.2f} s")
     print(f"images/s            {stats.images_encoded / scoring:.1f}")
     print(f"texts/s             {stats.texts_encoded / scoring:.1f}")
-    print(f"model calls         {stats.model_calls} (encode_images {stats.encode_image_calls}, "
-          f"encode_texts {stats.encode_text_calls})")
+    print(
+        f"model calls         {stats.model_calls} (encode_images {stats.encode_image_calls}, "
+        f"encode_texts {stats.encode_text_calls})"
+    )
     print(f"pass rate           {result.pass_rate:.4f}")
 
 

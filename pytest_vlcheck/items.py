@@ -16,13 +16,25 @@ from pytest_vlcheck.results import TestResult
 from pytest_vlcheck.session import VlcheckSession
 
 SESSION_KEY = pytest.StashKey[VlcheckSession]()
-NO_MODEL_REASON = ("no model given: pass --vl-model SPEC (e.g. --vl-model=tiny, clip, "
-                   "open_clip:ARCH@WEIGHTS, hf:DIR, scores:FILE, py:MODULE:FACTORY) or set "
-                   "vl_model in the ini file")
+NO_MODEL_REASON = (
+    "no model given: pass --vl-model SPEC (e.g. --vl-model=tiny, clip, "
+    "open_clip:ARCH@WEIGHTS, hf:DIR, scores:FILE, py:MODULE:FACTORY) or set "
+    "vl_model in the ini file"
+)
 USER_ERRORS = (ModelLoadError, MissingImagesError, MissingScore)
 """Errors whose message says all there is to say: shown without a traceback."""
-REPORTED_FIELDS = ("model", "capability", "task", "n", "passed", "pass_rate", "ci_low",
-                   "ci_high", "threshold", "chance")
+REPORTED_FIELDS = (
+    "model",
+    "capability",
+    "task",
+    "n",
+    "passed",
+    "pass_rate",
+    "ci_low",
+    "ci_high",
+    "threshold",
+    "chance",
+)
 
 
 class VerdictFailure(AssertionError):
@@ -81,8 +93,9 @@ class ChecklistItem(pytest.Item):
         unscored = self.result.unscored
         if unscored:
             reasons = ", ".join(f"{count} {reason}" for reason, count in unscored.items())
-            self.user_properties.append(("vlcheck_unscored", f"{sum(unscored.values())} "
-                                                             f"({reasons})"))
+            self.user_properties.append(
+                ("vlcheck_unscored", f"{sum(unscored.values())} ({reasons})")
+            )
 
     def runtest(self) -> None:
         """Pass when the pass rate reaches the threshold."""
@@ -94,16 +107,18 @@ class ChecklistItem(pytest.Item):
         """This item's matrix row, with pytest's verdict as its status and, for a test with
         no measurement, the reason."""
         assert self.model is not None
-        result = self.result or unscored_result(self.test, self.model, status,
-                                                self.config.stash[SESSION_KEY].settings.threshold)
+        result = self.result or unscored_result(
+            self.test, self.model, status, self.config.stash[SESSION_KEY].settings.threshold
+        )
         row = result.to_dict()
         row["status"] = status
         if message and not row["message"]:
             row["message"] = message
         return row
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> str | Any:
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> str | Any:
         """A verdict, or a user error's own message, instead of a traceback."""
         if isinstance(excinfo.value, VerdictFailure):
             fields = excinfo.value.result.to_dict()

@@ -96,8 +96,9 @@ def match_correct(scores: np.ndarray, labels: np.ndarray, cutoff: float) -> np.n
     return np.where(labels, s >= cutoff, s < cutoff)
 
 
-def match_accuracies(correct: np.ndarray, labels: np.ndarray,
-                     neg_types: Sequence[str | None]) -> dict[str, float]:
+def match_accuracies(
+    correct: np.ndarray, labels: np.ndarray, neg_types: Sequence[str | None]
+) -> dict[str, float]:
     """SVO-Probes' accuracies: positive, negative and their equal-weight average.
 
     Also per negative type (``neg_type`` names the row's type on both its positive and its
@@ -134,8 +135,9 @@ def choice_chance(candidate_counts: Sequence[int]) -> float:
     return float(np.mean([1.0 / k for k in candidate_counts]))
 
 
-def slice_rates(correct: np.ndarray,
-                tags: Sequence[Mapping[str, str]]) -> dict[str, dict[str, dict[str, float]]]:
+def slice_rates(
+    correct: np.ndarray, tags: Sequence[Mapping[str, str]]
+) -> dict[str, dict[str, dict[str, float]]]:
     """Pass rate broken down by every tag value: ``{tag: {value: {n, passed, pass_rate}}}``."""
     correct = np.asarray(correct, dtype=bool)
     counts: dict[str, dict[str, list[int]]] = {}
@@ -145,7 +147,9 @@ def slice_rates(correct: np.ndarray,
             cell[0] += 1
             cell[1] += int(ok)
     return {
-        name: {value: {"n": n, "passed": passed, "pass_rate": passed / n}
-               for value, (n, passed) in sorted(values.items())}
+        name: {
+            value: {"n": n, "passed": passed, "pass_rate": passed / n}
+            for value, (n, passed) in sorted(values.items())
+        }
         for name, values in sorted(counts.items())
     }

@@ -26,30 +26,73 @@ MISSING = ("error", "skip")
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The ``--vl-*`` options, each with an ini twin."""
     group = parser.getgroup("vlcheck", "vision-language capability checklists")
-    group.addoption("--vl-model", action="append", default=[], metavar="SPEC",
-                    help="model to test, repeatable: clip, tiny, open_clip:ARCH[@PRETRAINED], "
-                         "hf:NAME_OR_DIR, scores:FILE, py:MODULE:FACTORY; NAME=SPEC names it")
+    group.addoption(
+        "--vl-model",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="model to test, repeatable: clip, tiny, open_clip:ARCH[@PRETRAINED], "
+        "hf:NAME_OR_DIR, scores:FILE, py:MODULE:FACTORY; NAME=SPEC names it",
+    )
     group.addoption("--vl-device", default=None, help="auto (cuda, mps, cpu), cpu, cuda:0, ...")
-    group.addoption("--vl-batch-size", type=int, default=None, metavar="N",
-                    help="inputs per model call (default 64)")
-    group.addoption("--vl-precision", choices=PRECISIONS, default=None,
-                    help="forward-pass precision; decisions always use fp32 scores")
-    group.addoption("--vl-image-root", default=None, metavar="DIR",
-                    help="resolve image paths here instead of each checklist's image_root")
-    group.addoption("--vl-threshold", type=float, default=None, metavar="RATE",
-                    help="override every test's pass-rate threshold (0 to 1)")
-    group.addoption("--vl-missing", choices=MISSING, default=None,
-                    help="unloadable images: error the test (default) or skip those examples")
-    group.addoption("--vl-cache-dir", default=None, metavar="DIR",
-                    help="where downloaded URL images are kept (default: pytest's cache dir)")
-    group.addoption("--vl-bundled", action="store_true", default=False,
-                    help="also collect the checklists shipped with pytest-vlcheck (only "
-                         "them when no paths are given)")
-    group.addoption("--vl-report", default=None, metavar="DIR",
-                    help="write matrix.json, matrix.md, matrix.csv and report.html here")
+    group.addoption(
+        "--vl-batch-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="inputs per model call (default 64)",
+    )
+    group.addoption(
+        "--vl-precision",
+        choices=PRECISIONS,
+        default=None,
+        help="forward-pass precision; decisions always use fp32 scores",
+    )
+    group.addoption(
+        "--vl-image-root",
+        default=None,
+        metavar="DIR",
+        help="resolve image paths here instead of each checklist's image_root",
+    )
+    group.addoption(
+        "--vl-threshold",
+        type=float,
+        default=None,
+        metavar="RATE",
+        help="override every test's pass-rate threshold (0 to 1)",
+    )
+    group.addoption(
+        "--vl-missing",
+        choices=MISSING,
+        default=None,
+        help="unloadable images: error the test (default) or skip those examples",
+    )
+    group.addoption(
+        "--vl-cache-dir",
+        default=None,
+        metavar="DIR",
+        help="where downloaded URL images are kept (default: pytest's cache dir)",
+    )
+    group.addoption(
+        "--vl-bundled",
+        action="store_true",
+        default=False,
+        help="also collect the checklists shipped with pytest-vlcheck (only "
+        "them when no paths are given)",
+    )
+    group.addoption(
+        "--vl-report",
+        default=None,
+        metavar="DIR",
+        help="write matrix.json, matrix.md, matrix.csv and report.html here",
+    )
     parser.addini("vl_model", "default --vl-model values", type="linelist", default=[])
-    for name, default in (("vl_device", "auto"), ("vl_batch_size", "64"),
-                          ("vl_precision", "fp32"), ("vl_missing", "error")):
+    for name, default in (
+        ("vl_device", "auto"),
+        ("vl_batch_size", "64"),
+        ("vl_precision", "fp32"),
+        ("vl_missing", "error"),
+    ):
         parser.addini(name, f"default for --{name.replace('_', '-')}", default=default)
 
 
@@ -85,8 +128,10 @@ def _settings(config: pytest.Config) -> Settings:
     precision = option.vl_precision or config.getini("vl_precision")
     missing = option.vl_missing or config.getini("vl_missing")
     batch_size = option.vl_batch_size or int(config.getini("vl_batch_size"))
-    for name, value, choices in (("precision", precision, PRECISIONS),
-                                 ("missing", missing, MISSING)):
+    for name, value, choices in (
+        ("precision", precision, PRECISIONS),
+        ("missing", missing, MISSING),
+    ):
         if value not in choices:
             raise pytest.UsageError(f"vl_{name} is '{value}'; expected one of {choices}")
     if batch_size < 1:
@@ -95,8 +140,11 @@ def _settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError("--vl-threshold must be between 0 and 1")
     return Settings(
         specs=specs,
-        model_options=ModelOptions(device=option.vl_device or config.getini("vl_device"),
-                                   batch_size=batch_size, precision=precision),
+        model_options=ModelOptions(
+            device=option.vl_device or config.getini("vl_device"),
+            batch_size=batch_size,
+            precision=precision,
+        ),
         image_root=Path(option.vl_image_root).resolve() if option.vl_image_root else None,
         threshold=option.vl_threshold,
         missing=missing,
@@ -147,8 +195,11 @@ class VlcheckHooks:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         """Attach the item's matrix row to the report that decides its verdict."""
         report = yield
-        if isinstance(item, ChecklistItem) and item.model is not None and (
-                report.when == "call" or (report.when == "setup" and not report.passed)):
+        if (
+            isinstance(item, ChecklistItem)
+            and item.model is not None
+            and (report.when == "call" or (report.when == "setup" and not report.passed))
+        ):
             status = "error" if report.when == "setup" and report.failed else report.outcome
             message = ""
             if report.when == "setup" and call.excinfo is not None:
@@ -182,10 +233,12 @@ class VlcheckHooks:
                     f"[{name}] {stats.images_encoded} images, {stats.texts_encoded} texts, "
                     f"{stats.pairs_scored} pairs in {stats.model_calls} model calls; "
                     f"{stats.model_seconds:.1f} s in the model, {stats.load_seconds:.1f} s "
-                    f"waiting for images")
+                    f"waiting for images"
+                )
         if self.state.settings.report_dir is not None:
             terminalreporter.write_line(
-                f"vlcheck report written to {self.state.settings.report_dir}")
+                f"vlcheck report written to {self.state.settings.report_dir}"
+            )
 
     def pytest_sessionfinish(self) -> None:
         """Write the report files (controller only), atomically."""
@@ -198,5 +251,7 @@ class VlcheckHooks:
     def _ordered(self) -> list[dict[str, Any]]:
         """Results in file, line and --vl-model order, however xdist delivered them."""
         order = {spec.name: index for index, spec in enumerate(self.state.settings.specs)}
-        return sorted(self.state.results,
-                      key=lambda r: (r["file"], r["line"], order.get(r["model"], len(order))))
+        return sorted(
+            self.state.results,
+            key=lambda r: (r["file"], r["line"], order.get(r["model"], len(order))),
+        )

@@ -59,12 +59,15 @@ class VlcheckSession:
         planned = self.planned.pop(model, None)
         if planned:
             runner.prepare(planned)
-        result = evaluate_test(test, runner, threshold=self.settings.threshold,
-                               missing=self.settings.missing)
+        result = evaluate_test(
+            test, runner, threshold=self.settings.threshold, missing=self.settings.missing
+        )
         self.fingerprints[model] = scorer_fingerprint(runner.scorer)
         return result
 
     def models_meta(self) -> list[dict[str, str]]:
         """``matrix.json``'s models: name, spec and fingerprint, in ``--vl-model`` order."""
-        return [{"name": s.name, "spec": s.text, "fingerprint": self.fingerprints.get(s.name, "")}
-                for s in self.settings.specs]
+        return [
+            {"name": s.name, "spec": s.text, "fingerprint": self.fingerprints.get(s.name, "")}
+            for s in self.settings.specs
+        ]

@@ -4,7 +4,7 @@ An image embeds as its mean RGB; a text as the RGB of the colour words it names.
 into each pytester directory and loaded through the public ``py:`` model spec.
 """
 
-SOURCE = '''
+SOURCE = """
 import numpy as np
 
 COLOURS = {"red": (1.0, 0.0, 0.0), "green": (0.0, 1.0, 0.0), "blue": (0.0, 0.0, 1.0)}
@@ -33,4 +33,4 @@ class ColourScorer:
 
 def make():
     return ColourScorer()
-'''
+"""

@@ -598,9 +598,13 @@ def test_hf_bad_specs_name_the_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_hf_rejects_models_that_are_not_image_text(tmp_path: Path):
     config = transformers.CLIPVisionConfig(
-        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-        image_size=32, patch_size=8,
-    )  # fmt: skip
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        image_size=32,
+        patch_size=8,
+    )
     transformers.CLIPVisionModel(config).save_pretrained(tmp_path / "vision-only")
     with pytest.raises(ValueError, match=r"CLIPVisionModel is not an image-text model"):
         hf_backend.load(str(tmp_path / "vision-only"), CPU)

@@ -21,8 +21,9 @@ tests:
 """
 
 
-def test_validate_reports_counts_and_file_line_errors(tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_reports_counts_and_file_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "good.yaml").write_text(GOOD)
     (tmp_path / "bad.yaml").write_text(GOOD.replace("threshold: 0.5", "threshold: 2"))
     (tmp_path / "other.yaml").write_text("not: a checklist\n")
@@ -38,15 +39,32 @@ def test_validate_without_checklists_is_an_error(tmp_path: Path) -> None:
     assert main(["validate", str(tmp_path)]) == 2
 
 
-def test_report_re_renders_from_matrix_json(tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
-    doc = {"vlcheck_report": 1,
-           "models": [{"name": "m", "spec": "py:x:y", "fingerprint": "f"}],
-           "results": [{"file": "c.yaml", "test": "t", "capability": "object/existence",
-                        "task": "caption", "model": "m", "n": 400, "passed": 245,
-                        "pass_rate": 0.6125, "ci_low": 0.5639, "ci_high": 0.659,
-                        "threshold": 0.75, "chance": 0.5, "status": "failed",
-                        "metrics": {}, "slices": {}}]}
+def test_report_re_renders_from_matrix_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = {
+        "vlcheck_report": 1,
+        "models": [{"name": "m", "spec": "py:x:y", "fingerprint": "f"}],
+        "results": [
+            {
+                "file": "c.yaml",
+                "test": "t",
+                "capability": "object/existence",
+                "task": "caption",
+                "model": "m",
+                "n": 400,
+                "passed": 245,
+                "pass_rate": 0.6125,
+                "ci_low": 0.5639,
+                "ci_high": 0.659,
+                "threshold": 0.75,
+                "chance": 0.5,
+                "status": "failed",
+                "metrics": {},
+                "slices": {},
+            }
+        ],
+    }
     source = tmp_path / "matrix.json"
     source.write_text(json.dumps(doc))
     assert main(["report", str(source), "-o", str(tmp_path / "out")]) == 0

@@ -77,7 +77,8 @@ def test_batched_scores_equal_direct_computation(tiny_model, checklist) -> None:
 
     open_clip.add_model_config(config)
     model, _, preprocess = open_clip.create_model_and_transforms(
-        config.stem, pretrained=str(weights))
+        config.stem, pretrained=str(weights)
+    )
     model.eval()
     tokenizer = open_clip.get_tokenizer(config.stem)
     loader = ImageLoader()
@@ -86,7 +87,8 @@ def test_batched_scores_equal_direct_computation(tiny_model, checklist) -> None:
             refs, texts = example_grid(example)
             with torch.no_grad():
                 image_features = model.encode_image(
-                    torch.stack([preprocess(loader(ref)) for ref in refs]))
+                    torch.stack([preprocess(loader(ref)) for ref in refs])
+                )
                 text_features = model.encode_text(tokenizer(list(texts)))
             image_features = image_features / image_features.norm(dim=-1, keepdim=True)
             text_features = text_features / text_features.norm(dim=-1, keepdim=True)
@@ -99,8 +101,11 @@ def test_batched_scores_equal_direct_computation(tiny_model, checklist) -> None:
 
 def test_equal_inputs_give_bit_identical_scores(tiny_model, checklist) -> None:
     config, weights = tiny_model
-    runner = ModelRunner(parse_spec(f"open_clip:{config}@{weights}"),
-                         ModelOptions(device="cpu", batch_size=5), ImageLoader())
+    runner = ModelRunner(
+        parse_spec(f"open_clip:{config}@{weights}"),
+        ModelOptions(device="cpu", batch_size=5),
+        ImageLoader(),
+    )
     one, two, three = checklist.tests
     runner.prepare([one, two, three])
     red_in_one = runner.grid(one.examples[0])[0, 0]
@@ -123,7 +128,7 @@ def test_results_do_not_depend_on_batch_size(tiny_model, checklist) -> None:
             np.testing.assert_allclose(a["scores"], b["scores"], atol=1e-5)
 
 
-PAIR_SCORER = '''
+PAIR_SCORER = """
 import numpy as np
 CALLS = []
 class Pairs:
@@ -134,19 +139,25 @@ class Pairs:
                          for im, t in zip(images, texts)], dtype=np.float32)
 def make():
     return Pairs()
-'''
+"""
 
 
 def test_pair_scorer_is_called_in_batches_of_unique_pairs(checklist, tmp_path, monkeypatch):
     (tmp_path / "pair_scorer_mod.py").write_text(PAIR_SCORER)
     monkeypatch.syspath_prepend(str(tmp_path))
-    runner = ModelRunner(parse_spec("py:pair_scorer_mod:make"),
-                         ModelOptions(batch_size=4), ImageLoader())
+    runner = ModelRunner(
+        parse_spec("py:pair_scorer_mod:make"), ModelOptions(batch_size=4), ImageLoader()
+    )
     runner.prepare(checklist.tests)
     import pair_scorer_mod
 
-    unique_pairs = {(ref.key, text) for test in checklist.tests for example in test.examples
-                    for ref in example_grid(example)[0] for text in example_grid(example)[1]}
+    unique_pairs = {
+        (ref.key, text)
+        for test in checklist.tests
+        for example in test.examples
+        for ref in example_grid(example)[0]
+        for text in example_grid(example)[1]
+    }
     assert sum(pair_scorer_mod.CALLS) == len(unique_pairs)
     assert len(pair_scorer_mod.CALLS) == math.ceil(len(unique_pairs) / 4)
     result = evaluate_test(checklist.tests[0], runner)

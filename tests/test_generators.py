@@ -86,8 +86,12 @@ def test_bundled_checklists_expand_identically_twice_and_across_processes():
         env = dict(os.environ, PYTHONHASHSEED=hash_seed)
         out = subprocess.run(
             [sys.executable, "-c", code, str(REPO), str(Path(__file__).parent)],
-            capture_output=True, text=True, env=env, check=True, cwd=str(REPO),
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+            cwd=str(REPO),
+        )
         assert out.stdout.strip() == first
 
 
@@ -98,14 +102,25 @@ def test_example_shapes_per_task():
     cap = expand(COLOR_SPEC, "caption")[0]
     assert set(cap) == {"id", "image", "caption", "negatives", "tags"}
     validate_scene(cap["image"]["scene"])
-    img = expand(dict(COLOR_SPEC, negatives=[{"replace": "a.color", "k": 2}],
-                      prompts=["a {a.color} {a.shape}", "a photo of a {a.color} {a.shape}"]),
-                 "image")[0]  # fmt: skip
+    img = expand(
+        dict(
+            COLOR_SPEC,
+            negatives=[{"replace": "a.color", "k": 2}],
+            prompts=["a {a.color} {a.shape}", "a photo of a {a.color} {a.shape}"],
+        ),
+        "image",
+    )[0]
     assert set(img) == {"id", "text", "image", "distractors", "tags"}
     assert isinstance(img["text"], list) and len(img["text"]) == 2
     assert len(img["distractors"]) == 2
-    grp = expand(dict(COLOR_SPEC, caption="a {a.color} {a.shape} and a {b.color} {b.shape}",
-                      negatives=["swap color"]), "group")[0]  # fmt: skip
+    grp = expand(
+        dict(
+            COLOR_SPEC,
+            caption="a {a.color} {a.shape} and a {b.color} {b.shape}",
+            negatives=["swap color"],
+        ),
+        "group",
+    )[0]
     assert set(grp) == {"id", "images", "captions", "tags"}
     match = expand(dict(COLOR_SPEC, n=4), "match")
     assert [m["label"] for m in match] == ["match", "no_match", "match", "no_match"]
@@ -127,9 +142,12 @@ def test_articles_agree():
 
 
 def test_stratify_places_object_in_the_requested_bins():
-    spec = {"n": 36, "caption": "a {a.shape}", "negatives": ["replace a.shape"],
-            "stratify": {"location": ["center", "mid", "margin"],
-                         "size": ["small", "medium", "large"]}}  # fmt: skip
+    spec = {
+        "n": 36,
+        "caption": "a {a.shape}",
+        "negatives": ["replace a.shape"],
+        "stratify": {"location": ["center", "mid", "margin"], "size": ["small", "medium", "large"]},
+    }
     examples = expand(spec, "caption")
     seen = Counter()
     for e in examples:
@@ -224,8 +242,11 @@ def test_bad_generate_specs_name_the_key(spec, task, message):
 
 
 def test_impossible_constraints_fail_cleanly():
-    spec = dict(COLOR_SPEC, negatives=[{"replace": "a.color", "k": 3}],
-                lexicon={"color": ["red", "blue", "green"]})  # fmt: skip
+    spec = dict(
+        COLOR_SPEC,
+        negatives=[{"replace": "a.color", "k": 3}],
+        lexicon={"color": ["red", "blue", "green"]},
+    )
     with pytest.raises(ValueError, match="negatives: could not build candidate set 0"):
         expand(spec, "caption")
 
@@ -236,8 +257,13 @@ STATES = {"hollow": True, "filled": False}
 TEXTURES = {"striped", "dotted", "checkered"}
 SIZES = {"small", "big"}
 COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
-RELATIONS = {"to the left of": "left", "to the right of": "right", "above": "above",
-             "below": "below", "inside": "inside"}  # fmt: skip
+RELATIONS = {
+    "to the left of": "left",
+    "to the right of": "right",
+    "above": "above",
+    "below": "below",
+    "inside": "inside",
+}
 PLURAL_TO_SHAPE = {v: k for k, v in SHAPE_PLURALS.items()}
 
 
@@ -332,11 +358,18 @@ def holds(caption: str, scene: dict) -> bool | None:
 
 
 def test_oracle_on_hand_made_scenes():
-    scene = {"objects": [
-        {"shape": "circle", "color": "red", "size": 0.2, "position": [0.2, 0.5]},
-        {"shape": "star", "color": "blue", "size": 0.3, "position": [0.7, 0.5],
-         "texture": "striped"},
-    ]}  # fmt: skip
+    scene = {
+        "objects": [
+            {"shape": "circle", "color": "red", "size": 0.2, "position": [0.2, 0.5]},
+            {
+                "shape": "star",
+                "color": "blue",
+                "size": 0.3,
+                "position": [0.7, 0.5],
+                "texture": "striped",
+            },
+        ]
+    }
     assert holds("a red circle to the left of a blue star", scene) is True
     assert holds("a blue star to the left of a red circle", scene) is False
     assert holds("a red circle above a blue star", scene) is False
@@ -424,7 +457,15 @@ def test_bundled_files_load_and_live_in_the_package_dir():
             kinds.add(test.task)
     assert kinds == {"caption", "image", "group", "match"}
     assert {
-        "object/existence", "object/location", "object/size", "attribute/color",
-        "attribute/size", "attribute/texture", "attribute/state", "relation/spatial",
-        "counting/number", "order/word_order", "order/binding",
-    } <= capabilities  # fmt: skip
+        "object/existence",
+        "object/location",
+        "object/size",
+        "attribute/color",
+        "attribute/size",
+        "attribute/texture",
+        "attribute/state",
+        "relation/spatial",
+        "counting/number",
+        "order/word_order",
+        "order/binding",
+    } <= capabilities

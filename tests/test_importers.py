@@ -13,9 +13,9 @@ import yaml
 
 from pytest_vlcheck.checklist.loader import load_checklist
 from pytest_vlcheck.checklist.writer import dump_checklist
+from pytest_vlcheck.cli.import_command import add_import_command
 from pytest_vlcheck.importers import FORMATS
 from pytest_vlcheck.importers.aro import normalize
-from pytest_vlcheck.importers.command import add_import_command
 from pytest_vlcheck.importers.common import chance_level
 
 FIXTURES = Path(__file__).parent / "fixtures" / "importers"

@@ -19,8 +19,8 @@ from pytest_vlcheck.checklist.schema import (
     ImageExample,
     MatchExample,
 )
+from pytest_vlcheck.cli.import_command import add_import_command
 from pytest_vlcheck.images.refs import ImageRef
-from pytest_vlcheck.importers.command import add_import_command
 
 FIXTURES = Path(__file__).parent / "fixtures" / "importers"
 Rule = Callable[[str, str, int, int], float]

@@ -104,11 +104,19 @@ def test_is_checklist_file(tmp_path: Path) -> None:
 
 BAD = {
     "bad yaml": ("tests: [\n  - id: a\n", 2, "invalid YAML"),
-    "unknown key": (VALID.replace("    threshold: 0.75", "    treshold: 0.75"), 7,
-                    "unknown key 'treshold' in test 'color' (did you mean 'threshold'?)"),
-    "wrong type": (VALID.replace("negatives: [a green apple]", "negatives: a green apple"), 11,
-                   "'negatives' must be a list, got a string"),
-    "empty examples": (VALID.replace("""    examples:
+    "unknown key": (
+        VALID.replace("    threshold: 0.75", "    treshold: 0.75"),
+        7,
+        "unknown key 'treshold' in test 'color' (did you mean 'threshold'?)",
+    ),
+    "wrong type": (
+        VALID.replace("negatives: [a green apple]", "negatives: a green apple"),
+        11,
+        "'negatives' must be a list, got a string",
+    ),
+    "empty examples": (
+        VALID.replace(
+            """    examples:
       - image: a.jpg
         caption: a red apple
         negatives: [a green apple]
@@ -117,29 +125,59 @@ BAD = {
       - image: {path: b.jpg, crop: [1, 2, 30, 40]}
         caption: a red car
         negatives: [a blue car, a green car]
-""", "    examples: []\n"), 8, "'examples' has 0 items; expected at least 1"),
-    "threshold out of range": (VALID.replace("threshold: 0.75", "threshold: 1.5"), 7,
-                               "'threshold' is 1.5; expected a number from 0 to 1"),
-    "duplicate test id": (VALID.replace("id: compound", "id: color"), 17,
-                          "duplicate test id 'color' (first used on line 4)"),
-    "unknown task": (VALID.replace("task: caption", "task: captions"), 6,
-                     "'task' is 'captions' (did you mean 'caption'?)"),
-    "missing key": (VALID.replace("        caption: a red apple\n", ""), 9,
-                    "is missing the required key 'caption'"),
-    "bad crop": (VALID.replace("crop: [1, 2, 30, 40]", "crop: [1, 2, 0, 40]"), 14,
-                 "expected x, y >= 0 and width, height > 0"),
-    "group needs two images": (VALID.replace("images: [a.jpg, b.jpg]", "images: [a.jpg]"), 31,
-                               "'images' has 1 items; expected exactly 2"),
+""",
+            "    examples: []\n",
+        ),
+        8,
+        "'examples' has 0 items; expected at least 1",
+    ),
+    "threshold out of range": (
+        VALID.replace("threshold: 0.75", "threshold: 1.5"),
+        7,
+        "'threshold' is 1.5; expected a number from 0 to 1",
+    ),
+    "duplicate test id": (
+        VALID.replace("id: compound", "id: color"),
+        17,
+        "duplicate test id 'color' (first used on line 4)",
+    ),
+    "unknown task": (
+        VALID.replace("task: caption", "task: captions"),
+        6,
+        "'task' is 'captions' (did you mean 'caption'?)",
+    ),
+    "missing key": (
+        VALID.replace("        caption: a red apple\n", ""),
+        9,
+        "is missing the required key 'caption'",
+    ),
+    "bad crop": (
+        VALID.replace("crop: [1, 2, 30, 40]", "crop: [1, 2, 0, 40]"),
+        14,
+        "expected x, y >= 0 and width, height > 0",
+    ),
+    "group needs two images": (
+        VALID.replace("images: [a.jpg, b.jpg]", "images: [a.jpg]"),
+        31,
+        "'images' has 1 items; expected exactly 2",
+    ),
     "bad label": (VALID.replace("label: no_match", "label: maybe"), 40, "'label' is 'maybe'"),
-    "criterion on caption": (VALID.replace("    task: caption\n",
-                                           "    task: caption\n    criterion: text\n"), 7,
-                             "'criterion' applies to group tests only"),
-    "duplicate yaml key": (VALID.replace("    threshold: 0.75\n",
-                                         "    threshold: 0.75\n    threshold: 0.5\n"), 8,
-                           "duplicate key 'threshold'"),
+    "criterion on caption": (
+        VALID.replace("    task: caption\n", "    task: caption\n    criterion: text\n"),
+        7,
+        "'criterion' applies to group tests only",
+    ),
+    "duplicate yaml key": (
+        VALID.replace("    threshold: 0.75\n", "    threshold: 0.75\n    threshold: 0.5\n"),
+        8,
+        "duplicate key 'threshold'",
+    ),
     "version": (VALID.replace("vlcheck: 1", "vlcheck: 2"), 1, "'vlcheck' is 2"),
-    "both image sources": (VALID.replace("{path: b.jpg, crop", "{path: b.jpg, url: 'http://x', crop"),
-                           14, "needs exactly one of 'path', 'url' or 'scene'"),
+    "both image sources": (
+        VALID.replace("{path: b.jpg, crop", "{path: b.jpg, url: 'http://x', crop"),
+        14,
+        "needs exactly one of 'path', 'url' or 'scene'",
+    ),
 }
 
 

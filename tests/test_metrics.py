@@ -52,9 +52,15 @@ def test_prompt_ensemble_is_mean_similarity() -> None:
 
 def test_group_scores_winoground_definitions() -> None:
     # s[i, j] = s(image_i, caption_j)
-    both = [[0.9, 0.1], [0.2, 0.8]]        # text and image right
-    text_only = [[0.5, 0.4], [0.6, 0.7]]   # each image prefers its caption; caption 0 prefers image 1
-    image_only = [[0.5, 0.6], [0.4, 0.7]]  # image 0 prefers caption 1; each caption prefers its image
+    both = [[0.9, 0.1], [0.2, 0.8]]  # text and image right
+    text_only = [
+        [0.5, 0.4],
+        [0.6, 0.7],
+    ]  # each image prefers its caption; caption 0 prefers image 1
+    image_only = [
+        [0.5, 0.6],
+        [0.4, 0.7],
+    ]  # image 0 prefers caption 1; each caption prefers its image
     tie = [[0.5, 0.5], [0.1, 0.9]]
     out = metrics.group_outcomes(np.array([both, text_only, image_only, tie], dtype=np.float32))
     assert out["text"].tolist() == [True, True, False, False]
@@ -64,12 +70,15 @@ def test_group_scores_winoground_definitions() -> None:
 
 def test_predicate_noun_pair_metric_needs_both_triplets() -> None:
     # pair ([I1,S1,S2],[I2,S2,S1]): 1 iff s(I1,S1) > s(I1,S2) and s(I2,S2) > s(I2,S1)
-    pairs = np.array([
-        [[0.6, 0.4], [0.3, 0.7]],  # both right -> 1
-        [[0.6, 0.4], [0.8, 0.7]],  # second triplet wrong -> 0
-        [[0.4, 0.6], [0.8, 0.7]],  # both wrong -> 0
-        [[0.6, 0.4], [0.2, 0.9]],  # both right -> 1
-    ], dtype=np.float32)
+    pairs = np.array(
+        [
+            [[0.6, 0.4], [0.3, 0.7]],  # both right -> 1
+            [[0.6, 0.4], [0.8, 0.7]],  # second triplet wrong -> 0
+            [[0.4, 0.6], [0.8, 0.7]],  # both wrong -> 0
+            [[0.6, 0.4], [0.2, 0.9]],  # both right -> 1
+        ],
+        dtype=np.float32,
+    )
     assert metrics.group_outcomes(pairs)["text"].mean() == 0.5
     assert metrics.group_caption_choices(pairs).mean() == 5 / 8
 
@@ -110,6 +119,8 @@ def test_slice_rates_by_tag_value() -> None:
     tags = [{"size": "small"}, {"size": "small", "color": "red"}, {"size": "large"}, {}]
     assert metrics.slice_rates(correct, tags) == {
         "color": {"red": {"n": 1, "passed": 0, "pass_rate": 0.0}},
-        "size": {"large": {"n": 1, "passed": 1, "pass_rate": 1.0},
-                 "small": {"n": 2, "passed": 1, "pass_rate": 0.5}},
+        "size": {
+            "large": {"n": 1, "passed": 1, "pass_rate": 1.0},
+            "small": {"n": 2, "passed": 1, "pass_rate": 0.5},
+        },
     }

@@ -67,14 +67,21 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_verdicts_output_junit_and_report(project: pytest.Pytester) -> None:
-    result = project.runpytest("--vl-model=py:colour_model:make", "--junitxml=out.xml",
-                               "--vl-report=report", "-p", "no:cacheprovider")
+    result = project.runpytest(
+        "--vl-model=py:colour_model:make",
+        "--junitxml=out.xml",
+        "--vl-report=report",
+        "-p",
+        "no:cacheprovider",
+    )
     result.assert_outcomes(passed=4, failed=1)
-    result.stdout.fnmatch_lines([
-        "*vlcheck capability matrix*",
-        "relation/spatial * 90.0% * 50.0% ✗ (n=2)",
-        "*FAILED checks.yaml::hard[[]make[]] - relation/spatial: 50.0% (1/2*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*vlcheck capability matrix*",
+            "relation/spatial * 90.0% * 50.0% ✗ (n=2)",
+            "*FAILED checks.yaml::hard[[]make[]] - relation/spatial: 50.0% (1/2*",
+        ]
+    )
     assert "Traceback" not in result.stdout.str()
     # JUnit XML carries the numbers as properties
     root = ET.parse(project.path / "out.xml").getroot()
@@ -86,8 +93,9 @@ def test_verdicts_output_junit_and_report(project: pytest.Pytester) -> None:
     # matrix.json follows the contract and agrees with pytest's verdicts
     doc = json.loads((project.path / "report" / "matrix.json").read_text())
     assert doc["vlcheck_report"] == 1
-    assert doc["models"] == [{"name": "make", "spec": "py:colour_model:make",
-                              "fingerprint": "colour-v1"}]
+    assert doc["models"] == [
+        {"name": "make", "spec": "py:colour_model:make", "fingerprint": "colour-v1"}
+    ]
     rows = {r["test"]: r for r in doc["results"]}
     assert [r["test"] for r in doc["results"]] == ["color", "hard", "pick", "pair", "itm"]
     assert rows["hard"]["status"] == "failed" and rows["color"]["status"] == "passed"
@@ -103,25 +111,33 @@ def test_verdicts_output_junit_and_report(project: pytest.Pytester) -> None:
 def test_failure_text_lists_failing_examples(project: pytest.Pytester) -> None:
     result = project.runpytest("--vl-model=py:colour_model:make", "-k", "hard")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "relation/spatial: 50.0% (1/2, 95% CI 9.5-90.5) < 90.0% [[]make[]]",
-        "task caption; chance 50.0%*",
-        "failing examples (first 1):",
-        "  [[]h1[]] red.png: 'a red square left of a blue one' *",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "relation/spatial: 50.0% (1/2, 95% CI 9.5-90.5) < 90.0% [[]make[]]",
+            "task caption; chance 50.0%*",
+            "failing examples (first 1):",
+            "  [[]h1[]] red.png: 'a red square left of a blue one' *",
+        ]
+    )
 
 
 def test_threshold_override_and_model_names(project: pytest.Pytester) -> None:
-    result = project.runpytest("--vl-model=a=py:colour_model:make",
-                               "--vl-model=b=py:colour_model:make", "--vl-threshold=0.5", "-v")
+    result = project.runpytest(
+        "--vl-model=a=py:colour_model:make",
+        "--vl-model=b=py:colour_model:make",
+        "--vl-threshold=0.5",
+        "-v",
+    )
     result.assert_outcomes(passed=10)
-    result.stdout.fnmatch_lines(["*checks.yaml::color[[]a[]] PASSED*",
-                                 "*checks.yaml::color[[]b[]] PASSED*"])
+    result.stdout.fnmatch_lines(
+        ["*checks.yaml::color[[]a[]] PASSED*", "*checks.yaml::color[[]b[]] PASSED*"]
+    )
 
 
 def test_selection_by_capability_marker_and_keyword(project: pytest.Pytester) -> None:
-    result = project.runpytest("--vl-model=py:colour_model:make", "-m", "relation",
-                               "--strict-markers")
+    result = project.runpytest(
+        "--vl-model=py:colour_model:make", "-m", "relation", "--strict-markers"
+    )
     result.assert_outcomes(failed=1)
     result = project.runpytest("--vl-model=py:colour_model:make", "-k", "color and not match")
     result.assert_outcomes(passed=2)
@@ -150,11 +166,15 @@ def pytest_collection_finish(session):
 
 
 def test_malformed_checklist_is_a_clean_collection_error(project: pytest.Pytester) -> None:
-    project.makefile(".yaml", broken="vlcheck: 1\ntests:\n  - id: x\n    capability: a/b\n"
-                                     "    task: caption\n    threshold: 1.5\n    examples: []\n")
+    project.makefile(
+        ".yaml",
+        broken="vlcheck: 1\ntests:\n  - id: x\n    capability: a/b\n"
+        "    task: caption\n    threshold: 1.5\n    examples: []\n",
+    )
     result = project.runpytest("--vl-model=py:colour_model:make", "broken.yaml")
     result.stdout.fnmatch_lines(
-        ["*broken.yaml:6: 'threshold' is 1.5; expected a number from 0 to 1*"])
+        ["*broken.yaml:6: 'threshold' is 1.5; expected a number from 0 to 1*"]
+    )
     assert "Traceback" not in result.stdout.str() and "loader.py" not in result.stdout.str()
     assert result.ret == pytest.ExitCode.INTERRUPTED
 
@@ -166,10 +186,13 @@ def test_bad_model_spec_is_a_usage_error(project: pytest.Pytester) -> None:
 
 
 def test_model_load_failure_errors_items_cleanly(project: pytest.Pytester) -> None:
-    result = project.runpytest("--vl-model=open_clip:missing.json@nothing.safetensors",
-                               "--vl-report=rep")
+    result = project.runpytest(
+        "--vl-model=open_clip:missing.json@nothing.safetensors", "--vl-report=rep"
+    )
     result.assert_outcomes(errors=5)
-    result.stdout.fnmatch_lines(["*cannot load model 'open_clip:missing.json@nothing.safetensors'*"])
+    result.stdout.fnmatch_lines(
+        ["*cannot load model 'open_clip:missing.json@nothing.safetensors'*"]
+    )
     rows = json.loads((project.path / "rep" / "matrix.json").read_text())["results"]
     assert {r["status"] for r in rows} == {"error"}
     assert rows[0]["message"].startswith("cannot load model 'open_clip:missing.json@")
@@ -177,25 +200,41 @@ def test_model_load_failure_errors_items_cleanly(project: pytest.Pytester) -> No
 
 def test_missing_images_error_or_skip(project: pytest.Pytester) -> None:
     (project.path / "images" / "blue.png").unlink()
-    result = project.runpytest("--vl-model=py:colour_model:make", "-k", "hard or (color and not pick)")
+    result = project.runpytest(
+        "--vl-model=py:colour_model:make", "-k", "hard or (color and not pick)"
+    )
     result.assert_outcomes(errors=2)
-    result.stdout.fnmatch_lines(["*1 image(s) of 1 example(s) could not be loaded*",
-                                 "*checks.yaml:11: blue.png: file not found*"])
-    result = project.runpytest("--vl-model=py:colour_model:make", "--vl-missing=skip",
-                               "--vl-report=rep", "-k", "hard", "--junitxml=out.xml")
+    result.stdout.fnmatch_lines(
+        [
+            "*1 image(s) of 1 example(s) could not be loaded*",
+            "*checks.yaml:11: blue.png: file not found*",
+        ]
+    )
+    result = project.runpytest(
+        "--vl-model=py:colour_model:make",
+        "--vl-missing=skip",
+        "--vl-report=rep",
+        "-k",
+        "hard",
+        "--junitxml=out.xml",
+    )
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*0.0% (0/1, *) < 90.0% [[]make[]]; 1 example(s) unscored "
-                                 "(1 image unavailable)*"])
+    result.stdout.fnmatch_lines(
+        ["*0.0% (0/1, *) < 90.0% [[]make[]]; 1 example(s) unscored (1 image unavailable)*"]
+    )
     row = json.loads((project.path / "rep" / "matrix.json").read_text())["results"][0]
     assert row["unscored"] == {"image unavailable": 1} and row["n"] == 1
-    props = {p.get("name"): p.get("value")
-             for p in ET.parse(project.path / "out.xml").getroot().iter("property")}
+    props = {
+        p.get("name"): p.get("value")
+        for p in ET.parse(project.path / "out.xml").getroot().iter("property")
+    }
     assert props["vlcheck_unscored"] == "1 (1 image unavailable)"
 
 
 def test_xdist_run_gathers_every_row(project: pytest.Pytester) -> None:
-    result = project.runpytest_subprocess("--vl-model=py:colour_model:make", "-n", "2",
-                                          "--vl-report=rep", "-p", "no:cacheprovider")
+    result = project.runpytest_subprocess(
+        "--vl-model=py:colour_model:make", "-n", "2", "--vl-report=rep", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=4, failed=1)
     doc = json.loads((project.path / "rep" / "matrix.json").read_text())
     assert [r["test"] for r in doc["results"]] == ["color", "hard", "pick", "pair", "itm"]
@@ -218,23 +257,32 @@ tests:
 
 def test_precomputed_scores_need_no_images(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", pn=SCORES_CHECKLIST)
-    lines = [("a.jpg", "a man sitting", 0.9), ("a.jpg", "a woman sitting", 0.1),
-             ("b.jpg", "a man sitting", 0.6), ("b.jpg", "a woman sitting", 0.4),
-             ("c.jpg", "x", 0.7), ("c.jpg", "y", 0.2)]
+    lines = [
+        ("a.jpg", "a man sitting", 0.9),
+        ("a.jpg", "a woman sitting", 0.1),
+        ("b.jpg", "a man sitting", 0.6),
+        ("b.jpg", "a woman sitting", 0.4),
+        ("c.jpg", "x", 0.7),
+        ("c.jpg", "y", 0.2),
+    ]
     records = [{"image": i, "text": t, "score": s} for i, t, s in lines]
-    records += [{"image": "c.jpg", "crop": [0, 0, 5, 5], "text": "x", "score": 0.1},
-                {"image": "c.jpg", "crop": [0, 0, 5, 5], "text": "y", "score": 0.3},
-                # an example-specific line wins over the general one
-                {"image": "b.jpg", "text": "a woman sitting", "score": 0.8, "example": "1-2"}]
+    records += [
+        {"image": "c.jpg", "crop": [0, 0, 5, 5], "text": "x", "score": 0.1},
+        {"image": "c.jpg", "crop": [0, 0, 5, 5], "text": "y", "score": 0.3},
+        # an example-specific line wins over the general one
+        {"image": "b.jpg", "text": "a woman sitting", "score": 0.8, "example": "1-2"},
+    ]
     pytester.path.joinpath("scores.jsonl").write_text(
-        "\n".join(json.dumps(r) for r in records) + "\n")
+        "\n".join(json.dumps(r) for r in records) + "\n"
+    )
     result = pytester.runpytest("--vl-model=scores:scores.jsonl", "--vl-report=rep")
     result.assert_outcomes(passed=1)
     row = json.loads((pytester.path / "rep" / "matrix.json").read_text())["results"][0]
     assert row["pass_rate"] == 1.0 and row["metrics"]["caption_choice_accuracy"] == 1.0
     # without the example line, pair 1-2 fails its second triplet: 1 of 2 pairs
     pytester.path.joinpath("scores.jsonl").write_text(
-        "\n".join(json.dumps(r) for r in records[:-1]) + "\n")
+        "\n".join(json.dumps(r) for r in records[:-1]) + "\n"
+    )
     result = pytester.runpytest("--vl-model=scores:scores.jsonl", "--vl-report=rep")
     result.assert_outcomes(passed=1)
     row = json.loads((pytester.path / "rep" / "matrix.json").read_text())["results"][0]
@@ -244,11 +292,13 @@ def test_precomputed_scores_need_no_images(pytester: pytest.Pytester) -> None:
 def test_precomputed_scores_missing_pair_is_named(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", pn=SCORES_CHECKLIST)
     pytester.path.joinpath("s.jsonl").write_text(
-        json.dumps({"image": "a.jpg", "text": "a man sitting", "score": 1}) + "\n")
+        json.dumps({"image": "a.jpg", "text": "a man sitting", "score": 1}) + "\n"
+    )
     result = pytester.runpytest("--vl-model=scores:s.jsonl")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        ["*s.jsonl has no score for image 'a.jpg' with text 'a woman sitting' (example '1-2')*"])
+        ["*s.jsonl has no score for image 'a.jpg' with text 'a woman sitting' (example '1-2')*"]
+    )
 
 
 def test_malformed_scores_file_is_named_with_its_line(pytester: pytest.Pytester) -> None:
@@ -266,7 +316,12 @@ def test_bundled_checklists_are_collected_and_run(pytester: pytest.Pytester) -> 
     result.stdout.fnmatch_lines(["*attribute.yaml::color", "*16 tests collected*"])
     # the fake model sees some colours and reads only red, green and blue: it beats chance on
     # part of the colour tests and ties (so fails) every spatial example
-    result = pytester.runpytest("--vl-bundled", "--vl-model=py:colour_model:make",
-                                "-k", "color or spatial_replaced", "--vl-threshold=0.3")
+    result = pytester.runpytest(
+        "--vl-bundled",
+        "--vl-model=py:colour_model:make",
+        "-k",
+        "color or spatial_replaced",
+        "--vl-threshold=0.3",
+    )
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*relation/spatial: 0.0% (0/240, *"])

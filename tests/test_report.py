@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_vlcheck import atomic
+from pytest_vlcheck.atomic import atomic_write_bytes, atomic_write_text
 from pytest_vlcheck.report import (
     REPORT_FILES,
     ReportFormatError,
-    atomic,
     fmt,
     format_matrix,
     matrix_document,
@@ -22,7 +23,6 @@ from pytest_vlcheck.report import (
     render_files,
     write_report,
 )
-from pytest_vlcheck.report.atomic import atomic_write_bytes, atomic_write_text
 from pytest_vlcheck.report.csv_report import render_csv
 from pytest_vlcheck.report.html import render_html, true_marks
 from pytest_vlcheck.report.markdown import escape_md, render_markdown
@@ -91,17 +91,58 @@ def sample_results() -> list[dict]:
             metrics={"text_score": 0.87, "image_score": 0.5},
             slices={"size": {"small": {"n": 10, "passed": 9, "pass_rate": 0.9}}},
         ),
-        result("clip", "spatial", "relation/spatial", 100, 80, "passed", task="group",
-               ci_low=0.711, ci_high=0.8666, threshold=0.6, chance=0.25, criterion="group"),
-        result("sig|lip", "spatial", "relation/spatial", 0, 0, "error", task="group",
-               threshold=0.6, chance=0.25),
+        result(
+            "clip",
+            "spatial",
+            "relation/spatial",
+            100,
+            80,
+            "passed",
+            task="group",
+            ci_low=0.711,
+            ci_high=0.8666,
+            threshold=0.6,
+            chance=0.25,
+            criterion="group",
+        ),
+        result(
+            "sig|lip",
+            "spatial",
+            "relation/spatial",
+            0,
+            0,
+            "error",
+            task="group",
+            threshold=0.6,
+            chance=0.25,
+        ),
         result("clip", "size", "object/size", 0, 0, "skipped", unscored={"missing image": 3}),
         result("sig|lip", "size", "object/size", 50, 40, "passed", ci_low=0.67, ci_high=0.89),
-        result("clip", "color-image", "attribute/color", 20, 19, "passed", task="image",
-               ci_low=0.7639, ci_high=0.9911, threshold=0.5),
-        result("sig|lip", "color-image", "attribute/color", 20, 9, "failed", task="image",
-               ci_low=0.2582, ci_high=0.6579, threshold=0.5),
-    ]  # fmt: skip
+        result(
+            "clip",
+            "color-image",
+            "attribute/color",
+            20,
+            19,
+            "passed",
+            task="image",
+            ci_low=0.7639,
+            ci_high=0.9911,
+            threshold=0.5,
+        ),
+        result(
+            "sig|lip",
+            "color-image",
+            "attribute/color",
+            20,
+            9,
+            "failed",
+            task="image",
+            ci_low=0.2582,
+            ci_high=0.6579,
+            threshold=0.5,
+        ),
+    ]
 
 
 class BalanceChecker(HTMLParser):
@@ -202,26 +243,14 @@ def test_atomic_write_failure_keeps_old_file(tmp_path, monkeypatch, failing):
         raise OSError(f"simulated {failing} failure")
 
     if failing == "write":
-        real_fdopen = os.fdopen
+        real_write = Path.write_bytes
 
-        class HalfWriter:
+        def half_write(self, data):
             """Writes half the bytes, then fails as a full disk would."""
+            real_write(self, data[: len(data) // 2])
+            boom()
 
-            def __init__(self, handle):
-                self.handle = handle
-
-            def __enter__(self):
-                return self
-
-            def __exit__(self, *exc):
-                self.handle.close()
-
-            def write(self, data):
-                self.handle.write(data[: len(data) // 2])
-                self.handle.flush()
-                boom()
-
-        monkeypatch.setattr(atomic.os, "fdopen", lambda fd, mode: HalfWriter(real_fdopen(fd, mode)))
+        monkeypatch.setattr(Path, "write_bytes", half_write)
     else:
         monkeypatch.setattr(atomic.os, failing, boom)
 

@@ -23,20 +23,46 @@ FIXED = {
     "background": "beige",
     "objects": [
         {"shape": "circle", "color": "red", "size": 0.3, "position": [0.3, 0.3]},
-        {"shape": "star", "color": "blue", "size": 0.25, "position": [0.7, 0.3],
-         "texture": "striped"},
-        {"shape": "triangle", "color": [10, 200, 90], "size": 0.28, "position": [0.3, 0.72],
-         "texture": "dotted", "hollow": True},
-        {"shape": "heart", "color": "purple", "size": "large", "position": [0.72, 0.72],
-         "texture": "checkered"},
+        {
+            "shape": "star",
+            "color": "blue",
+            "size": 0.25,
+            "position": [0.7, 0.3],
+            "texture": "striped",
+        },
+        {
+            "shape": "triangle",
+            "color": [10, 200, 90],
+            "size": 0.28,
+            "position": [0.3, 0.72],
+            "texture": "dotted",
+            "hollow": True,
+        },
+        {
+            "shape": "heart",
+            "color": "purple",
+            "size": "large",
+            "position": [0.72, 0.72],
+            "texture": "checkered",
+        },
         {"shape": "cross", "color": "yellow", "size": 0.2, "position": [0.98, 0.02]},
-        {"shape": "hexagon", "color": "black", "size": 0.12, "position": [0.5, 0.5],
-         "hollow": True},
+        {
+            "shape": "hexagon",
+            "color": "black",
+            "size": 0.12,
+            "position": [0.5, 0.5],
+            "hollow": True,
+        },
         {"shape": "diamond", "color": "orange", "size": 0.1, "position": [0.5, 0.1]},
-        {"shape": "square", "color": "pink", "size": 0.1, "position": [0.06, 0.94],
-         "texture": "striped"},
+        {
+            "shape": "square",
+            "color": "pink",
+            "size": 0.1,
+            "position": [0.06, 0.94],
+            "texture": "striped",
+        },
     ],
-}  # fmt: skip
+}
 # Recorded once; a change means the same spec now gives other pixels (a renderer, numpy or
 # Pillow change) and every cached score or baseline built on scenes is stale.
 FIXED_DIGEST = "d1cc0def99abf722107aa14b762a60defee5328524f24c3ccb4ff06b08124b32"
@@ -76,10 +102,12 @@ def test_render_canonical_matches_and_returns_a_copy():
 
 
 def test_object_order_is_painting_order():
-    red_on_top = {"objects": [
-        {"shape": "square", "color": "blue", "size": 0.5, "position": [0.5, 0.5]},
-        {"shape": "square", "color": "red", "size": 0.5, "position": [0.5, 0.5]},
-    ]}  # fmt: skip
+    red_on_top = {
+        "objects": [
+            {"shape": "square", "color": "blue", "size": 0.5, "position": [0.5, 0.5]},
+            {"shape": "square", "color": "red", "size": 0.5, "position": [0.5, 0.5]},
+        ]
+    }
     assert render_scene(red_on_top).getpixel((112, 112)) == scenes.COLORS["red"]
 
 
@@ -172,8 +200,12 @@ def test_location_bin_follows_the_half_diagonal_ratio():
         return location_bin((300 + dx - 1, 399, 2, 2), canvas)
 
     assert [at(0), at(166), at(167), at(333), at(334)] == [
-        "center", "center", "mid", "mid", "margin",
-    ]  # fmt: skip
+        "center",
+        "center",
+        "mid",
+        "mid",
+        "margin",
+    ]
     # The distance is Euclidean: (3, 4) * 40 = 200 px -> 0.4 -> mid.
     assert location_bin((300 + 120 - 1, 400 + 160 - 1, 2, 2), canvas) == "mid"
     # Scale-free: the same relative placement on 224 px gives the same bin.
@@ -251,8 +283,10 @@ def test_render_command_writes_pngs_and_indexes(tmp_path):
     for text in ("a red circle", "the corner of a red circle", "a blue circle", "gen"):
         assert text in html and text in md
     assert all(f"images/{p.name}" in html for p in pngs)
-    spec = {"size": 64, "objects": [
-        {"shape": "circle", "color": "red", "size": 0.5, "position": [0.5, 0.5]}]}  # fmt: skip
+    spec = {
+        "size": 64,
+        "objects": [{"shape": "circle", "color": "red", "size": 0.5, "position": [0.5, 0.5]}],
+    }
     rendered = {pixel_digest(Image.open(p).convert("RGB")) for p in pngs}
     assert pixel_digest(render_scene(spec)) in rendered
 

@@ -39,15 +39,25 @@ STATES = ("filled", "hollow")
 SIZE_ATTRIBUTE_WORDS = ("small", "big")
 DEFAULT_LEXICON: dict[str, tuple] = {
     "shape": SHAPES,
-    "color": ("black", "blue", "brown", "gray", "green", "orange", "pink", "purple", "red",
-              "yellow"),
+    "color": (
+        "black",
+        "blue",
+        "brown",
+        "gray",
+        "green",
+        "orange",
+        "pink",
+        "purple",
+        "red",
+        "yellow",
+    ),
     "texture": tuple(t for t in TEXTURES if t != "solid"),
     "state": STATES,
     "size": SIZE_ATTRIBUTE_WORDS,
     "relation": tuple(RELATION_PHRASES),
     "count": (1, 2, 3, 4),
     "background": BACKGROUNDS,
-}  # fmt: skip
+}
 ALLOWED_VALUES: dict[str, tuple] = {
     "shape": SHAPES,
     "color": tuple(COLORS),
@@ -65,9 +75,21 @@ NOUNS = frozenset(SHAPES) | frozenset(SHAPE_PLURALS.values())
 ADJECTIVES = frozenset(COLORS) | frozenset(TEXTURES) | frozenset(STATES) | {"small", "big"}
 
 _KEYS = (
-    "n", "seed", "caption", "prompts", "lexicon", "negatives", "pick", "mirror", "objects",
-    "extras", "stratify", "canvas", "tags", "object_size",
-)  # fmt: skip
+    "n",
+    "seed",
+    "caption",
+    "prompts",
+    "lexicon",
+    "negatives",
+    "pick",
+    "mirror",
+    "objects",
+    "extras",
+    "stratify",
+    "canvas",
+    "tags",
+    "object_size",
+)
 _VAR = re.compile(r"\{([a-z]+)(?:\.([a-z]+))?\}")
 
 
@@ -129,8 +151,11 @@ def _parse_perturbation(i: int, raw: Any) -> Perturbation:
     if isinstance(raw, str):
         parts = raw.split()
         if len(parts) != 2:
-            fail(key, f"expected 'replace VAR', 'swap ATTR', 'swap objects' or "
-                  f"'shuffle KIND', got {raw!r}")  # fmt: skip
+            fail(
+                key,
+                f"expected 'replace VAR', 'swap ATTR', 'swap objects' or "
+                f"'shuffle KIND', got {raw!r}",
+            )
         op, target = parts
     elif isinstance(raw, Mapping):
         ops = [o for o in ("replace", "swap", "shuffle") if o in raw]
@@ -156,13 +181,15 @@ def _parse_perturbation(i: int, raw: Any) -> Perturbation:
             len(slot) == 1 and slot in SLOT_NAMES and attr in ATTRIBUTES
         )
         if not ok:
-            fail(key, f"cannot replace {target!r}; expected SLOT.ATTR (slot a-f, attr one of "
-                  f"{', '.join(ATTRIBUTES)}), relation or count")  # fmt: skip
+            fail(
+                key,
+                f"cannot replace {target!r}; expected SLOT.ATTR (slot a-f, attr one of "
+                f"{', '.join(ATTRIBUTES)}), relation or count",
+            )
         default = "object" if attr == "shape" else (attr or target)
     elif op == "swap":
         if target not in (*ATTRIBUTES, "objects"):
-            fail(key, f"cannot swap {target!r}; expected one of "
-                  f"{', '.join(ATTRIBUTES)} or objects")  # fmt: skip
+            fail(key, f"cannot swap {target!r}; expected one of {', '.join(ATTRIBUTES)} or objects")
         default = f"swap_{target}"
     elif op == "shuffle":
         if target not in pert.SHUFFLES:
@@ -181,13 +208,17 @@ def _parse_lexicon(raw: Any) -> dict[str, tuple]:
     out: dict[str, tuple] = {}
     for name, values in raw.items():
         if name not in ALLOWED_VALUES:
-            fail(f"lexicon.{name}", f"unknown variable; expected one of "
-                  f"{', '.join(ALLOWED_VALUES)}")  # fmt: skip
+            fail(
+                f"lexicon.{name}", f"unknown variable; expected one of {', '.join(ALLOWED_VALUES)}"
+            )
         vals = _as_list(values)
         bad = [v for v in vals if v not in ALLOWED_VALUES[name]]
         if bad or not vals:
-            fail(f"lexicon.{name}", f"unknown value {bad[0] if bad else None!r}; expected "
-                  f"values from {', '.join(map(str, ALLOWED_VALUES[name]))}")  # fmt: skip
+            fail(
+                f"lexicon.{name}",
+                f"unknown value {bad[0] if bad else None!r}; expected "
+                f"values from {', '.join(map(str, ALLOWED_VALUES[name]))}",
+            )
         if len(set(vals)) != len(vals):
             fail(f"lexicon.{name}", "values repeat; list each value once")
         out[name] = tuple(vals)
@@ -210,11 +241,17 @@ def _template_vars(key: str, template: Any) -> set[tuple[str, str | None]]:
         name, attr = _variable(m)
         if attr is None:
             if name not in ("relation", "count"):
-                fail(key, f"unknown variable {{{name}}}; expected {{relation}}, {{count}} "
-                      "or {SLOT.ATTR} such as {a.color}")  # fmt: skip
+                fail(
+                    key,
+                    f"unknown variable {{{name}}}; expected {{relation}}, {{count}} "
+                    "or {SLOT.ATTR} such as {a.color}",
+                )
         elif not (len(name) == 1 and name in SLOT_NAMES and attr in (*ATTRIBUTES, "shapes")):
-            fail(key, f"unknown variable {{{name}.{attr}}}; slots are a-f and attributes "
-                  f"{', '.join(ATTRIBUTES)}, shapes")  # fmt: skip
+            fail(
+                key,
+                f"unknown variable {{{name}.{attr}}}; slots are a-f and attributes "
+                f"{', '.join(ATTRIBUTES)}, shapes",
+            )
         found.add((name, attr))
     leftover = _VAR.sub("", template)
     if "{" in leftover or "}" in leftover:
@@ -265,8 +302,9 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
     if not (isinstance(slots, int) and not isinstance(slots, bool) and 1 <= slots <= 6):
         fail("objects", f"expected the number of described objects, 1-6, got {slots!r}")
     if any(SLOT_NAMES.index(s) >= slots for s in slots_used):
-        fail("objects", f"templates use slots {', '.join(sorted(slots_used))} but objects is "
-              f"{slots}")  # fmt: skip
+        fail(
+            "objects", f"templates use slots {', '.join(sorted(slots_used))} but objects is {slots}"
+        )
     uses_relation = ("relation", None) in used or any(p.target == "relation" for p in negatives)
     uses_count = ("count", None) in used or any(p.target == "count" for p in negatives)
     if uses_relation and slots != 2:
@@ -277,11 +315,16 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
         fail("caption", "use {relation} or {count}, not both")
     for p in negatives:
         if p.op == "swap" and not {"a", "b"} <= described:
-            fail("negatives", f"'swap {p.target}' needs a caption that describes two "
-                  "objects, a and b")  # fmt: skip
+            fail(
+                "negatives",
+                f"'swap {p.target}' needs a caption that describes two objects, a and b",
+            )
         if p.op == "swap" and p.target == "objects" and not uses_relation:
-            fail("negatives", "'swap objects' needs {relation} in the caption (without a "
-                  "relation both orders describe the same scene)")  # fmt: skip
+            fail(
+                "negatives",
+                "'swap objects' needs {relation} in the caption (without a "
+                "relation both orders describe the same scene)",
+            )
         if p.target == "relation" and not uses_relation:
             fail("negatives", "'replace relation' needs {relation} in the caption")
         if p.target == "count" and not uses_count:
@@ -300,13 +343,19 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
     ):
         fail("pick", f"expected an integer 1-{len(negatives)} (perturbations per example)")
     if task in ("image", "group", "match") and text_only:
-        fail("negatives", f"{task} tests need scene negatives; word shuffles make captions "
-              "that describe no image (use them in caption tests)")  # fmt: skip
+        fail(
+            "negatives",
+            f"{task} tests need scene negatives; word shuffles make captions "
+            "that describe no image (use them in caption tests)",
+        )
     if task == "group" and not (
         all(p.k == 1 for p in structural) and (len(structural) == 1 or pick == 1)
     ):
-        fail("negatives", "group tests need exactly one scene negative per example "
-              "(one perturbation with k: 1, or pick: 1)")  # fmt: skip
+        fail(
+            "negatives",
+            "group tests need exactly one scene negative per example "
+            "(one perturbation with k: 1, or pick: 1)",
+        )
     mirror = spec.get("mirror", True)
     if not isinstance(mirror, bool):
         fail("mirror", f"expected true or false, got {mirror!r}")
@@ -318,8 +367,10 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
         and all(isinstance(e, int) and not isinstance(e, bool) and 0 <= e <= 6 for e in ex)
         and ex[0] <= ex[1]
     ):
-        fail("extras", f"expected an integer 0-6 or [min, max] of undescribed extra objects, "
-              f"got {extras!r}")  # fmt: skip
+        fail(
+            "extras",
+            f"expected an integer 0-6 or [min, max] of undescribed extra objects, got {extras!r}",
+        )
     stratify = _parse_stratify(spec.get("stratify"), uses_relation or uses_count)
     canvas = spec.get("canvas", DEFAULT_CANVAS)
     if not (isinstance(canvas, int) and not isinstance(canvas, bool) and 64 <= canvas <= 1024):
@@ -331,8 +382,11 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
         and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in object_size)
         and 0.02 <= object_size[0] <= object_size[1] <= 0.6
     ):
-        fail("object_size", f"expected [min, max] object side as fractions of the canvas "
-              f"width, 0.02 <= min <= max <= 0.6, got {object_size!r}")  # fmt: skip
+        fail(
+            "object_size",
+            f"expected [min, max] object side as fractions of the canvas "
+            f"width, 0.02 <= min <= max <= 0.6, got {object_size!r}",
+        )
     tags = spec.get("tags", {})
     if not isinstance(tags, Mapping) or not all(
         isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in tags.items()
@@ -342,8 +396,10 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
         if len(lexicon[attr]) < 2:
             fail(f"lexicon.{attr}", "needs at least 2 values to make a negative")
     if len(lexicon["shape"]) < slots + 1:
-        fail("lexicon.shape", f"needs at least {slots + 1} shapes (one per object plus one "
-              "for a replacement)")  # fmt: skip
+        fail(
+            "lexicon.shape",
+            f"needs at least {slots + 1} shapes (one per object plus one for a replacement)",
+        )
     return Plan(
         task=task,
         n=n,

@@ -338,7 +338,10 @@ def expand(spec: Mapping, task: str) -> list[dict]:
             except Retry:
                 continue
         else:
-            fail("negatives", f"could not build candidate set {index} in {ATTEMPTS} draws; "
-                  "the lexicon is too small for these constraints")  # fmt: skip
+            fail(
+                "negatives",
+                f"could not build candidate set {index} in {ATTEMPTS} draws; "
+                "the lexicon is too small for these constraints",
+            )
         index += 1
     return out[: plan.n]

@@ -33,8 +33,13 @@ class _Outcome:
     score_kind: str = "similarity"
 
 
-def evaluate_test(test: ChecklistTest, runner: ModelRunner, *, threshold: float | None = None,
-                  missing: str = "error") -> TestResult:
+def evaluate_test(
+    test: ChecklistTest,
+    runner: ModelRunner,
+    *,
+    threshold: float | None = None,
+    missing: str = "error",
+) -> TestResult:
     """Score ``test`` with ``runner`` (already prepared, or prepared here) and judge it.
 
     ``threshold`` overrides the test's own (``--vl-threshold``). ``missing`` is ``error``
@@ -57,16 +62,27 @@ def evaluate_test(test: ChecklistTest, runner: ModelRunner, *, threshold: float 
     unscored = {"image unavailable": len(lost)} if lost else {}
     limit = test.threshold if threshold is None else threshold
     if not scored:
-        raise MissingImagesError(_missing_message(test, runner, lost) + "; no example of the "
-                                 "test could be scored")
+        raise MissingImagesError(
+            _missing_message(test, runner, lost) + "; no example of the test could be scored"
+        )
     outcome = _outcome(test, scored, grids, runner)
     n, passed = len(scored), int(outcome.correct.sum())
     low, high = metrics.wilson_interval(passed, n)
     return TestResult(
-        file=str(test.file), test=test.id, capability=test.capability, task=test.task,
-        model=runner.spec.name, n=n, passed=passed, pass_rate=passed / n, ci_low=low,
-        ci_high=high, threshold=limit, chance=outcome.chance,
-        status="passed" if passed / n >= limit else "failed", line=test.line,
+        file=str(test.file),
+        test=test.id,
+        capability=test.capability,
+        task=test.task,
+        model=runner.spec.name,
+        n=n,
+        passed=passed,
+        pass_rate=passed / n,
+        ci_low=low,
+        ci_high=high,
+        threshold=limit,
+        chance=outcome.chance,
+        status="passed" if passed / n >= limit else "failed",
+        line=test.line,
         criterion=test.criterion if test.task == "group" else "",
         score_kind=outcome.score_kind,
         metrics=outcome.metrics,
@@ -76,19 +92,22 @@ def evaluate_test(test: ChecklistTest, runner: ModelRunner, *, threshold: float 
     )
 
 
-def _outcome(test: ChecklistTest, examples: Sequence[Example], grids: list[np.ndarray],
-             runner: ModelRunner) -> _Outcome:
+def _outcome(
+    test: ChecklistTest, examples: Sequence[Example], grids: list[np.ndarray], runner: ModelRunner
+) -> _Outcome:
     if test.task == "caption":
         true = np.array([g[0, 0] for g in grids], dtype=np.float32)
         others = metrics.pad_rows([g[0, 1:] for g in grids])
-        return _Outcome(metrics.beats_all(true, others), {},
-                        metrics.choice_chance([g.shape[1] for g in grids]))
+        return _Outcome(
+            metrics.beats_all(true, others), {}, metrics.choice_chance([g.shape[1] for g in grids])
+        )
     if test.task == "image":
         per_image = [metrics.prompt_ensemble(g) for g in grids]
         true = np.array([s[0] for s in per_image], dtype=np.float32)
         others = metrics.pad_rows([s[1:] for s in per_image])
-        return _Outcome(metrics.beats_all(true, others), {},
-                        metrics.choice_chance([g.shape[0] for g in grids]))
+        return _Outcome(
+            metrics.beats_all(true, others), {}, metrics.choice_chance([g.shape[0] for g in grids])
+        )
     if test.task == "group":
         stacked = np.stack(grids)
         scores = metrics.group_outcomes(stacked)
@@ -100,29 +119,37 @@ def _outcome(test: ChecklistTest, examples: Sequence[Example], grids: list[np.nd
     labels = np.array([e.label for e in examples if isinstance(e, MatchExample)], dtype=bool)
     neg_types = [e.neg_type for e in examples if isinstance(e, MatchExample)]
     correct = metrics.match_correct(values, labels, test.cutoff)
-    return _Outcome(correct, metrics.match_accuracies(correct, labels, neg_types),
-                    metrics.MATCH_CHANCE, kind)
+    return _Outcome(
+        correct, metrics.match_accuracies(correct, labels, neg_types), metrics.MATCH_CHANCE, kind
+    )
 
 
-def _failures(examples: Sequence[Example], grids: list[np.ndarray],
-              correct: np.ndarray) -> list[FailureExample]:
+def _failures(
+    examples: Sequence[Example], grids: list[np.ndarray], correct: np.ndarray
+) -> list[FailureExample]:
     """The first few failing examples with every score they involved."""
     out = []
     for example, grid, ok in zip(examples, grids, correct, strict=True):
         if ok:
             continue
         refs, texts = example_grid(example)
-        out.append(FailureExample(
-            id=example.id, images=[r.describe() for r in refs], texts=list(texts),
-            scores=[[float(v) for v in row] for row in grid],
-            detail=_failure_detail(example, refs, texts, grid)))
+        out.append(
+            FailureExample(
+                id=example.id,
+                images=[r.describe() for r in refs],
+                texts=list(texts),
+                scores=[[float(v) for v in row] for row in grid],
+                detail=_failure_detail(example, refs, texts, grid),
+            )
+        )
         if len(out) == FAILURES_KEPT:
             break
     return out
 
 
-def _failure_detail(example: Example, refs: Sequence[ImageRef], texts: Sequence[str],
-                    grid: np.ndarray) -> str:
+def _failure_detail(
+    example: Example, refs: Sequence[ImageRef], texts: Sequence[str], grid: np.ndarray
+) -> str:
     """One line a person can read: what should have won, and what it scored against."""
     if isinstance(example, MatchExample):
         label = "match" if example.label else "no match"
@@ -131,33 +158,51 @@ def _failure_detail(example: Example, refs: Sequence[ImageRef], texts: Sequence[
         cells = ", ".join(f"{t!r} {grid[0, j]:.4f}" for j, t in enumerate(texts))
         return f"{refs[0].describe()}: {cells} (first is true)"
     if isinstance(example, GroupExample):
-        return "; ".join(f"{refs[i].describe()}: {texts[0]!r} {grid[i, 0]:.4f}, "
-                         f"{texts[1]!r} {grid[i, 1]:.4f}" for i in range(2))
+        return "; ".join(
+            f"{refs[i].describe()}: {texts[0]!r} {grid[i, 0]:.4f}, {texts[1]!r} {grid[i, 1]:.4f}"
+            for i in range(2)
+        )
     means = grid.astype(np.float64).mean(axis=1)
     cells = ", ".join(f"{r.describe()} {means[i]:.4f}" for i, r in enumerate(refs))
     return f"{' | '.join(texts)!r}: {cells} (first is true)"
 
 
-def _missing_message(test: ChecklistTest, runner: ModelRunner,
-                     lost: list[tuple[Example, list[ImageRef]]]) -> str:
+def _missing_message(
+    test: ChecklistTest, runner: ModelRunner, lost: list[tuple[Example, list[ImageRef]]]
+) -> str:
     images = {ref.key: ref for _, refs in lost for ref in refs}
-    lines = [f"{len(images)} image(s) of {len(lost)} example(s) could not be loaded "
-             f"(use --vl-missing=skip to score the rest):"]
+    lines = [
+        f"{len(images)} image(s) of {len(lost)} example(s) could not be loaded "
+        f"(use --vl-missing=skip to score the rest):"
+    ]
     for example, refs in lost[:MISSING_LISTED]:
         for ref in refs:
-            lines.append(f"  {test.file}:{example.line}: {ref.describe()}: "
-                         f"{runner.unavailable[ref.key]}")
+            lines.append(
+                f"  {test.file}:{example.line}: {ref.describe()}: {runner.unavailable[ref.key]}"
+            )
     if len(lost) > MISSING_LISTED:
         lines.append(f"  ... and {len(lost) - MISSING_LISTED} more example(s)")
     return "\n".join(lines)
 
 
-def unscored_result(test: ChecklistTest, model: str, status: str,
-                    threshold: float | None = None) -> TestResult:
+def unscored_result(
+    test: ChecklistTest, model: str, status: str, threshold: float | None = None
+) -> TestResult:
     """The matrix row of a test that produced no measurement (errored or skipped)."""
     return TestResult(
-        file=str(test.file), test=test.id, capability=test.capability, task=test.task,
-        model=model, n=0, passed=0, pass_rate=0.0, ci_low=0.0, ci_high=1.0,
-        threshold=test.threshold if threshold is None else threshold, chance=0.0,
-        status=status, line=test.line,  # type: ignore[arg-type]
-        criterion=test.criterion if test.task == "group" else "")
+        file=str(test.file),
+        test=test.id,
+        capability=test.capability,
+        task=test.task,
+        model=model,
+        n=0,
+        passed=0,
+        pass_rate=0.0,
+        ci_low=0.0,
+        ci_high=1.0,
+        threshold=test.threshold if threshold is None else threshold,
+        chance=0.0,
+        status=status,
+        line=test.line,  # type: ignore[arg-type]
+        criterion=test.criterion if test.task == "group" else "",
+    )

@@ -50,8 +50,12 @@ class ScoringStats:
     @property
     def model_calls(self) -> int:
         """All calls into the scorer."""
-        return (self.encode_image_calls + self.encode_text_calls + self.score_pair_calls
-                + self.score_ref_calls)
+        return (
+            self.encode_image_calls
+            + self.encode_text_calls
+            + self.score_pair_calls
+            + self.score_ref_calls
+        )
 
 
 @dataclass
@@ -104,13 +108,21 @@ class ModelRunner:
                 texts.update(dict.fromkeys(example_texts))
         if isinstance(self.scorer, DualEncoder):
             self._encode_texts([t for t in texts if t not in self._text_vectors])
-            self._encode_images([r for k, r in images.items()
-                                 if k not in self._image_vectors and k not in self.unavailable])
-            self._cosine_scores([p for p in pairs if p not in self._pair_scores
-                                 and p[0] in self._image_vectors])
+            self._encode_images(
+                [
+                    r
+                    for k, r in images.items()
+                    if k not in self._image_vectors and k not in self.unavailable
+                ]
+            )
+            self._cosine_scores(
+                [p for p in pairs if p not in self._pair_scores and p[0] in self._image_vectors]
+            )
         else:
-            self._score_pairs(images, [p for p in pairs if p not in self._pair_scores
-                                       and p[0] not in self.unavailable])
+            self._score_pairs(
+                images,
+                [p for p in pairs if p not in self._pair_scores and p[0] not in self.unavailable],
+            )
 
     def grid(self, example: Example) -> np.ndarray | list[ImageRef]:
         """The example's fp32 scores [images, texts], or the refs of its unavailable images."""
@@ -170,8 +182,9 @@ class ModelRunner:
         scores = np.einsum("ij,ij->i", image_matrix, text_matrix).astype(np.float32)
         self._pair_scores.update(zip(pairs, scores, strict=True))
 
-    def _score_pairs(self, images: dict[ImageKey, ImageRef],
-                     pairs: list[tuple[ImageKey, str]]) -> None:
+    def _score_pairs(
+        self, images: dict[ImageKey, ImageRef], pairs: list[tuple[ImageKey, str]]
+    ) -> None:
         """Cross-encoder: batches of unique pairs, each image decoded once per batch."""
         for batch in _batches(pairs, self.options.batch_size):
             refs = list({key: images[key] for key, _ in batch}.values())
@@ -180,8 +193,12 @@ class ModelRunner:
             if not batch:
                 continue
             self.stats.score_pair_calls += 1
-            scores = _timed_array(self.stats, self.scorer.score_pairs,
-                                  [loaded[key] for key, _ in batch], [text for _, text in batch])
+            scores = _timed_array(
+                self.stats,
+                self.scorer.score_pairs,
+                [loaded[key] for key, _ in batch],
+                [text for _, text in batch],
+            )
             _check_rows(scores, len(batch), "score_pairs")
             self._pair_scores.update(zip(batch, scores.astype(np.float32).reshape(-1), strict=True))
             self.stats.pairs_scored += len(batch)
@@ -193,8 +210,7 @@ class ModelRunner:
             pending = [[pool.submit(self._load_one, ref) for ref in batch] for batch in batches[:1]]
             for index, batch in enumerate(batches):
                 if index + 1 < len(batches):
-                    pending.append([pool.submit(self._load_one, ref)
-                                    for ref in batches[index + 1]])
+                    pending.append([pool.submit(self._load_one, ref) for ref in batches[index + 1]])
                 started = time.perf_counter()
                 images = [future.result() for future in pending[index]]
                 self.stats.load_seconds += time.perf_counter() - started
@@ -219,7 +235,7 @@ class ModelRunner:
 
 def _batches(items: Sequence[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), max(1, size)):
-        yield list(items[start:start + size])
+        yield list(items[start : start + size])
 
 
 def _timed_array(stats: ScoringStats, call: Callable[..., Any], *args: Any) -> np.ndarray:
@@ -247,6 +263,7 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 def _check_rows(array: np.ndarray, expected: int, method: str) -> None:
     if array.ndim == 0 or array.shape[0] != expected:
-        raise ValueError(f"the scorer's {method} returned shape {array.shape} for {expected} "
-                         f"inputs; expected {expected} rows")
-
+        raise ValueError(
+            f"the scorer's {method} returned shape {array.shape} for {expected} "
+            f"inputs; expected {expected} rows"
+        )

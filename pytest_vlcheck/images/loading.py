@@ -60,6 +60,8 @@ def crop_image(image: Image, ref: ImageRef) -> Image:
     left, top = round(x), round(y)
     right, bottom = min(image.width, round(x + w)), min(image.height, round(y + h))
     if right <= left or bottom <= top:
-        raise ImageUnavailable(f"crop {list(ref.crop)} lies outside the "
-                               f"{image.width}x{image.height} image {ref.written}")
+        raise ImageUnavailable(
+            f"crop {list(ref.crop)} lies outside the "
+            f"{image.width}x{image.height} image {ref.written}"
+        )
     return image.crop((left, top, right, bottom))

@@ -126,12 +126,22 @@ _POLYGONS: dict[str, tuple[tuple[float, float], ...]] = {
     "star": _normalised(_regular(5, -90.0, (1.0, 0.42))),
     "cross": _normalised(
         [
-            (0.33, 0.0), (0.67, 0.0), (0.67, 0.33), (1.0, 0.33), (1.0, 0.67), (0.67, 0.67),
-            (0.67, 1.0), (0.33, 1.0), (0.33, 0.67), (0.0, 0.67), (0.0, 0.33), (0.33, 0.33),
+            (0.33, 0.0),
+            (0.67, 0.0),
+            (0.67, 0.33),
+            (1.0, 0.33),
+            (1.0, 0.67),
+            (0.67, 0.67),
+            (0.67, 1.0),
+            (0.33, 1.0),
+            (0.33, 0.67),
+            (0.0, 0.67),
+            (0.0, 0.33),
+            (0.33, 0.33),
         ]
     ),
     "heart": _normalised(_heart()),
-}  # fmt: skip
+}
 
 SHAPES: tuple[str, ...] = (
     "circle",
@@ -157,8 +167,9 @@ def _fail(key: str, message: str) -> None:
 def _check_color(key: str, value: Any) -> None:
     if isinstance(value, str):
         if value not in COLORS:
-            _fail(key, f"unknown colour {value!r}; expected one of {', '.join(COLORS)} "
-                  "or [r, g, b]")  # fmt: skip
+            _fail(
+                key, f"unknown colour {value!r}; expected one of {', '.join(COLORS)} or [r, g, b]"
+            )
         return
     if (
         isinstance(value, (list, tuple))
@@ -184,14 +195,17 @@ def _check_object(i: int, obj: Any) -> None:
         if key not in obj:
             _fail(f"{where}.{key}", "missing; every object needs shape, color, size, position")
     if obj["shape"] not in SHAPES:
-        _fail(f"{where}.shape", f"unknown shape {obj['shape']!r}; expected one of "
-              f"{', '.join(SHAPES)}")  # fmt: skip
+        _fail(
+            f"{where}.shape", f"unknown shape {obj['shape']!r}; expected one of {', '.join(SHAPES)}"
+        )
     _check_color(f"{where}.color", obj["color"])
     size = obj["size"]
     if isinstance(size, str):
         if size not in SIZE_WORDS:
-            _fail(f"{where}.size", f"unknown size word {size!r}; expected one of "
-                  f"{', '.join(SIZE_WORDS)} or a number")  # fmt: skip
+            _fail(
+                f"{where}.size",
+                f"unknown size word {size!r}; expected one of {', '.join(SIZE_WORDS)} or a number",
+            )
     elif not (_is_number(size) and 0 < size <= 2):
         _fail(f"{where}.size", f"expected a fraction of the canvas width in (0, 2], got {size!r}")
     pos = obj["position"]
@@ -200,12 +214,15 @@ def _check_object(i: int, obj: Any) -> None:
         and len(pos) == 2
         and all(_is_number(p) and 0 <= p <= 1 for p in pos)
     ):
-        _fail(f"{where}.position", f"expected [x, y], fractions of the canvas in [0, 1], "
-              f"got {pos!r}")  # fmt: skip
+        _fail(
+            f"{where}.position", f"expected [x, y], fractions of the canvas in [0, 1], got {pos!r}"
+        )
     texture = obj.get("texture", "solid")
     if texture not in TEXTURES:
-        _fail(f"{where}.texture", f"unknown texture {texture!r}; expected one of "
-              f"{', '.join(TEXTURES)}")  # fmt: skip
+        _fail(
+            f"{where}.texture",
+            f"unknown texture {texture!r}; expected one of {', '.join(TEXTURES)}",
+        )
     if not isinstance(obj.get("hollow", False), bool):
         _fail(f"{where}.hollow", f"expected true or false, got {obj['hollow']!r}")
 
@@ -226,8 +243,11 @@ def validate_scene(spec: Mapping) -> None:
             for s in sizes
         )
     ):
-        _fail("size", f"expected an integer or [width, height] in pixels, "
-              f"{MIN_CANVAS}-{MAX_CANVAS}, got {size!r}")  # fmt: skip
+        _fail(
+            "size",
+            f"expected an integer or [width, height] in pixels, "
+            f"{MIN_CANVAS}-{MAX_CANVAS}, got {size!r}",
+        )
     _check_color("background", spec.get("background", "white"))
     objects = spec.get("objects", [])
     if not isinstance(objects, (list, tuple)):

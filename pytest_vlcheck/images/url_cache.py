@@ -10,16 +10,14 @@ and a reader never sees half of one. A second call for a cached URL touches no n
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import http.client
-import os
-import secrets
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
+from pytest_vlcheck.atomic import atomic_path
 from pytest_vlcheck.images.refs import ImageUnavailable
 
 __all__ = ["ImageUnavailable", "cache_path", "fetch"]
@@ -56,18 +54,13 @@ def fetch(
     if not url.lower().startswith(("http://", "https://")):
         raise ImageUnavailable(f"unsupported URL (expected http or https): {url}")
     target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.parent / f".{target.name}.{secrets.token_hex(6)}.part"
-    try:
+    with atomic_path(target) as temp:
         digest = _download(url, temp, timeout, max_bytes)
         if sha256 and digest != sha256.lower():
             raise ImageUnavailable(
                 f"sha256 mismatch (expected {sha256.lower()[:12]}..., got {digest[:12]}...)"
             )
         _check_decodes(temp)
-        os.replace(temp, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            temp.unlink()
     return target
 
 

@@ -1,7 +1,7 @@
 """Importers: benchmark files (VL-CheckList, SugarCrepe, ARO, ...) -> checklist YAML documents.
 
 ``FORMATS`` maps each ``vlcheck import FORMAT`` name to its ``Importer``; the command lives in
-``pytest_vlcheck.importers.command``.
+``pytest_vlcheck.cli.import_command``.
 """
 
 from __future__ import annotations

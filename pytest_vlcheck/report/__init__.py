@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_vlcheck.report.atomic import atomic_write_bytes, atomic_write_text
+from pytest_vlcheck.atomic import atomic_write_bytes, atomic_write_text
 from pytest_vlcheck.report.csv_report import render_csv
 from pytest_vlcheck.report.html import render_html
 from pytest_vlcheck.report.loader import ReportFormatError, read_matrix, validate_document

@@ -14,9 +14,11 @@ def verdict_line(result: Mapping[str, Any]) -> str:
     """A complete verdict in one line, e.g.
     ``attribute/color: 61.3% (245/400, 95% CI 56.4-65.9) < 75.0% [clip]``."""
     relation = ">=" if result["status"] == "passed" else "<"
-    line = (f"{result['capability']}: {pct(result['pass_rate'])} ({result['passed']}/"
-            f"{result['n']}, 95% CI {ci(result['ci_low'], result['ci_high'])}) {relation} "
-            f"{pct(result['threshold'])} [{result['model']}]")
+    line = (
+        f"{result['capability']}: {pct(result['pass_rate'])} ({result['passed']}/"
+        f"{result['n']}, 95% CI {ci(result['ci_low'], result['ci_high'])}) {relation} "
+        f"{pct(result['threshold'])} [{result['model']}]"
+    )
     unscored = sum(result.get("unscored", {}).values())
     if unscored:
         reasons = ", ".join(f"{count} {reason}" for reason, count in result["unscored"].items())
@@ -28,11 +30,15 @@ def verdict_details(result: Mapping[str, Any]) -> list[str]:
     """Lines under the verdict: chance, task metrics, and a few failing examples."""
     task = result["task"]
     criterion = f", criterion {result['criterion']}" if result.get("criterion") else ""
-    lines = [f"task {task}{criterion}; chance {pct(result['chance'])}; "
-             f"test {result['file']}::{result['test']}"]
+    lines = [
+        f"task {task}{criterion}; chance {pct(result['chance'])}; "
+        f"test {result['file']}::{result['test']}"
+    ]
     if result.get("metrics"):
-        lines.append("metrics: " + ", ".join(f"{name} {value(number)}"
-                                             for name, number in result["metrics"].items()))
+        lines.append(
+            "metrics: "
+            + ", ".join(f"{name} {value(number)}" for name, number in result["metrics"].items())
+        )
     if task == "match":
         lines.append(f"scores are {result.get('score_kind', 'similarity')} values")
     failures = result.get("failures", [])

@@ -406,8 +406,9 @@ class TrainingSampler:
         return [a, b], [f"{pa} {rel} {pb}"] * 2 + [framed(f"{pa} and {pb}", rng, single=False)]
 
 
-def place_objects(objects: list[dict[str, Any]], rng: random.Random, *,
-                  overhang: float = 0.0) -> bool:
+def place_objects(
+    objects: list[dict[str, Any]], rng: random.Random, *, overhang: float = 0.0
+) -> bool:
     """Give every object a free position, boxes ``GAP`` apart; False when one does not fit.
 
     With ``overhang`` > 0, that share of objects may hang over an edge by up to a fifth of

@@ -32,10 +32,8 @@ import argparse
 import contextlib
 import json
 import math
-import os
 import platform
 import queue
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -43,6 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_vlcheck.atomic import atomic_path, atomic_write_text
 from pytest_vlcheck.tiny import TINY_CONFIG
 from pytest_vlcheck.tiny.data import HELD_OUT_PAIRS, Sample, TrainingSampler, scene_keys
 from pytest_vlcheck.tiny.probes import Probe, probe_set
@@ -388,29 +387,14 @@ def save_weights(model: Any, path: Path, metadata: dict[str, str]) -> None:
         for k, v in model.state_dict().items()
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        save_file(state, tmp, metadata=metadata)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; the weights ship in the package
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as temp:
+        save_file(state, str(temp), metadata=metadata)
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write a text file atomically."""
+    """Write a text file atomically, creating its folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, text)
 
 
 @dataclass

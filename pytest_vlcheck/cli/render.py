@@ -96,36 +96,44 @@ def run_render(args: argparse.Namespace) -> int:
         known = {t.id for t in tests}
         unknown = [t for t in args.test if t not in known]
         if unknown:
-            print(f"vlcheck render: {args.file}: no test {unknown[0]!r}; tests are "
-                  f"{', '.join(sorted(known))}", file=sys.stderr)  # fmt: skip
+            print(
+                f"vlcheck render: {args.file}: no test {unknown[0]!r}; tests are "
+                f"{', '.join(sorted(known))}",
+                file=sys.stderr,
+            )
             return 2
         tests = [t for t in tests if t.id in args.test]
     selected = [(t, list(t.examples[: args.limit])) for t in tests]
     try:
         (args.output / "images").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        print(f"vlcheck render: cannot create {args.output / 'images'}: "
-              f"{exc.strerror or exc}", file=sys.stderr)  # fmt: skip
+        print(
+            f"vlcheck render: cannot create {args.output / 'images'}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return 2
     shown = _write_images(args.output, (r for _, exs in selected for e in exs for r in _refs(e)))
-    from pytest_vlcheck.report.atomic import atomic_write_text
+    from pytest_vlcheck.atomic import atomic_write_text
 
     title = f"{args.file}"
     atomic_write_text(args.output / "index.html", _html(title, selected, shown))
     atomic_write_text(args.output / "index.md", _markdown(title, selected, shown))
     missing = sum(1 for s in shown.values() if s.error)
-    print(f"vlcheck render: {len(shown) - missing} images and index.html, index.md "
-          f"written to {args.output}")  # fmt: skip
+    print(
+        f"vlcheck render: {len(shown) - missing} images and index.html, index.md "
+        f"written to {args.output}"
+    )
     if missing:
-        print(f"vlcheck render: {missing} images could not be loaded (see the index)",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"vlcheck render: {missing} images could not be loaded (see the index)", file=sys.stderr
+        )
         return 1
     return 0
 
 
 def _write_images(out: Path, refs: Iterator[ImageRef]) -> dict[tuple, _Shown]:
+    from pytest_vlcheck.atomic import atomic_write_bytes
     from pytest_vlcheck.images.loading import ImageLoader
-    from pytest_vlcheck.report.atomic import atomic_write_bytes
 
     loader = ImageLoader()
     shown: dict[tuple, _Shown] = {}
@@ -176,11 +184,15 @@ def _test_heading(test: ChecklistTest, shown_count: int) -> str:
 
 def _html_image(shown: _Shown) -> str:
     if shown.name is None:
-        return f"<span class=missing>{html.escape(shown.ref.describe())}: " \
-            f"{html.escape(shown.error or '')}</span>"  # fmt: skip
+        return (
+            f"<span class=missing>{html.escape(shown.ref.describe())}: "
+            f"{html.escape(shown.error or '')}</span>"
+        )
     alt = html.escape(shown.ref.describe(), quote=True)
-    return f'<a href="images/{shown.name}"><img src="images/{shown.name}" width={THUMB} ' \
-        f'alt="{alt}" title="{alt}"></a>'  # fmt: skip
+    return (
+        f'<a href="images/{shown.name}"><img src="images/{shown.name}" width={THUMB} '
+        f'alt="{alt}" title="{alt}"></a>'
+    )
 
 
 def _html(title: str, selected: list, shown: dict[tuple, _Shown]) -> str:
@@ -197,8 +209,9 @@ def _html(title: str, selected: list, shown: dict[tuple, _Shown]) -> str:
         parts.append(f"<h2>{html.escape(_test_heading(test, len(examples)))}</h2>")
         if test.description:
             parts.append(f"<p>{html.escape(test.description)}</p>")
-        parts.append("<table><tr><th>example</th><th>role</th><th>text</th><th>images</th>"
-                     "<th>tags</th></tr>")  # fmt: skip
+        parts.append(
+            "<table><tr><th>example</th><th>role</th><th>text</th><th>images</th><th>tags</th></tr>"
+        )
         for example in examples:
             tags = ", ".join(f"{k}={v}" for k, v in sorted(example.tags.items()))
             for i, (label, texts, refs) in enumerate(_rows(example)):

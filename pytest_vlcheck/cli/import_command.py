@@ -178,8 +178,8 @@ def _targets(output: Path, outputs: list[tuple[str | None, Document]]) -> list[P
 
 
 def _write(path: Path, doc: Document, args: argparse.Namespace, importer: Importer) -> None:
+    from pytest_vlcheck.atomic import atomic_write_text
     from pytest_vlcheck.checklist.writer import dump_checklist
-    from pytest_vlcheck.report.atomic import atomic_write_text
 
     path.parent.mkdir(parents=True, exist_ok=True)
     if args.image_root:

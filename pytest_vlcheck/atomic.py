@@ -2,7 +2,7 @@
 
 Reports, caches and baselines are read by other processes (CI scripts, a later pytest run,
 an xdist sibling). Writing in place would let a crash or a full disk leave a truncated file
-behind, so every writer in the project goes through these two functions.
+behind, so every writer in the project goes through this module.
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_text"]
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text"]
 
 _TEMP_ATTEMPTS = 100
 
@@ -47,13 +48,14 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically.
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A fresh temp file beside ``path`` for a writer that needs a file name (safetensors, a
+    download); when the block ends normally it is fsynced and renamed over ``path``.
 
-    The data goes to a temp file in the same directory (so ``os.replace`` is a rename on one
-    file system), is flushed and fsynced, then renamed over the target. On any exception,
-    including KeyboardInterrupt, the temp file is removed and the previous file is untouched.
-    An existing target keeps its permission bits. The parent directory must exist.
+    On any exception, including KeyboardInterrupt, the temp file is removed and the previous
+    file is untouched. An existing target keeps its permission bits. The parent directory
+    must exist.
     """
     target = Path(path)
     directory = target.parent
@@ -63,15 +65,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     except FileNotFoundError:
         mode, keep_mode = 0o666, False
     fd, temp = _open_temp(directory, target.name, mode)
+    os.close(fd)
     try:
-        try:
-            handle = os.fdopen(fd, "wb")
-        except BaseException:
-            os.close(fd)
-            raise
-        with handle:
-            handle.write(data)
-            handle.flush()
+        yield temp
+        with open(temp, "rb+") as handle:
             os.fsync(handle.fileno())
         if keep_mode:
             os.chmod(temp, mode)
@@ -81,6 +78,12 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             os.unlink(temp)
         raise
     _fsync_directory(directory)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically (see ``atomic_path``)."""
+    with atomic_path(path) as temp:
+        temp.write_bytes(data)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:

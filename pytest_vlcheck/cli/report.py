@@ -1,0 +1,39 @@
+"""``vlcheck report matrix.json``: re-render the report files from the JSON alone."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_report_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="re-render matrix.md, matrix.csv and report.html from a matrix.json",
+        description="Every number in the report files is rendered from matrix.json alone.",
+    )
+    parser.add_argument("matrix", type=Path, help="a matrix.json written by --vl-report")
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        help="folder for the files (default: the matrix.json's folder)",
+    )
+    parser.set_defaults(handler=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from pytest_vlcheck.report import ReportFormatError, read_matrix, write_report
+
+    try:
+        models, results = read_matrix(args.matrix)
+    except (ReportFormatError, OSError) as exc:
+        print(f"vlcheck report: {exc}", file=sys.stderr)
+        return 2
+    directory = args.output or args.matrix.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    for path in write_report(directory, models, results):
+        print(path)
+    return 0
