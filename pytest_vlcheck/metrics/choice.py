@@ -1,4 +1,4 @@
-"""Pure metric functions over fp32 score arrays, as the papers define them.
+"""Task metrics as the papers define them: choices among candidates, Winoground, ITM.
 
 Every comparison is strict (a tie fails) and a NaN score fails. Scores are ``s(image, text)``.
 """
