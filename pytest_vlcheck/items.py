@@ -12,7 +12,7 @@ from pytest_vlcheck.engine import MissingImagesError, unscored_result
 from pytest_vlcheck.models.protocol import MissingScore
 from pytest_vlcheck.models.registry import ModelLoadError
 from pytest_vlcheck.report.verdict import verdict_details, verdict_line
-from pytest_vlcheck.results import TestResult
+from pytest_vlcheck.results import CapabilityResult, Status
 from pytest_vlcheck.session import VlcheckSession
 
 SESSION_KEY = pytest.StashKey[VlcheckSession]()
@@ -34,14 +34,15 @@ REPORTED_FIELDS = (
     "ci_high",
     "threshold",
     "chance",
+    "ties",
 )
 
 
 class VerdictFailure(AssertionError):
     """The pass rate is below the threshold."""
 
-    def __init__(self, result: TestResult) -> None:
-        super().__init__(verdict_line(result.to_dict()))
+    def __init__(self, result: CapabilityResult) -> None:
+        super().__init__(verdict_line(result.to_json()))
         self.result = result
 
 
@@ -69,7 +70,7 @@ class ChecklistItem(pytest.Item):
         super().__init__(**kwargs)
         self.test = test
         self.model = model
-        self.result: TestResult | None = None
+        self.result: CapabilityResult | None = None
         self._add_capability_marks()
 
     def _add_capability_marks(self) -> None:
@@ -87,9 +88,9 @@ class ChecklistItem(pytest.Item):
             pytest.skip(NO_MODEL_REASON)
         session = self.config.stash[SESSION_KEY]
         self.result = session.evaluate(self.test, self.model)
-        fields = self.result.to_dict()
+        fields = self.result.to_json()
         self.user_properties.extend((f"vlcheck_{name}", fields[name]) for name in REPORTED_FIELDS)
-        self.user_properties.append(("vlcheck_fingerprint", session.fingerprints[self.model]))
+        self.user_properties.append(("vlcheck_fingerprint", self.result.fingerprint))
         unscored = self.result.unscored
         if unscored:
             reasons = ", ".join(f"{count} {reason}" for reason, count in unscored.items())
@@ -103,25 +104,21 @@ class ChecklistItem(pytest.Item):
         if self.result.status != "passed":
             raise VerdictFailure(self.result)
 
-    def row(self, status: str, message: str = "") -> dict[str, Any]:
-        """This item's matrix row, with pytest's verdict as its status and, for a test with
-        no measurement, the reason."""
+    def outcome(self, status: Status, message: str = "") -> CapabilityResult:
+        """This item's result under pytest's verdict; for a test with no measurement, an
+        empty one with the reason."""
         assert self.model is not None
         result = self.result or unscored_result(
             self.test, self.model, status, self.config.stash[SESSION_KEY].settings.threshold
         )
-        row = result.to_dict()
-        row["status"] = status
-        if message and not row["message"]:
-            row["message"] = message
-        return row
+        return result.with_status(status, message)
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
     ) -> str | Any:
         """A verdict, or a user error's own message, instead of a traceback."""
         if isinstance(excinfo.value, VerdictFailure):
-            fields = excinfo.value.result.to_dict()
+            fields = excinfo.value.result.to_json()
             return "\n".join([verdict_line(fields), *verdict_details(fields)])
         if isinstance(excinfo.value, USER_ERRORS):
             return f"{self.test.file}:{self.test.line}: test '{self.test.id}': {excinfo.value}"

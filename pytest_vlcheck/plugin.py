@@ -17,6 +17,7 @@ from pytest_vlcheck.checklist import is_checklist_file
 from pytest_vlcheck.items import SESSION_KEY, ChecklistFile, ChecklistItem
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import ModelSpecError, parse_specs
+from pytest_vlcheck.results import from_transport
 from pytest_vlcheck.session import Settings, VlcheckSession
 
 PRECISIONS = ("fp32", "fp16", "bf16")
@@ -99,8 +100,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Parse the options into the run's settings (bad values are usage errors)."""
     config.addinivalue_line("markers", "vlcheck: a vision-language checklist test")
-    config.stash[SESSION_KEY] = VlcheckSession(_settings(config))
-    config.pluginmanager.register(VlcheckHooks(config), "vlcheck-session")
+    state = VlcheckSession(_settings(config))
+    config.stash[SESSION_KEY] = state
+    if hasattr(config, "workerinput"):  # an xdist worker runs items and sends their rows
+        config.pluginmanager.register(ItemHooks(state, plan_ahead=False), "vlcheck-items")
+    else:  # a serial run, or the xdist controller (which runs no items)
+        config.pluginmanager.register(ItemHooks(state, plan_ahead=True), "vlcheck-items")
+        config.pluginmanager.register(ReportHooks(state), "vlcheck-report")
     if config.option.vl_bundled:
         _add_bundled_checklists(config)
 
@@ -169,20 +175,19 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ChecklistF
     return None
 
 
-class VlcheckHooks:
-    """The hooks that need the run's state; registered once per run by ``pytest_configure``."""
+class ItemHooks:
+    """Where items run (a serial run or an xdist worker): plan, score, attach each result."""
 
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.state = config.stash[SESSION_KEY]
-        self.is_worker = hasattr(config, "workerinput")
+    def __init__(self, state: VlcheckSession, *, plan_ahead: bool) -> None:
+        self.state = state
+        self.plan_ahead = plan_ahead
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Plan each model's work from the selected items: a serial run scores it in one pass.
 
         An xdist worker collects every item but runs only some: it scores per item instead.
         """
-        if self.is_worker:
+        if not self.plan_ahead:
             return
         planned: dict[str, dict[int, Any]] = {}
         for item in session.items:
@@ -193,7 +198,8 @@ class VlcheckHooks:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-        """Attach the item's matrix row to the report that decides its verdict."""
+        """Attach the item's result to the report that decides its verdict (the transport to
+        an xdist controller is this JSON)."""
         report = yield
         if (
             isinstance(item, ChecklistItem)
@@ -204,27 +210,32 @@ class VlcheckHooks:
             message = ""
             if report.when == "setup" and call.excinfo is not None:
                 message = str(call.excinfo.value).splitlines()[0]
-            report.vlcheck = item.row(status, message)
-            report.vlcheck_fingerprint = self.state.fingerprints.get(item.model, "")
+            report.vlcheck = item.outcome(status, message).to_json(with_outcomes=True)
         return report
 
+
+class ReportHooks:
+    """Where results gather (a serial run or the xdist controller): matrix and report files."""
+
+    def __init__(self, state: VlcheckSession) -> None:
+        self.state = state
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Gather rows (on an xdist controller they arrive from the workers)."""
+        """Gather results (on an xdist controller they arrive from the workers)."""
         row = getattr(report, "vlcheck", None)
         if row is not None:
-            self.state.results.append(row)
-            if getattr(report, "vlcheck_fingerprint", ""):
-                self.state.fingerprints[row["model"]] = report.vlcheck_fingerprint
+            self.state.record(from_transport(row))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Print the capability matrix (capability rows x model columns)."""
-        if self.is_worker or not self.state.results:
+        if not self.state.results:
             return
         from pytest_vlcheck.report import format_matrix
 
         terminalreporter.write_sep("=", "vlcheck capability matrix")
         width = shutil.get_terminal_size((100, 20)).columns
-        for line in format_matrix(self.state.models_meta(), self._ordered(), width=width):
+        rows = [r.to_json() for r in self.state.ordered()]
+        for line in format_matrix(self.state.models_meta(), rows, width=width):
             terminalreporter.write_line(line)
         for name, runner in self.state.runners.items():
             stats = runner.stats
@@ -241,17 +252,10 @@ class VlcheckHooks:
             )
 
     def pytest_sessionfinish(self) -> None:
-        """Write the report files (controller only), atomically."""
-        if self.is_worker or self.state.settings.report_dir is None:
+        """Write the report files, atomically."""
+        if self.state.settings.report_dir is None:
             return
         from pytest_vlcheck.report import write_report
 
-        write_report(self.state.settings.report_dir, self.state.models_meta(), self._ordered())
-
-    def _ordered(self) -> list[dict[str, Any]]:
-        """Results in file, line and --vl-model order, however xdist delivered them."""
-        order = {spec.name: index for index, spec in enumerate(self.state.settings.specs)}
-        return sorted(
-            self.state.results,
-            key=lambda r: (r["file"], r["line"], order.get(r["model"], len(order))),
-        )
+        rows = [r.to_json() for r in self.state.ordered()]
+        write_report(self.state.settings.report_dir, self.state.models_meta(), rows)

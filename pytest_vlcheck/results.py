@@ -1,42 +1,62 @@
-"""One test x model outcome, in the shape ``matrix.json`` publishes (design-brief contract)."""
+"""One test x model outcome: the typed value items, the session, xdist and reports share.
+
+``CapabilityResult.to_json`` is the row ``matrix.json`` publishes (design-brief contract) and
+``from_json`` validates such a row (the report loader uses it, so a report read back is the
+same value a live run produced). Per-example outcomes travel beside the row for
+``samples.jsonl`` and baselines, never inside ``matrix.json``.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 Status = Literal["passed", "failed", "skipped", "error"]
+STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "skipped")
 
 
-@dataclass
+class ResultFormatError(ValueError):
+    """A result row that does not fit the contract; the message names the field."""
+
+
+@dataclass(frozen=True)
 class FailureExample:
     """A failing example as the report shows it: the score of every image x text it used.
 
-    ``scores[i][j]`` is s(images[i], texts[j]). By convention the first image and the first
-    text are the true ones for ``caption`` and ``image`` tasks; ``group`` lists image 0, 1
-    and caption 0, 1; ``match`` has one of each.
+    ``scores[i][j]`` is s(images[i], texts[j]); the task kind says which pairings are true.
     """
 
     id: str
     images: list[str]
     texts: list[str]
-    scores: list[list[float]]
+    scores: list[list[float | None]]
     detail: str
 
 
-@dataclass
-class TestResult:
+@dataclass(frozen=True)
+class ExampleOutcome:
+    """One example's verdict: what ``samples.jsonl``, baselines and gates compare."""
+
+    id: str
+    correct: bool
+    tie: bool
+    scores: list[list[float]]
+
+
+@dataclass(frozen=True)
+class CapabilityResult:
     """Everything measured for one checklist test on one model.
 
     ``metrics`` holds task-specific numbers (e.g. ``text_score``, ``positive_accuracy``);
     ``slices`` maps a tag name to its values to ``{"n", "passed", "pass_rate"}``;
-    ``unscored`` counts examples that could not be scored (missing images), with reasons.
-    ``criterion`` is a group test's pass criterion (text, image or group); ``score_kind`` says
-    whether the decisive scores were similarities or match probabilities; ``message`` says
-    why an errored or skipped test has no measurement.
+    ``unscored`` counts examples that could not be scored (missing images), with reasons;
+    ``ties`` counts examples lost by an exact tie (comparisons are strict).
+    ``criterion`` is a group test's pass criterion; ``score_kind`` says whether the decisive
+    scores were similarities or match probabilities; ``message`` says why an errored or
+    skipped test has no measurement; ``fingerprint`` identifies the model's weights.
     """
-
-    __test__ = False  # not a pytest test class
 
     file: str
     test: str
@@ -45,21 +65,182 @@ class TestResult:
     model: str
     n: int
     passed: int
-    pass_rate: float
-    ci_low: float
-    ci_high: float
-    threshold: float
-    chance: float
+    pass_rate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    threshold: float | None
+    chance: float | None
     status: Status
     line: int = 0
     criterion: str = ""
     score_kind: str = "similarity"
-    metrics: dict[str, float] = field(default_factory=dict)
-    slices: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    ties: int = 0
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    slices: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     failures: list[FailureExample] = field(default_factory=list)
     unscored: dict[str, int] = field(default_factory=dict)
     message: str = ""
+    fingerprint: str = field(default="", compare=False)
+    outcomes: tuple[ExampleOutcome, ...] = field(default=(), compare=False, repr=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able form (what crosses xdist and lands in ``matrix.json``)."""
-        return asdict(self)
+    def to_json(self, *, with_outcomes: bool = False) -> dict[str, Any]:
+        """The ``matrix.json`` row (plus the outcomes, for the xdist transport)."""
+        row = asdict(self)
+        row.pop("fingerprint")
+        outcomes = row.pop("outcomes")
+        if with_outcomes:
+            row["outcomes"] = outcomes
+            row["fingerprint"] = self.fingerprint
+        return row
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str = "result") -> CapabilityResult:
+        """Validate a row (unknown keys are ignored: a newer writer may add fields)."""
+        return _parse_result(_Checker(where), raw)
+
+    def with_status(self, status: Status, message: str = "") -> CapabilityResult:
+        """The same measurement under pytest's verdict (and a reason when there is none)."""
+        return replace(self, status=status, message=self.message or message)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+class _Checker:
+    """Builds messages that read ``WHERE.field: what is wrong``."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def fail(self, where: str, message: str) -> ResultFormatError:
+        return ResultFormatError(f"{where}: {message}")
+
+    def text(self, obj: Mapping[str, Any], key: str, where: str, default: str | None = None) -> str:
+        if key not in obj:
+            if default is not None:
+                return default
+            raise self.fail(where, f"missing key {key!r}, expected a string")
+        value = obj[key]
+        if not isinstance(value, str):
+            raise self.fail(f"{where}.{key}", f"expected a string, got {value!r}")
+        return value
+
+    def integer(self, value: Any, where: str) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise self.fail(where, f"expected a non-negative integer, got {value!r}")
+        return int(value)
+
+    def number(self, value: Any, where: str) -> float | None:
+        """A number or null; NaN and infinities become None (JSON has no spelling for them)."""
+        if value is None:
+            return None
+        if not _is_number(value):
+            raise self.fail(where, f"expected a number or null, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        return value
+
+    def mapping(self, value: Any, where: str) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping):
+            raise self.fail(where, f"expected an object, got {type(value).__name__}")
+        return value
+
+    def listing(self, value: Any, where: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(where, f"expected a list, got {type(value).__name__}")
+        return value
+
+
+def _parse_result(c: _Checker, raw: Any) -> CapabilityResult:
+    where = c.where
+    r = c.mapping(raw, where)
+    texts = {k: c.text(r, k, where) for k in ("file", "test", "capability", "task", "model")}
+    status = c.text(r, "status", where)
+    if status not in STATUSES:
+        raise c.fail(f"{where}.status", f"expected one of {', '.join(STATUSES)}, got {status!r}")
+    counts = {}
+    for key in ("n", "passed"):
+        if key not in r:
+            raise c.fail(where, f"missing key {key!r}, expected an integer")
+        counts[key] = c.integer(r[key], f"{where}.{key}")
+    numbers = {}
+    for key in ("pass_rate", "ci_low", "ci_high", "threshold"):
+        if key not in r:
+            raise c.fail(where, f"missing key {key!r}, expected a number or null")
+        numbers[key] = c.number(r[key], f"{where}.{key}")
+    metrics = c.mapping(r.get("metrics", {}), f"{where}.metrics")
+    unscored = c.mapping(r.get("unscored", {}), f"{where}.unscored")
+    failures = c.listing(r.get("failures", []), f"{where}.failures")
+    return CapabilityResult(
+        **texts,
+        **counts,
+        **numbers,
+        status=status,  # type: ignore[arg-type]
+        chance=c.number(r.get("chance"), f"{where}.chance"),
+        line=c.integer(r.get("line", 0), f"{where}.line"),
+        criterion=c.text(r, "criterion", where, ""),
+        score_kind=c.text(r, "score_kind", where, "similarity"),
+        ties=c.integer(r.get("ties", 0), f"{where}.ties"),
+        metrics={k: c.number(v, f"{where}.metrics[{k!r}]") for k, v in metrics.items()},
+        slices=_slices(c, r.get("slices", {}), f"{where}.slices"),
+        failures=[_failure(c, f, f"{where}.failures[{i}]") for i, f in enumerate(failures)],
+        unscored={k: c.integer(v, f"{where}.unscored[{k!r}]") for k, v in unscored.items()},
+        message=c.text(r, "message", where, ""),
+    )
+
+
+def _slices(c: _Checker, raw: Any, where: str) -> dict[str, dict[str, dict[str, Any]]]:
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for tag, values in c.mapping(raw, where).items():
+        tag_where = f"{where}[{tag!r}]"
+        out[tag] = {}
+        for value, cell in c.mapping(values, tag_where).items():
+            cell_where = f"{tag_where}[{value!r}]"
+            cell = dict(c.mapping(cell, cell_where))
+            for key in ("n", "passed"):
+                if key not in cell:
+                    raise c.fail(cell_where, f"missing key {key!r}, expected an integer")
+                cell[key] = c.integer(cell[key], f"{cell_where}.{key}")
+            cell["pass_rate"] = c.number(cell.get("pass_rate"), f"{cell_where}.pass_rate")
+            out[tag][value] = cell
+    return out
+
+
+def _failure(c: _Checker, raw: Any, where: str) -> FailureExample:
+    f = c.mapping(raw, where)
+    lists = {}
+    for key in ("images", "texts"):
+        items = c.listing(f.get(key, []), f"{where}.{key}")
+        if not all(isinstance(s, str) for s in items):
+            raise c.fail(f"{where}.{key}", "expected a list of strings")
+        lists[key] = list(items)
+    rows = c.listing(f.get("scores", []), f"{where}.scores")
+    scores = [
+        [
+            c.number(x, f"{where}.scores[{i}][{j}]")
+            for j, x in enumerate(c.listing(row, f"{where}.scores[{i}]"))
+        ]
+        for i, row in enumerate(rows)
+    ]
+    return FailureExample(
+        id=str(f.get("id", "")),
+        images=lists["images"],
+        texts=lists["texts"],
+        scores=scores,
+        detail=c.text(f, "detail", where, ""),
+    )
+
+
+def outcomes_from_json(raw: Any) -> tuple[ExampleOutcome, ...]:
+    """Outcomes as ``to_json(with_outcomes=True)`` wrote them (the xdist transport)."""
+    return tuple(ExampleOutcome(**item) for item in raw or ())
+
+
+def from_transport(raw: Mapping[str, Any]) -> CapabilityResult:
+    """A result as ``to_json(with_outcomes=True)`` sent it from an xdist worker."""
+    return replace(
+        CapabilityResult.from_json(raw),
+        fingerprint=str(raw.get("fingerprint", "")),
+        outcomes=outcomes_from_json(raw.get("outcomes")),
+    )

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.engine import ModelRunner, evaluate_test
 from pytest_vlcheck.images.loading import ImageLoader
-from pytest_vlcheck.models.protocol import ModelOptions, scorer_fingerprint
+from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec
-from pytest_vlcheck.results import TestResult
+from pytest_vlcheck.results import CapabilityResult
 
 
 @dataclass(frozen=True)
@@ -38,8 +37,7 @@ class VlcheckSession:
     settings: Settings
     runners: dict[str, ModelRunner] = field(default_factory=dict)
     planned: dict[str, list[ChecklistTest]] = field(default_factory=dict)
-    results: list[dict[str, Any]] = field(default_factory=list)
-    fingerprints: dict[str, str] = field(default_factory=dict)
+    results: list[CapabilityResult] = field(default_factory=list)
 
     def runner(self, model: str) -> ModelRunner:
         """The model's runner, made on first use (the model itself loads on first scoring)."""
@@ -53,21 +51,34 @@ class VlcheckSession:
         """Tests to score together, in one batched pass, when the model's first item runs."""
         self.planned[model] = tests
 
-    def evaluate(self, test: ChecklistTest, model: str) -> TestResult:
-        """Judge one test on one model; the first call for a model scores its whole plan."""
+    def evaluate(self, test: ChecklistTest, model: str) -> CapabilityResult:
+        """Judge one test on one model.
+
+        The model's first test scores the whole plan in one batched pass; a test outside the
+        plan (an xdist worker scores only the items it runs) is scored on its own.
+        """
         runner = self.runner(model)
-        planned = self.planned.pop(model, None)
-        if planned:
-            runner.prepare(planned)
-        result = evaluate_test(
+        runner.prepare(self.planned.pop(model, None) or [test])
+        return evaluate_test(
             test, runner, threshold=self.settings.threshold, missing=self.settings.missing
         )
-        self.fingerprints[model] = scorer_fingerprint(runner.scorer)
-        return result
+
+    def record(self, result: CapabilityResult) -> None:
+        """Keep a result for the matrix and the report files."""
+        self.results.append(result)
+
+    def ordered(self) -> list[CapabilityResult]:
+        """Results in file, line and ``--vl-model`` order, however xdist delivered them."""
+        order = {spec.name: index for index, spec in enumerate(self.settings.specs)}
+        return sorted(self.results, key=lambda r: (r.file, r.line, order.get(r.model, len(order))))
 
     def models_meta(self) -> list[dict[str, str]]:
         """``matrix.json``'s models: name, spec and fingerprint, in ``--vl-model`` order."""
+        fingerprints: dict[str, str] = {}
+        for result in self.results:
+            if result.fingerprint:
+                fingerprints.setdefault(result.model, result.fingerprint)
         return [
-            {"name": s.name, "spec": s.text, "fingerprint": self.fingerprints.get(s.name, "")}
+            {"name": s.name, "spec": s.text, "fingerprint": fingerprints.get(s.name, "")}
             for s in self.settings.specs
         ]

@@ -13,10 +13,10 @@ from PIL import Image
 
 from pytest_vlcheck.checklist import load_checklist
 from pytest_vlcheck.engine import ModelRunner, evaluate_test
-from pytest_vlcheck.engine.grids import example_grid
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import parse_spec
+from pytest_vlcheck.tasks import get_task
 
 CHECKLIST = """\
 vlcheck: 1
@@ -84,7 +84,7 @@ def test_batched_scores_equal_direct_computation(tiny_model, checklist) -> None:
     loader = ImageLoader()
     for test in checklist.tests:
         for example in test.examples:
-            refs, texts = example_grid(example)
+            refs, texts = get_task(test.task).grid(example)
             with torch.no_grad():
                 image_features = model.encode_image(
                     torch.stack([preprocess(loader(ref)) for ref in refs])
@@ -93,10 +93,17 @@ def test_batched_scores_equal_direct_computation(tiny_model, checklist) -> None:
             image_features = image_features / image_features.norm(dim=-1, keepdim=True)
             text_features = text_features / text_features.norm(dim=-1, keepdim=True)
             direct = (image_features @ text_features.T).numpy()
-            np.testing.assert_allclose(runner.grid(example), direct, atol=1e-5)
+            grid = runner.grid(get_task(test.task).grid(example), example.id)
+            np.testing.assert_allclose(grid, direct, atol=1e-5)
     # a second prepare has nothing left to encode
     runner.prepare(checklist.tests)
     assert runner.stats.encode_image_calls == math.ceil(UNIQUE_IMAGES / 4)
+
+
+def _grid(runner, test):
+    """The first example's scores."""
+    example = test.examples[0]
+    return runner.grid(get_task(test.task).grid(example), example.id)
 
 
 def test_equal_inputs_give_bit_identical_scores(tiny_model, checklist) -> None:
@@ -108,11 +115,11 @@ def test_equal_inputs_give_bit_identical_scores(tiny_model, checklist) -> None:
     )
     one, two, three = checklist.tests
     runner.prepare([one, two, three])
-    red_in_one = runner.grid(one.examples[0])[0, 0]
-    red_in_two = runner.grid(two.examples[0])[0, 0]
-    red_in_three = runner.grid(three.examples[0])[0, 0]
+    red_in_one = _grid(runner, one)[0, 0]
+    red_in_two = _grid(runner, two)[0, 0]
+    red_in_three = _grid(runner, three)[0, 0]
     assert red_in_one.tobytes() == red_in_two.tobytes() == red_in_three.tobytes()
-    assert runner.grid(one.examples[0]).dtype == np.float32
+    assert _grid(runner, one).dtype == np.float32
 
 
 def test_results_do_not_depend_on_batch_size(tiny_model, checklist) -> None:
@@ -121,7 +128,8 @@ def test_results_do_not_depend_on_batch_size(tiny_model, checklist) -> None:
     results = []
     for batch in (1, 7):
         runner = ModelRunner(spec, ModelOptions(device="cpu", batch_size=batch), ImageLoader())
-        results.append([evaluate_test(t, runner).to_dict() for t in checklist.tests])
+        runner.prepare(checklist.tests)
+        results.append([evaluate_test(t, runner).to_json() for t in checklist.tests])
     for first, second in zip(*results, strict=True):
         assert first["passed"] == second["passed"]
         for a, b in zip(first["failures"], second["failures"], strict=True):
@@ -155,8 +163,8 @@ def test_pair_scorer_is_called_in_batches_of_unique_pairs(checklist, tmp_path, m
         (ref.key, text)
         for test in checklist.tests
         for example in test.examples
-        for ref in example_grid(example)[0]
-        for text in example_grid(example)[1]
+        for ref in get_task(test.task).grid(example)[0]
+        for text in get_task(test.task).grid(example)[1]
     }
     assert sum(pair_scorer_mod.CALLS) == len(unique_pairs)
     assert len(pair_scorer_mod.CALLS) == math.ceil(len(unique_pairs) / 4)

@@ -281,7 +281,7 @@ def test_svo_probes_match_pairs_carry_the_negative_type(tmp_path: Path) -> None:
     assert examples["7-pos"]["label"] == "match"
     assert examples["7-pos"]["caption"] == "A chef chops onions, quickly."
     loaded = load_checklist(tmp_path / "svo-probes.yaml").tests[0].examples[0]
-    assert loaded.image.kind == "url" and loaded.label is True and loaded.neg_type == "subject"
+    assert loaded.image.kind == "url" and loaded.label is True and loaded.neg_types == ("subject",)
 
 
 def test_svo_probes_pairwise_image_form(tmp_path: Path) -> None:

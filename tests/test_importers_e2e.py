@@ -12,15 +12,9 @@ from typing import Any
 import pytest
 
 from pytest_vlcheck.checklist.loader import load_checklist
-from pytest_vlcheck.checklist.schema import (
-    CaptionExample,
-    Example,
-    GroupExample,
-    ImageExample,
-    MatchExample,
-)
 from pytest_vlcheck.cli.import_command import add_import_command
 from pytest_vlcheck.images.refs import ImageRef
+from pytest_vlcheck.tasks import get_task
 
 FIXTURES = Path(__file__).parent / "fixtures" / "importers"
 Rule = Callable[[str, str, int, int], float]
@@ -34,17 +28,6 @@ def import_into(directory: Path, fmt: str, *argv: str) -> Path:
     args = parser.parse_args(["import", fmt, *argv, "-o", str(out)])
     assert args.handler(args) == 0
     return out
-
-
-def _grid(example: Example) -> tuple[list[ImageRef], list[str]]:
-    if isinstance(example, CaptionExample):
-        return [example.image], [example.caption, *example.negatives]
-    if isinstance(example, ImageExample):
-        return [example.image, *example.distractors], list(example.texts)
-    if isinstance(example, GroupExample):
-        return list(example.images), list(example.captions)
-    assert isinstance(example, MatchExample)
-    return [example.image], [example.caption]
 
 
 def _line(ref: ImageRef, text: str, score: float, example: str | None) -> str:
@@ -61,7 +44,7 @@ def scores_for(checklist: Path, rule: Rule, out: Path) -> Path:
     lines = []
     for test in load_checklist(checklist).tests:
         for example in test.examples:
-            images, texts = _grid(example)
+            images, texts = get_task(test.task).grid(example)
             for i, ref in enumerate(images):
                 for j, text in enumerate(texts):
                     lines.append(_line(ref, text, rule(test.id, example.id, i, j), example.id))

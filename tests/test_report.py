@@ -29,7 +29,7 @@ from pytest_vlcheck.report.markdown import escape_md, render_markdown
 from pytest_vlcheck.report.matrix import build_matrix
 from pytest_vlcheck.report.svg import bar_chart, pooled_rate, radar_axes, radar_chart
 from pytest_vlcheck.report.terminal import cell_text
-from pytest_vlcheck.results import FailureExample, TestResult
+from pytest_vlcheck.results import CapabilityResult, FailureExample
 
 EVIL = '<b>&"'
 
@@ -40,7 +40,7 @@ MODELS = [
 
 
 def result(model: str, test: str, capability: str, n: int, passed: int, status: str, **kw):
-    """A TestResult row as the engine would hand it over (``to_dict`` form)."""
+    """A result row as the engine would hand it over (``to_json`` form)."""
     values = {
         "file": "checklists/basic.yaml",
         "task": "caption",
@@ -51,9 +51,9 @@ def result(model: str, test: str, capability: str, n: int, passed: int, status: 
         "chance": 0.5,
     }
     values.update(kw)
-    return TestResult(
+    return CapabilityResult(
         test=test, capability=capability, model=model, n=n, passed=passed, status=status, **values
-    ).to_dict()
+    ).to_json()
 
 
 def sample_results() -> list[dict]:

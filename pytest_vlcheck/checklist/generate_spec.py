@@ -22,6 +22,7 @@ from pytest_vlcheck.images.scenes import (
     SHAPES,
     TEXTURES,
 )
+from pytest_vlcheck.tasks import TASKS, GenerationRules, get_task
 
 # --------------------------------------------------------------------------- vocabulary
 
@@ -260,6 +261,7 @@ def _template_vars(key: str, template: Any) -> set[tuple[str, str | None]]:
 
 
 def parse_generate(spec: Mapping, task: str) -> Plan:
+    """Validate a ``generate:`` mapping for a test of kind ``task`` into a ``Plan``."""
     if not isinstance(spec, Mapping):
         raise ValueError("expected a mapping (n, seed, caption, negatives, ...)")
     for key in spec:
@@ -271,6 +273,51 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
     seed = spec.get("seed", 0)
     if not (isinstance(seed, int) and not isinstance(seed, bool)):
         fail("seed", f"expected an integer, got {seed!r}")
+    captions, prompts, used = _parse_templates(spec)
+    rules = get_task(task).generation
+    if prompts and not rules.takes_prompts:
+        kinds = " and ".join(t.name for t in TASKS.values() if t.generation.takes_prompts)
+        fail("prompts", f"only {kinds} tests take prompt lists; use caption elsewhere")
+    lexicon = dict(DEFAULT_LEXICON)
+    given = _parse_lexicon(spec.get("lexicon"))
+    lexicon.update(given)
+    negatives = _parse_negatives(spec.get("negatives"))
+    slots, described = _parse_slots(spec, used, negatives)
+    uses_relation = ("relation", None) in used or any(p.target == "relation" for p in negatives)
+    uses_count = ("count", None) in used or any(p.target == "count" for p in negatives)
+    _check_structure(slots, described, negatives, uses_relation, uses_count)
+    in_play = _in_play(used, negatives, given)
+    pick = spec.get("pick")
+    if pick is not None and not (
+        isinstance(pick, int) and not isinstance(pick, bool) and 1 <= pick <= len(negatives)
+    ):
+        fail("pick", f"expected an integer 1-{len(negatives)} (perturbations per example)")
+    _check_task_rules(task, rules, negatives, pick)
+    mirror = spec.get("mirror", True)
+    if not isinstance(mirror, bool):
+        fail("mirror", f"expected true or false, got {mirror!r}")
+    layout = _parse_layout(spec, uses_relation or uses_count)
+    _check_lexicon(lexicon, in_play, slots)
+    return Plan(
+        task=task,
+        n=n,
+        seed=seed,
+        captions=tuple(captions),
+        prompts=tuple(prompts),
+        lexicon=lexicon,
+        in_play=frozenset(in_play),
+        slots=slots,
+        negatives=negatives,
+        pick=pick,
+        mirror=mirror,
+        uses_relation=uses_relation,
+        uses_count=uses_count,
+        **layout,
+    )
+
+
+def _parse_templates(spec: Mapping) -> tuple[list, list, set[tuple[str, str | None]]]:
+    """Caption and prompt templates, and the variables they use."""
     if "caption" not in spec:
         fail("caption", "missing; give a template such as 'a {a.color} {a.shape}'")
     captions = _as_list(spec["caption"])
@@ -280,17 +327,22 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
         used |= _template_vars(f"caption[{i}]" if len(captions) > 1 else "caption", t)
     for i, t in enumerate(prompts):
         used |= _template_vars(f"prompts[{i}]", t)
-    if prompts and task != "image":
-        fail("prompts", "only image tests take prompt lists; use caption elsewhere")
-    lexicon = dict(DEFAULT_LEXICON)
-    given = _parse_lexicon(spec.get("lexicon"))
-    lexicon.update(given)
-    raw_negs = spec.get("negatives")
-    if raw_negs is None:
+    return captions, prompts, used
+
+
+def _parse_negatives(raw: Any) -> tuple[Perturbation, ...]:
+    if raw is None:
         fail("negatives", "missing; e.g. [replace a.color] or [swap color]")
-    negatives = tuple(_parse_perturbation(i, r) for i, r in enumerate(_as_list(raw_negs)))
+    negatives = tuple(_parse_perturbation(i, r) for i, r in enumerate(_as_list(raw)))
     if not negatives:
         fail("negatives", "expected at least one perturbation")
+    return negatives
+
+
+def _parse_slots(
+    spec: Mapping, used: set[tuple[str, str | None]], negatives: tuple[Perturbation, ...]
+) -> tuple[int, set[str]]:
+    """The number of described objects, and the slots the templates describe."""
     slots_used = {name for name, attr in used if attr is not None}
     described = set(slots_used)
     for p in negatives:
@@ -305,8 +357,17 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
         fail(
             "objects", f"templates use slots {', '.join(sorted(slots_used))} but objects is {slots}"
         )
-    uses_relation = ("relation", None) in used or any(p.target == "relation" for p in negatives)
-    uses_count = ("count", None) in used or any(p.target == "count" for p in negatives)
+    return slots, described
+
+
+def _check_structure(
+    slots: int,
+    described: set[str],
+    negatives: tuple[Perturbation, ...],
+    uses_relation: bool,
+    uses_count: bool,
+) -> None:
+    """Relations need two objects, counts one; each perturbation needs what it changes."""
     if uses_relation and slots != 2:
         fail("caption", "{relation} needs exactly two objects, a (subject) and b (object)")
     if uses_count and slots != 1:
@@ -329,36 +390,54 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
             fail("negatives", "'replace relation' needs {relation} in the caption")
         if p.target == "count" and not uses_count:
             fail("negatives", "'replace count' needs {count} in the caption")
+
+
+def _in_play(
+    used: set[tuple[str, str | None]], negatives: tuple[Perturbation, ...], given: Mapping
+) -> set[str]:
+    """The attributes the examples vary (and so tag)."""
     in_play = {attr for _, attr in used if attr in ATTRIBUTES}
     in_play |= {"shape"} if any(attr == "shapes" for _, attr in used) else set()
     in_play |= {p.target.partition(".")[2] or p.target for p in negatives if p.op == "replace"}
     in_play |= {p.target for p in negatives if p.op == "swap"}
     in_play |= {k for k in given if k in ATTRIBUTES}
-    in_play -= {"relation", "count", "objects"}
+    return in_play - {"relation", "count", "objects"}
+
+
+def _check_task_rules(
+    task: str, rules: GenerationRules, negatives: tuple[Perturbation, ...], pick: int | None
+) -> None:
+    """What the task kind accepts: word shuffles, and how many scene negatives."""
     structural = [p for p in negatives if p.structural]
-    text_only = [p for p in negatives if not p.structural]
-    pick = spec.get("pick")
-    if pick is not None and not (
-        isinstance(pick, int) and not isinstance(pick, bool) and 1 <= pick <= len(negatives)
-    ):
-        fail("pick", f"expected an integer 1-{len(negatives)} (perturbations per example)")
-    if task in ("image", "group", "match") and text_only:
+    if not rules.text_negatives and any(not p.structural for p in negatives):
         fail(
             "negatives",
             f"{task} tests need scene negatives; word shuffles make captions "
             "that describe no image (use them in caption tests)",
         )
-    if task == "group" and not (
+    if rules.scene_negatives == 1 and not (
         all(p.k == 1 for p in structural) and (len(structural) == 1 or pick == 1)
     ):
         fail(
             "negatives",
-            "group tests need exactly one scene negative per example "
+            f"{task} tests need exactly one scene negative per example "
             "(one perturbation with k: 1, or pick: 1)",
         )
-    mirror = spec.get("mirror", True)
-    if not isinstance(mirror, bool):
-        fail("mirror", f"expected true or false, got {mirror!r}")
+
+
+def _check_lexicon(lexicon: Mapping[str, tuple], in_play: set[str], slots: int) -> None:
+    for attr in sorted(in_play - {"shape"}):
+        if len(lexicon[attr]) < 2:
+            fail(f"lexicon.{attr}", "needs at least 2 values to make a negative")
+    if len(lexicon["shape"]) < slots + 1:
+        fail(
+            "lexicon.shape",
+            f"needs at least {slots + 1} shapes (one per object plus one for a replacement)",
+        )
+
+
+def _parse_layout(spec: Mapping, fixed_layout: bool) -> dict[str, Any]:
+    """Extras, stratification, canvas, object size and constant tags, as Plan fields."""
     extras = spec.get("extras", 0)
     ex = [extras, extras] if isinstance(extras, int) and not isinstance(extras, bool) else extras
     if not (
@@ -371,7 +450,7 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
             "extras",
             f"expected an integer 0-6 or [min, max] of undescribed extra objects, got {extras!r}",
         )
-    stratify = _parse_stratify(spec.get("stratify"), uses_relation or uses_count)
+    stratify = _parse_stratify(spec.get("stratify"), fixed_layout)
     canvas = spec.get("canvas", DEFAULT_CANVAS)
     if not (isinstance(canvas, int) and not isinstance(canvas, bool) and 64 <= canvas <= 1024):
         fail("canvas", f"expected a square canvas side in pixels, 64-1024, got {canvas!r}")
@@ -392,34 +471,13 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
         isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in tags.items()
     ):
         fail("tags", f"expected a mapping of tag -> value, got {tags!r}")
-    for attr in sorted(in_play - {"shape"}):
-        if len(lexicon[attr]) < 2:
-            fail(f"lexicon.{attr}", "needs at least 2 values to make a negative")
-    if len(lexicon["shape"]) < slots + 1:
-        fail(
-            "lexicon.shape",
-            f"needs at least {slots + 1} shapes (one per object plus one for a replacement)",
-        )
-    return Plan(
-        task=task,
-        n=n,
-        seed=seed,
-        captions=tuple(captions),
-        prompts=tuple(prompts),
-        lexicon=lexicon,
-        in_play=frozenset(in_play),
-        slots=slots,
-        negatives=negatives,
-        pick=pick,
-        mirror=mirror,
-        extras=(ex[0], ex[1]),
-        stratify=stratify,
-        canvas=canvas,
-        tags={str(k): str(v) for k, v in tags.items()},
-        object_size=(float(object_size[0]), float(object_size[1])),
-        uses_relation=uses_relation,
-        uses_count=uses_count,
-    )
+    return {
+        "extras": (ex[0], ex[1]),
+        "stratify": stratify,
+        "canvas": canvas,
+        "tags": {str(k): str(v) for k, v in tags.items()},
+        "object_size": (float(object_size[0]), float(object_size[1])),
+    }
 
 
 def _parse_stratify(raw: Any, fixed_layout: bool) -> tuple[tuple[str, str], ...]:

@@ -61,6 +61,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from pytest_vlcheck.checklist import perturbations as pert
@@ -79,6 +80,7 @@ from pytest_vlcheck.checklist.generate_spec import (
 )
 from pytest_vlcheck.checklist.scene_layout import contrasting, scene_for
 from pytest_vlcheck.images.scenes import SHAPES, location_bin, object_box, size_bin
+from pytest_vlcheck.tasks import CandidateSet, get_task
 
 # --------------------------------------------------------------------------- assignments
 
@@ -257,66 +259,22 @@ def _examples(plan: Plan, index: int, sub_seed: str) -> list[dict[str, Any]]:
     members, shuffles = _candidate_set(plan, index, sub_seed)
     rng = random.Random(f"{sub_seed}:text")
     names = sorted({m.asg.name for m in members[1:]} | {p.name for p in shuffles})
-    truths = range(len(members)) if plan.mirror and plan.task != "group" else range(1)
+    task = get_task(plan.task)
+    truths = range(len(members)) if plan.mirror and task.generation.mirrors else range(1)
     out: list[dict[str, Any]] = []
     for t in truths:
         truth = members[t]
-        others = [m for j, m in enumerate(members) if j != t]
-        tags = dict(truth.tags, neg="+".join(names))
-        ex_id = f"{index:04d}.{t}"
-        if plan.task == "caption":
-            negs = [m.caption for m in others]
-            negs += _shuffled(truth.caption, shuffles, [truth.caption, *negs], rng)
-            out.append(
-                {
-                    "id": ex_id,
-                    "image": {"scene": truth.scene},
-                    "caption": truth.caption,
-                    "negatives": negs,
-                    "tags": tags,
-                }
-            )
-        elif plan.task == "image":
-            text: str | list[str] = truth.texts if plan.prompts else truth.caption
-            out.append(
-                {
-                    "id": ex_id,
-                    "text": text,
-                    "image": {"scene": truth.scene},
-                    "distractors": [{"scene": m.scene} for m in others],
-                    "tags": tags,
-                }
-            )
-        elif plan.task == "group":
-            out.append(
-                {
-                    "id": ex_id,
-                    "images": [{"scene": members[0].scene}, {"scene": members[1].scene}],
-                    "captions": [members[0].caption, members[1].caption],
-                    "tags": tags,
-                }
-            )
-        else:  # match: the true pair, then each wrong caption on the same image
-            out.append(
-                {
-                    "id": f"{ex_id}.0",
-                    "image": {"scene": truth.scene},
-                    "caption": truth.caption,
-                    "label": "match",
-                    "tags": tags,
-                }
-            )
-            for j, m in enumerate(others, start=1):
-                out.append(
-                    {
-                        "id": f"{ex_id}.{j}",
-                        "image": {"scene": truth.scene},
-                        "caption": m.caption,
-                        "label": "no_match",
-                        "neg_type": m.asg.name or truth.asg.name,
-                        "tags": tags,
-                    }
-                )
+        candidates = CandidateSet(
+            example_id=f"{index:04d}.{t}",
+            truth=t,
+            captions=[m.caption for m in members],
+            scenes=[m.scene for m in members],
+            texts=[m.texts for m in members],
+            neg_names=[m.asg.name for m in members],
+            tags=dict(truth.tags, neg="+".join(names)),
+            text_negatives=partial(_shuffled, truth.caption, shuffles, rng=rng),
+        )
+        out.extend(task.generate(candidates))
     return out
 
 

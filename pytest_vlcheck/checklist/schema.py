@@ -1,72 +1,17 @@
-"""Typed checklist objects: what the loader produces and the engine consumes."""
+"""Typed checklist objects: what the loader produces and the engine consumes.
+
+Examples are typed by their task kind (``pytest_vlcheck.tasks``); a test carries its kind's
+name and the settings that kind parsed (e.g. a group test's ``criterion``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
-from pytest_vlcheck.images.refs import ImageRef
-
-TaskKind = Literal["caption", "image", "group", "match"]
-TASKS: tuple[TaskKind, ...] = ("caption", "image", "group", "match")
-GroupCriterion = Literal["text", "image", "group"]
-GROUP_CRITERIA: tuple[GroupCriterion, ...] = ("text", "image", "group")
-
-
-@dataclass(frozen=True)
-class CaptionExample:
-    """One image; the true caption must outscore every negative caption."""
-
-    id: str
-    image: ImageRef
-    caption: str
-    negatives: tuple[str, ...]
-    tags: Mapping[str, str] = field(default_factory=dict)
-    line: int = 0
-
-
-@dataclass(frozen=True)
-class ImageExample:
-    """One text (or prompt ensemble); the true image must outscore every distractor.
-
-    With several prompts, an image's score is the mean of its similarity to each prompt.
-    """
-
-    id: str
-    texts: tuple[str, ...]
-    image: ImageRef
-    distractors: tuple[ImageRef, ...]
-    tags: Mapping[str, str] = field(default_factory=dict)
-    line: int = 0
-
-
-@dataclass(frozen=True)
-class GroupExample:
-    """Two images and two captions; caption i is true for image i (Winoground layout)."""
-
-    id: str
-    images: tuple[ImageRef, ImageRef]
-    captions: tuple[str, str]
-    tags: Mapping[str, str] = field(default_factory=dict)
-    line: int = 0
-
-
-@dataclass(frozen=True)
-class MatchExample:
-    """One image-caption pair with a match / no-match label (binary ITM)."""
-
-    id: str
-    image: ImageRef
-    caption: str
-    label: bool
-    neg_type: str | None = None
-    tags: Mapping[str, str] = field(default_factory=dict)
-    line: int = 0
-
-
-Example = CaptionExample | ImageExample | GroupExample | MatchExample
+from pytest_vlcheck.tasks.protocol import Example
 
 
 @dataclass(frozen=True)
@@ -75,19 +20,23 @@ class ChecklistTest:
 
     id: str
     capability: str
-    task: TaskKind
+    task: str
     threshold: float
     examples: tuple[Example, ...]
     file: Path
     line: int
     description: str = ""
-    criterion: GroupCriterion = "group"
-    cutoff: float = 0.5
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def capability_parts(self) -> tuple[str, ...]:
         """The taxonomy path split into segments: ``attribute/color`` -> (attribute, color)."""
         return tuple(self.capability.split("/"))
+
+    @property
+    def criterion(self) -> str:
+        """A group test's pass criterion; empty for the other kinds."""
+        return self.settings.get("criterion", "")
 
 
 @dataclass(frozen=True)

@@ -18,15 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_vlcheck.checklist.schema import (
-    CaptionExample,
-    ChecklistTest,
-    Example,
-    GroupExample,
-    ImageExample,
-    MatchExample,
-)
+from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
+from pytest_vlcheck.tasks import get_task
 
 THUMB = 112  # width of the images in index.html, pixels
 
@@ -64,14 +58,6 @@ def image_name(ref: ImageRef) -> str:
     """A stable file name for an image's identity (source, location and crop)."""
     key = json.dumps([ref.kind, ref.location, ref.crop, ref.crop_relative])
     return hashlib.sha256(key.encode()).hexdigest()[:20] + ".png"
-
-
-def _refs(example: Example) -> list[ImageRef]:
-    if isinstance(example, ImageExample):
-        return [example.image, *example.distractors]
-    if isinstance(example, GroupExample):
-        return list(example.images)
-    return [example.image]
 
 
 def run_render(args: argparse.Namespace) -> int:
@@ -112,7 +98,9 @@ def run_render(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    shown = _write_images(args.output, (r for _, exs in selected for e in exs for r in _refs(e)))
+    shown = _write_images(
+        args.output, (r for t, exs in selected for e in exs for r in get_task(t.task).grid(e)[0])
+    )
     from pytest_vlcheck.atomic import atomic_write_text
 
     title = f"{args.file}"
@@ -151,28 +139,6 @@ def _write_images(out: Path, refs: Iterator[ImageRef]) -> dict[tuple, _Shown]:
         atomic_write_bytes(out / "images" / name, buffer.getvalue())
         shown[ref.key] = _Shown(ref, name)
     return shown
-
-
-def _rows(example: Example) -> list[tuple[str, list[str], list[ImageRef]]]:
-    """(label, texts, images) rows describing one example."""
-    if isinstance(example, CaptionExample):
-        return [
-            ("caption", [example.caption], [example.image]),
-            ("negatives", list(example.negatives), []),
-        ]
-    if isinstance(example, ImageExample):
-        return [
-            ("text", list(example.texts), [example.image]),
-            ("distractors", [], list(example.distractors)),
-        ]
-    if isinstance(example, GroupExample):
-        return [
-            ("caption 0 / image 0", [example.captions[0]], [example.images[0]]),
-            ("caption 1 / image 1", [example.captions[1]], [example.images[1]]),
-        ]
-    assert isinstance(example, MatchExample)
-    label = "match" if example.label else f"no_match ({example.neg_type or 'untyped'})"
-    return [(label, [example.caption], [example.image])]
 
 
 def _test_heading(test: ChecklistTest, shown_count: int) -> str:
@@ -214,7 +180,7 @@ def _html(title: str, selected: list, shown: dict[tuple, _Shown]) -> str:
         )
         for example in examples:
             tags = ", ".join(f"{k}={v}" for k, v in sorted(example.tags.items()))
-            for i, (label, texts, refs) in enumerate(_rows(example)):
+            for i, (label, texts, refs) in enumerate(get_task(test.task).rows(example)):
                 cls = ' class="neg"' if label in ("negatives", "distractors") else ""
                 text = "<br>".join(html.escape(t) for t in texts)
                 images = " ".join(_html_image(shown[r.key]) for r in refs)
@@ -246,7 +212,7 @@ def _markdown(title: str, selected: list, shown: dict[tuple, _Shown]) -> str:
             lines += [_md_cell(test.description), ""]
         lines += ["| example | role | text | images |", "|---|---|---|---|"]
         for example in examples:
-            for i, (label, texts, refs) in enumerate(_rows(example)):
+            for i, (label, texts, refs) in enumerate(get_task(test.task).rows(example)):
                 ex_id = _md_cell(example.id) if i == 0 else ""
                 text = "<br>".join(_md_cell(t) for t in texts)
                 images = " ".join(_md_image(shown[r.key]) for r in refs)

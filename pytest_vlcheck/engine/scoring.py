@@ -14,23 +14,38 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from pytest_vlcheck.engine.grids import example_grid
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
-from pytest_vlcheck.models.protocol import DualEncoder, ModelOptions, RefPair, RefScorer
+from pytest_vlcheck.models.protocol import (
+    DualEncoder,
+    ModelOptions,
+    RefPair,
+    RefScorer,
+    scorer_fingerprint,
+)
 from pytest_vlcheck.models.registry import ModelSpec, load_scorer
+from pytest_vlcheck.tasks import Grid, get_task
 
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-    from pytest_vlcheck.checklist.schema import ChecklistTest, Example
+    from pytest_vlcheck.checklist.schema import ChecklistTest
 
 ImageKey = tuple[Any, ...]
 ImageLoad = Callable[[ImageRef], "Image"]
 LOAD_THREADS = 8
+ScoringMode = Literal["refs", "dual", "pairs"]
+
+
+@dataclass(frozen=True)
+class Unscorable:
+    """An example whose images could not be loaded: which, and why (it gets no scores)."""
+
+    refs: tuple[ImageRef, ...]
+    reasons: tuple[str, ...]
 
 
 @dataclass
@@ -67,6 +82,7 @@ class ModelRunner:
     load_image: ImageLoad
     stats: ScoringStats = field(default_factory=ScoringStats)
     _scorer: Any = None
+    _mode: ScoringMode | None = None
     _load_error: Exception | None = None
     _image_vectors: dict[ImageKey, np.ndarray] = field(default_factory=dict)
     _text_vectors: dict[str, np.ndarray] = field(default_factory=dict)
@@ -75,38 +91,58 @@ class ModelRunner:
 
     @property
     def scorer(self) -> Any:
-        """The scorer, loaded once; a load failure is remembered and raised again."""
+        """The scorer, loaded once; a load failure is remembered and raised again.
+
+        The scoring path is chosen here, once: reference lookups (no pixels), the dual
+        encoder (each unique input encoded once, cosine scores), or the pair scorer.
+        """
         if self._load_error is not None:
             raise self._load_error
         if self._scorer is None:
             try:
-                self._scorer = load_scorer(self.spec, self.options)
+                scorer = load_scorer(self.spec, self.options)
             except Exception as exc:
                 self._load_error = exc
                 raise
+            self._mode = (
+                "refs"
+                if isinstance(scorer, RefScorer)
+                else "dual"
+                if isinstance(scorer, DualEncoder)
+                else "pairs"
+            )
+            self._scorer = scorer
         return self._scorer
 
     @property
-    def uses_refs(self) -> bool:
-        """Whether scores come from references (no pixels are ever loaded)."""
-        return isinstance(self.scorer, RefScorer)
+    def mode(self) -> ScoringMode:
+        """How this model scores (loads the model on first use)."""
+        _ = self.scorer
+        assert self._mode is not None
+        return self._mode
+
+    @property
+    def fingerprint(self) -> str:
+        """The loaded weights' fingerprint."""
+        return scorer_fingerprint(self.scorer)
 
     def prepare(self, tests: Iterable[ChecklistTest]) -> None:
         """Score, in batches, everything ``tests`` need that is not cached yet."""
-        if self.uses_refs:
+        if self.mode == "refs":
             return  # reference lookups are cheap and per example: done in ``grid``
         images: dict[ImageKey, ImageRef] = {}
         texts: dict[str, None] = {}
         pairs: dict[tuple[ImageKey, str], None] = {}
         for test in tests:
+            task = get_task(test.task)
             for example in test.examples:
-                refs, example_texts = example_grid(example)
+                refs, example_texts = task.grid(example)
                 for ref in refs:
                     images.setdefault(ref.key, ref)
                     for text in example_texts:
                         pairs.setdefault((ref.key, text))
                 texts.update(dict.fromkeys(example_texts))
-        if isinstance(self.scorer, DualEncoder):
+        if self.mode == "dual":
             self._encode_texts([t for t in texts if t not in self._text_vectors])
             self._encode_images(
                 [
@@ -124,17 +160,17 @@ class ModelRunner:
                 [p for p in pairs if p not in self._pair_scores and p[0] not in self.unavailable],
             )
 
-    def grid(self, example: Example) -> np.ndarray | list[ImageRef]:
-        """The example's fp32 scores [images, texts], or the refs of its unavailable images."""
-        refs, texts = example_grid(example)
-        if self.uses_refs:
-            pairs = [RefPair(ref, text, example.id) for ref in refs for text in texts]
+    def grid(self, grid: Grid, example_id: str) -> np.ndarray | Unscorable:
+        """The example's fp32 scores [images, texts], or why its images are unavailable."""
+        refs, texts = grid
+        if self.mode == "refs":
+            pairs = [RefPair(ref, text, example_id) for ref in refs for text in texts]
             self.stats.score_ref_calls += 1
             scores = _timed_array(self.stats, self.scorer.score_refs, pairs)
             return scores.reshape(len(refs), len(texts))
-        missing = [ref for ref in refs if ref.key in self.unavailable]
+        missing = tuple(ref for ref in refs if ref.key in self.unavailable)
         if missing:
-            return missing
+            return Unscorable(missing, tuple(self.unavailable[ref.key] for ref in missing))
         out = np.empty((len(refs), len(texts)), dtype=np.float32)
         for i, ref in enumerate(refs):
             for j, text in enumerate(texts):
@@ -147,12 +183,12 @@ class ModelRunner:
         Dual encoders that define ``match_probability`` (SigLIP's sigmoid) map similarities
         to probabilities; cross-encoders and score files give their scores as they are.
         """
-        scorer = self.scorer
-        if isinstance(scorer, DualEncoder) and hasattr(scorer, "match_probability"):
-            return np.asarray(scorer.match_probability(scores), dtype=np.float32), "probability"
-        if isinstance(scorer, DualEncoder):
-            return scores, "similarity"
-        return scores, "probability"
+        if self.mode != "dual":
+            return scores, "probability"
+        if hasattr(self.scorer, "match_probability"):
+            probabilities = self.scorer.match_probability(scores)
+            return np.asarray(probabilities, dtype=np.float32), "probability"
+        return scores, "similarity"
 
     def _encode_texts(self, texts: list[str]) -> None:
         for batch in _batches(texts, self.options.batch_size):

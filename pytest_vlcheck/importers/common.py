@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_vlcheck.tasks import get_task
+
 Document = dict[str, Any]
 """A checklist document: ``{"vlcheck": 1, "description": ..., "tests": [...]}``."""
 
@@ -119,20 +121,13 @@ def chance_level(
 
     It is the default threshold: an imported test then fails only when the model does worse
     than guessing, which is a floor, not a bar; users set ``--threshold`` for real gates.
-    Caption: 1/(1+k) for k negatives; image: 1/(1+d) for d distractors; group: 1/4 for the
-    text or image score (two independent coin flips), 1/6 for the group score (Winoground);
-    match: 1/2.
+    The task kind computes it from the examples as written (see ``Task.chance``).
     """
     if not examples:
         return 0.0
-    if task == "caption":
-        rate = sum(1 / (1 + len(e["negatives"])) for e in examples) / len(examples)
-    elif task == "image":
-        rate = sum(1 / (1 + len(e["distractors"])) for e in examples) / len(examples)
-    elif task == "group":
-        rate = 1 / 6 if (criterion or "group") == "group" else 1 / 4
-    else:
-        rate = 0.5
+    kind = get_task(task)
+    settings = {"criterion": criterion} if criterion else {}
+    rate = kind.chance(settings, [kind.raw_grid_shape(e) for e in examples])
     return int(rate * 10_000) / 10_000
 
 

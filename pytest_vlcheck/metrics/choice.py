@@ -65,17 +65,18 @@ def prompt_ensemble(scores: np.ndarray) -> np.ndarray:
     return np.asarray(scores, dtype=np.float64).mean(axis=1).astype(np.float32)
 
 
-def group_outcomes(scores: np.ndarray) -> dict[str, np.ndarray]:
+def group_outcomes(scores: np.ndarray, *, strict: bool = True) -> dict[str, np.ndarray]:
     """Winoground's text, image and group scores per example.
 
     ``scores`` is [N, 2, 2] with ``scores[n, i, j] = s(image_i, caption_j)`` and caption i
     true for image i. ``text``: each image prefers its own caption (the predicate-noun
     paper's counter-balanced pair metric); ``image``: each caption prefers its own image;
-    ``group``: both.
+    ``group``: both. ``strict=False`` counts ties as wins (to count examples lost by a tie).
     """
     s = np.asarray(scores, dtype=np.float32)
-    text = (s[:, 0, 0] > s[:, 0, 1]) & (s[:, 1, 1] > s[:, 1, 0])
-    image = (s[:, 0, 0] > s[:, 1, 0]) & (s[:, 1, 1] > s[:, 0, 1])
+    beats = np.greater if strict else np.greater_equal
+    text = beats(s[:, 0, 0], s[:, 0, 1]) & beats(s[:, 1, 1], s[:, 1, 0])
+    image = beats(s[:, 0, 0], s[:, 1, 0]) & beats(s[:, 1, 1], s[:, 0, 1])
     return {"text": text, "image": image, "group": text & image}
 
 
@@ -97,21 +98,20 @@ def match_correct(scores: np.ndarray, labels: np.ndarray, cutoff: float) -> np.n
 
 
 def match_accuracies(
-    correct: np.ndarray, labels: np.ndarray, neg_types: Sequence[str | None]
+    correct: np.ndarray, labels: np.ndarray, neg_types: Sequence[Sequence[str]]
 ) -> dict[str, float]:
     """SVO-Probes' accuracies: positive, negative and their equal-weight average.
 
-    Also per negative type (``neg_type`` names the row's type on both its positive and its
-    negative pairs, as in SVO-Probes' table of subject / verb / object negatives). Keys are
-    ``positive_accuracy``, ``negative_accuracy``, ``average_accuracy`` and the same with a
-    ``neg_type=NAME/`` prefix. An accuracy over no examples is left out.
+    Also per negative type: ``neg_types[i]`` lists the types example i counts in (SVO-Probes'
+    subject / verb / object negatives; a positive pair counts in every type it appears with).
+    Keys are ``positive_accuracy``, ``negative_accuracy``, ``average_accuracy`` and the same
+    with a ``neg_type=NAME/`` prefix. An accuracy over no examples is left out.
     """
     correct = np.asarray(correct, dtype=bool)
     labels = np.asarray(labels, dtype=bool)
     out = _pos_neg_average(correct, labels, "")
-    types = np.array([t or "" for t in neg_types], dtype=object)
-    for name in sorted({t for t in types if t}):
-        mask = types == name
+    for name in sorted({t for types in neg_types for t in types}):
+        mask = np.array([name in types for types in neg_types], dtype=bool)
         out.update(_pos_neg_average(correct[mask], labels[mask], f"neg_type={name}/"))
     return out
 

@@ -19,6 +19,7 @@ from pytest_vlcheck.report.matrix import (
     status_counts,
 )
 from pytest_vlcheck.report.svg import bar_chart, model_colour, radar_chart
+from pytest_vlcheck.tasks import TASKS
 
 __all__ = ["render_html", "true_marks"]
 
@@ -134,20 +135,11 @@ def _charts_section(matrix: Matrix) -> list[str]:
 def true_marks(
     task: str, n_images: int, n_texts: int
 ) -> tuple[set[int], set[int], set[tuple[int, int]]]:
-    """Which texts, images and (image, text) cells are the true ones in a failure example.
-
-    FailureExample's convention: the first text (caption task) or the first image (image
-    task) is true; a group example pairs image i with caption i; match examples carry their
-    label in ``detail`` only.
-    """
-    if task == "caption" and n_texts:
-        return {0}, set(), {(i, 0) for i in range(n_images)}
-    if task == "image" and n_images:
-        return set(), {0}, {(0, j) for j in range(n_texts)}
-    if task == "group":
-        pairs = {(i, i) for i in range(min(n_images, n_texts))}
-        return set(), set(), pairs
-    return set(), set(), set()
+    """Which texts, images and (image, text) cells are the true ones in a failure example
+    (the task kind says; an unknown kind from a newer writer marks nothing)."""
+    if task not in TASKS:
+        return set(), set(), set()
+    return TASKS[task].true_marks(n_images, n_texts)
 
 
 def _score_at(scores: list[list[Any]], i: int, j: int) -> float | int | None:

@@ -13,6 +13,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from pytest_vlcheck.results import STATUSES, CapabilityResult, ResultFormatError
+
 __all__ = [
     "REPORT_VERSION",
     "STATUSES",
@@ -22,11 +24,6 @@ __all__ = [
 ]
 
 REPORT_VERSION = 1
-STATUSES = ("passed", "failed", "error", "skipped")
-
-_REQUIRED_TEXT = ("file", "test", "capability", "task", "model", "status")
-_REQUIRED_INT = ("n", "passed")
-_REQUIRED_NUMBER = ("pass_rate", "ci_low", "ci_high", "threshold")
 
 
 class ReportFormatError(ValueError):
@@ -94,76 +91,11 @@ def _model(c: _Checker, raw: Any, where: str) -> dict[str, Any]:
     return m
 
 
-def _slices(c: _Checker, raw: Any, where: str) -> dict[str, dict[str, dict[str, Any]]]:
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for tag, values in c.mapping(raw, where).items():
-        tag_where = f"{where}[{tag!r}]"
-        out[tag] = {}
-        for val, cell in c.mapping(values, tag_where).items():
-            cell_where = f"{tag_where}[{val!r}]"
-            cell = dict(c.mapping(cell, cell_where))
-            for key in ("n", "passed"):
-                if key not in cell:
-                    raise c.fail(cell_where, f"missing key {key!r}, expected an integer")
-                cell[key] = c.integer(cell[key], f"{cell_where}.{key}")
-            cell["pass_rate"] = c.number(cell.get("pass_rate"), f"{cell_where}.pass_rate")
-            out[tag][val] = cell
-    return out
-
-
-def _failure(c: _Checker, raw: Any, where: str) -> dict[str, Any]:
-    f = dict(c.mapping(raw, where))
-    f["id"] = str(f.get("id", ""))
-    for key in ("images", "texts"):
-        items = c.listing(f.get(key, []), f"{where}.{key}")
-        if not all(isinstance(s, str) for s in items):
-            raise c.fail(f"{where}.{key}", "expected a list of strings")
-        f[key] = list(items)
-    rows = c.listing(f.get("scores", []), f"{where}.scores")
-    f["scores"] = [
-        [
-            c.number(x, f"{where}.scores[{i}][{j}]")
-            for j, x in enumerate(c.listing(row, f"{where}.scores[{i}]"))
-        ]
-        for i, row in enumerate(rows)
-    ]
-    detail = f.get("detail", "")
-    if not isinstance(detail, str):
-        raise c.fail(f"{where}.detail", f"expected a string, got {detail!r}")
-    f["detail"] = detail
-    return f
-
-
-def _result(c: _Checker, raw: Any, where: str) -> dict[str, Any]:
-    r = dict(c.mapping(raw, where))
-    for key in _REQUIRED_TEXT:
-        c.text(r, key, where)
-    if r["status"] not in STATUSES:
-        raise c.fail(
-            f"{where}.status", f"expected one of {', '.join(STATUSES)}, got {r['status']!r}"
-        )
-    for key in _REQUIRED_INT:
-        if key not in r:
-            raise c.fail(where, f"missing key {key!r}, expected an integer")
-        r[key] = c.integer(r[key], f"{where}.{key}")
-    for key in _REQUIRED_NUMBER:
-        if key not in r:
-            raise c.fail(where, f"missing key {key!r}, expected a number or null")
-        r[key] = c.number(r[key], f"{where}.{key}")
-    r["chance"] = c.number(r.get("chance"), f"{where}.chance")
-    r.setdefault("criterion", "")
-    for key in ("criterion", "message"):  # message: optional reason for a skip or an error
-        text = r.get(key, "")
-        if not isinstance(text, str):
-            raise c.fail(f"{where}.{key}", f"expected a string, got {text!r}")
-    metrics = c.mapping(r.get("metrics", {}), f"{where}.metrics")
-    r["metrics"] = {k: c.number(v, f"{where}.metrics[{k!r}]") for k, v in metrics.items()}
-    r["slices"] = _slices(c, r.get("slices", {}), f"{where}.slices")
-    failures = c.listing(r.get("failures", []), f"{where}.failures")
-    r["failures"] = [_failure(c, f, f"{where}.failures[{i}]") for i, f in enumerate(failures)]
-    unscored = c.mapping(r.get("unscored", {}), f"{where}.unscored")
-    r["unscored"] = {k: c.integer(v, f"{where}.unscored[{k!r}]") for k, v in unscored.items()}
-    return r
+def _result(raw: Any, where: str) -> dict[str, Any]:
+    try:
+        return CapabilityResult.from_json(raw, where).to_json()
+    except ResultFormatError as exc:
+        raise ReportFormatError(str(exc)) from None
 
 
 def validate_document(
@@ -197,7 +129,7 @@ def validate_document(
             raise c.fail(f"models[{i}].name", f"duplicate model name {m['name']!r}")
         names.add(m["name"])
     raw_results = c.listing(doc["results"], "results")
-    results = [_result(c, r, f"results[{i}]") for i, r in enumerate(raw_results)]
+    results = [_result(r, f"{source}: results[{i}]") for i, r in enumerate(raw_results)]
     seen: set[tuple[str, str, str]] = set()
     for i, r in enumerate(results):
         if r["model"] not in names:

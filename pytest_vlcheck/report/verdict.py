@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_vlcheck.report.fmt import ci, pct, value
+from pytest_vlcheck.tasks import TASKS
 
 SHOWN_FAILURES = 3
 
@@ -39,8 +40,10 @@ def verdict_details(result: Mapping[str, Any]) -> list[str]:
             "metrics: "
             + ", ".join(f"{name} {value(number)}" for name, number in result["metrics"].items())
         )
-    if task == "match":
-        lines.append(f"scores are {result.get('score_kind', 'similarity')} values")
+    if task in TASKS:
+        lines.extend(TASKS[task].verdict_notes(result.get("score_kind", "similarity")))
+    if result.get("ties"):
+        lines.append(f"{result['ties']} example(s) lost by an exact tie (ties count as wrong)")
     failures = result.get("failures", [])
     if failures:
         lines.append(f"failing examples (first {min(len(failures), SHOWN_FAILURES)}):")

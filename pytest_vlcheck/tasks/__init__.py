@@ -1,0 +1,29 @@
+"""Task kinds: one module per kind behind the ``Task`` protocol, found through the registry.
+
+Adding a kind is one module (its example dataclass and a ``Task`` implementation) plus one
+line in ``registry.py``; nothing else in the package names a kind.
+"""
+
+from pytest_vlcheck.tasks.protocol import (
+    CandidateSet,
+    Example,
+    GenerationRules,
+    Grid,
+    Judgement,
+    ScoreScale,
+    Task,
+)
+from pytest_vlcheck.tasks.registry import TASK_NAMES, TASKS, get_task
+
+__all__ = [
+    "TASKS",
+    "TASK_NAMES",
+    "CandidateSet",
+    "Example",
+    "GenerationRules",
+    "Grid",
+    "Judgement",
+    "ScoreScale",
+    "Task",
+    "get_task",
+]

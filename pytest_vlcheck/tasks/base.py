@@ -1,0 +1,65 @@
+"""Defaults and helpers the task kinds share: a kind overrides only what it means."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from pytest_vlcheck import metrics
+from pytest_vlcheck.checklist.fields import Fields
+from pytest_vlcheck.tasks.protocol import GenerationRules, Judgement
+
+
+class BaseTask:
+    """No settings, no verdict notes, no text choices, mirrored generation."""
+
+    name = ""
+    example_keys: tuple[str, ...] = ()
+    optional_example_keys: tuple[str, ...] = ()
+    setting_keys: tuple[str, ...] = ()
+    generation = GenerationRules()
+
+    def parse_settings(self, fields: Fields) -> dict[str, Any]:
+        """Kinds without test-level keys of their own."""
+        return {}
+
+    def verdict_notes(self, score_kind: str) -> list[str]:
+        """Nothing to add by default."""
+        return []
+
+    def text_choices(self, example: Any) -> list[tuple[str, tuple[str, ...]]]:
+        """No choice among texts by default."""
+        return []
+
+    def __repr__(self) -> str:
+        return f"<task {self.name}>"
+
+
+def choose_one(true_scores: Sequence[float], other_scores: Sequence[Sequence[float]]) -> Judgement:
+    """The true candidate must strictly beat every other; a tie (or NaN) fails.
+
+    An example is lost by a tie when it fails strictly but its true score equals the best
+    other score (it would pass if ties counted as wins).
+    """
+    true = np.asarray(true_scores, dtype=np.float32)
+    others = metrics.pad_rows(other_scores)
+    correct = metrics.beats_all(true, others)
+    ties = ~correct & np.all(true[:, None] >= others, axis=1)
+    return Judgement(correct=correct, ties=ties, chance=0.0)
+
+
+def mean_chance(counts: Sequence[int]) -> float:
+    """Chance of picking the true one of ``k`` candidates uniformly, averaged over examples."""
+    return metrics.choice_chance(counts)
+
+
+def scored_texts(texts: Sequence[str], scores: Sequence[float]) -> str:
+    """``'a red circle' 0.3100, 'a blue circle' 0.2900`` for failure details."""
+    return ", ".join(f"{t!r} {s:.4f}" for t, s in zip(texts, scores, strict=True))
+
+
+def mapping_of(settings: Mapping[str, Any], key: str, default: Any) -> Any:
+    """A setting with its default (tests made in Python may leave settings out)."""
+    return settings.get(key, default)

@@ -1,0 +1,158 @@
+"""``match``: one image, one caption and a label (match / no match): binary image-text matching.
+
+A match needs score >= cutoff, a non-match score < cutoff (SVO-Probes, VL-CheckList's ITM).
+Reports positive, negative and average accuracy, overall and per negative type; chance 1/2.
+CLIP-like dual encoders give cosine similarities, so their tests set ``cutoff`` to a
+similarity; scorers with a probability (SigLIP's sigmoid, ITM heads, score files) use 0.5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pytest_vlcheck import metrics
+from pytest_vlcheck.checklist.example_fields import ParseContext, image_at
+from pytest_vlcheck.checklist.fields import Fields
+from pytest_vlcheck.images.refs import ImageRef
+from pytest_vlcheck.tasks.base import BaseTask
+from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+
+DEFAULT_CUTOFF = 0.5
+_LABELS = {"match": True, "no_match": False, True: True, False: False}
+
+
+@dataclass(frozen=True)
+class MatchExample:
+    """One image-caption pair with a match / no-match label (binary ITM).
+
+    ``neg_types`` names the negative types the pair counts in (SVO-Probes: subject, verb,
+    object); a positive pair that appears with several negatives carries each of them.
+    """
+
+    id: str
+    image: ImageRef
+    caption: str
+    label: bool
+    neg_types: tuple[str, ...] = ()
+    tags: Mapping[str, str] = field(default_factory=dict)
+    line: int = 0
+
+
+class MatchTask(BaseTask):
+    """A yes/no decision per pair against a cut-off."""
+
+    name = "match"
+    example_keys = ("image", "caption", "label")
+    optional_example_keys = ("neg_type",)
+    setting_keys = ("cutoff",)
+    generation = GenerationRules()
+
+    def parse_settings(self, fields: Fields) -> dict[str, Any]:
+        """``cutoff``: the decision threshold (default 0.5, for probabilities)."""
+        return {"cutoff": fields.number("cutoff", DEFAULT_CUTOFF)}
+
+    def parse_example(
+        self,
+        context: ParseContext,
+        fields: Fields,
+        example_id: str,
+        tags: Mapping[str, str],
+        line: int,
+    ) -> MatchExample:
+        """``image``, ``caption``, ``label`` and an optional ``neg_type`` (text or list)."""
+        image = image_at(context, fields, "image")
+        label = fields.raw("label")
+        if not isinstance(label, (str, bool)) or label not in _LABELS:
+            fields.fail(f"'label' is {label!r}; expected match or no_match", "label")
+        neg_types: tuple[str, ...] = ()
+        if fields.has("neg_type"):
+            if isinstance(fields.raw("neg_type"), list):
+                neg_types = fields.strings("neg_type")
+            else:
+                neg_types = (fields.text("neg_type"),)
+        caption = fields.text("caption")
+        return MatchExample(example_id, image, caption, _LABELS[label], neg_types, tags, line)
+
+    def grid(self, example: MatchExample) -> Grid:
+        """One image x one caption."""
+        return (example.image,), (example.caption,)
+
+    def raw_grid_shape(self, raw: Mapping[str, Any]) -> tuple[int, int]:
+        """Always 1 x 1."""
+        return 1, 1
+
+    def chance(self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, int]]) -> float:
+        """A coin flip."""
+        return metrics.MATCH_CHANCE
+
+    def judge(
+        self,
+        settings: Mapping[str, Any],
+        examples: Sequence[MatchExample],
+        grids: Sequence[np.ndarray],
+        scale: ScoreScale,
+    ) -> Judgement:
+        """Each pair against the cut-off; a non-match scored exactly at it is a tie."""
+        cutoff = settings.get("cutoff", DEFAULT_CUTOFF)
+        values, kind = scale.match_scores(np.array([g[0, 0] for g in grids], dtype=np.float32))
+        labels = np.array([e.label for e in examples], dtype=bool)
+        correct = metrics.match_correct(values, labels, cutoff)
+        ties = ~correct & (np.asarray(values, dtype=np.float32) == np.float32(cutoff))
+        extra = metrics.match_accuracies(correct, labels, [e.neg_types for e in examples])
+        return Judgement(correct, ties, extra, metrics.MATCH_CHANCE, kind)
+
+    def describe_failure(self, example: MatchExample, grid: np.ndarray) -> str:
+        """The pair, its score and its label."""
+        label = "match" if example.label else "no match"
+        return (
+            f"{example.image.describe()} / {example.caption!r}: score {grid[0, 0]:.4f}, "
+            f"label {label}"
+        )
+
+    def true_marks(self, n_images: int, n_texts: int) -> tuple[set, set, set]:
+        """The label is in the failure's detail line only."""
+        return set(), set(), set()
+
+    def rows(self, example: MatchExample) -> list[tuple[str, list[str], list[ImageRef]]]:
+        """The pair under its label."""
+        types = "+".join(example.neg_types) or "untyped"
+        label = "match" if example.label else f"no_match ({types})"
+        return [(label, [example.caption], [example.image])]
+
+    def generate(self, candidates: CandidateSet) -> list[dict[str, Any]]:
+        """The true pair, then each other member's caption on the true scene."""
+        truth = candidates.truth
+        scene = candidates.scenes[truth]
+        tags = dict(candidates.tags)
+        out: list[dict[str, Any]] = [
+            {
+                "id": f"{candidates.example_id}.0",
+                "image": {"scene": scene},
+                "caption": candidates.captions[truth],
+                "label": "match",
+                "tags": tags,
+            }
+        ]
+        for j, other in enumerate(candidates.others, start=1):
+            out.append(
+                {
+                    "id": f"{candidates.example_id}.{j}",
+                    "image": {"scene": scene},
+                    "caption": candidates.captions[other],
+                    "label": "no_match",
+                    "neg_type": candidates.neg_names[other] or candidates.neg_names[truth],
+                    "tags": tags,
+                }
+            )
+        return out
+
+    def verdict_notes(self, score_kind: str) -> list[str]:
+        """Which kind of score the cut-off judged."""
+        return [f"scores are {score_kind} values"]
+
+
+MATCH = MatchTask()

@@ -1,0 +1,176 @@
+"""What a task kind is: the one place that knows what an example of that kind means.
+
+A task owns its YAML keys and how an example is parsed, the grid of (images x texts) it needs
+scored, how outcomes, ties and extra metrics are judged from those scores, its chance level,
+how a failing example is described, which pairings reports mark as true, and the examples a
+generator writes for it. The loader, engine, generators, importers, ``vlcheck render`` and the
+reports ask the task through this protocol; none of them branches on the task's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.checklist.example_fields import ParseContext
+    from pytest_vlcheck.checklist.fields import Fields
+    from pytest_vlcheck.images.refs import ImageRef
+
+Grid = tuple[tuple["ImageRef", ...], tuple[str, ...]]
+"""An example's images (rows) and texts (columns); every pair is scored."""
+
+TrueMarks = tuple[set[int], set[int], set[tuple[int, int]]]
+"""Indices of the true texts, the true images and the true (image, text) cells of a grid."""
+
+
+class Example(Protocol):
+    """What every example has, whatever its kind: an id, tags for slices, a line."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def tags(self) -> Mapping[str, str]: ...
+
+    @property
+    def line(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Per-example outcomes of one test and the numbers the task adds.
+
+    ``correct[i]``: example i passed (strictly: a tie fails). ``ties[i]``: it failed only
+    because of an exact tie (it would pass if ties counted as wins), so users of harnesses
+    with other tie rules can reconcile their numbers.
+    """
+
+    correct: np.ndarray
+    ties: np.ndarray
+    metrics: dict[str, float] = field(default_factory=dict)
+    chance: float = 0.0
+    score_kind: str = "similarity"
+
+
+class ScoreScale(Protocol):
+    """How the scorer's raw values read as a decision (a task that thresholds needs it)."""
+
+    def match_scores(self, scores: np.ndarray) -> tuple[np.ndarray, str]:
+        """Scores for a yes/no decision and their kind (``probability`` or ``similarity``)."""
+        ...
+
+
+@dataclass(frozen=True)
+class GenerationRules:
+    """What a kind accepts from a ``generate:`` block (checked when the block is parsed).
+
+    ``mirrors``: every member of a candidate set becomes the truth of one example;
+    ``takes_prompts``: ``prompts:`` templates are allowed; ``text_negatives``: word shuffles
+    (which describe no scene) are allowed; ``scene_negatives``: the exact number of scene
+    negatives per example the kind needs, or None for any.
+    """
+
+    mirrors: bool = True
+    takes_prompts: bool = False
+    text_negatives: bool = False
+    scene_negatives: int | None = None
+
+
+@dataclass(frozen=True)
+class CandidateSet:
+    """One generated candidate set, from the view of one of its members as the truth.
+
+    ``captions``/``scenes``/``texts``/``neg_names`` list every member (index ``truth`` is the
+    true one); ``text_negatives(taken)`` draws the word shuffles of the true caption that are
+    not in ``taken``.
+    """
+
+    example_id: str
+    truth: int
+    captions: Sequence[str]
+    scenes: Sequence[Mapping[str, Any]]
+    texts: Sequence[Sequence[str]]
+    neg_names: Sequence[str]
+    tags: Mapping[str, str]
+    text_negatives: Callable[[list[str]], list[str]]
+
+    @property
+    def others(self) -> list[int]:
+        """Indices of the members that are not the truth."""
+        return [i for i in range(len(self.captions)) if i != self.truth]
+
+
+class Task(Protocol):
+    """One task kind. Implementations are stateless module-level singletons."""
+
+    name: str
+    example_keys: tuple[str, ...]
+    optional_example_keys: tuple[str, ...]
+    setting_keys: tuple[str, ...]
+    generation: GenerationRules
+
+    def parse_settings(self, fields: Fields) -> dict[str, Any]:
+        """The test-level keys only this kind takes (``setting_keys``), validated."""
+        ...
+
+    def parse_example(
+        self,
+        context: ParseContext,
+        fields: Fields,
+        example_id: str,
+        tags: Mapping[str, str],
+        line: int,
+    ) -> Any:
+        """A typed example from its validated mapping (keys already checked)."""
+        ...
+
+    def grid(self, example: Any) -> Grid:
+        """The images and texts to score, the true ones first."""
+        ...
+
+    def raw_grid_shape(self, raw: Mapping[str, Any]) -> tuple[int, int]:
+        """(images, texts) of an example as written in YAML (for chance before loading)."""
+        ...
+
+    def chance(self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, int]]) -> float:
+        """Expected pass rate of a scorer that guesses uniformly."""
+        ...
+
+    def judge(
+        self,
+        settings: Mapping[str, Any],
+        examples: Sequence[Any],
+        grids: Sequence[np.ndarray],
+        scale: ScoreScale,
+    ) -> Judgement:
+        """Outcomes, ties and metrics from each example's score grid."""
+        ...
+
+    def describe_failure(self, example: Any, grid: np.ndarray) -> str:
+        """One line a person can read: what should have won, and what it scored."""
+        ...
+
+    def true_marks(self, n_images: int, n_texts: int) -> TrueMarks:
+        """Which texts, images and cells of a failure's grid are the true ones."""
+        ...
+
+    def rows(self, example: Any) -> list[tuple[str, list[str], list[ImageRef]]]:
+        """(label, texts, images) rows that show the example to a person."""
+        ...
+
+    def text_choices(self, example: Any) -> list[tuple[str, tuple[str, ...]]]:
+        """(true text, competing texts) per choice a text-only judge could make; [] when the
+        kind has no choice among texts (the text is fixed, or there is no choice)."""
+        ...
+
+    def generate(self, candidates: CandidateSet) -> list[dict[str, Any]]:
+        """Raw example mappings (YAML shape) for one candidate set and truth."""
+        ...
+
+    def verdict_notes(self, score_kind: str) -> list[str]:
+        """Extra lines for a verdict's details."""
+        ...
