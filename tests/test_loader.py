@@ -80,7 +80,7 @@ def test_valid_checklist_loads_typed_objects(tmp_path: Path) -> None:
     assert isinstance(pairs.examples[0], GroupExample) and pairs.criterion == "text"
     match0, match1 = itm.examples
     assert isinstance(match0, MatchExample) and match0.label and match0.image.kind == "url"
-    assert not match1.label and match1.neg_type == "subject" and itm.cutoff == 0.4
+    assert not match1.label and match1.neg_types == ("subject",) and itm.cutoff == 0.4
 
 
 def test_derived_example_ids_are_stable_and_content_based(tmp_path: Path) -> None:

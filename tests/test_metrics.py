@@ -92,7 +92,8 @@ def test_match_correct_at_cutoff() -> None:
 def test_match_accuracies_svo_probes_average() -> None:
     correct = np.array([True, True, False, True, False, False, True, True])
     labels = np.array([True, True, True, False, False, False, True, False])
-    types = ["verb", "verb", "subject", "verb", "verb", "subject", "subject", "subject"]
+    names = ["verb", "verb", "subject", "verb", "verb", "subject", "subject", "subject"]
+    types = [(name,) for name in names]
     out = metrics.match_accuracies(correct, labels, types)
     assert out["positive_accuracy"] == 3 / 4
     assert out["negative_accuracy"] == 2 / 4
@@ -105,7 +106,7 @@ def test_match_accuracies_svo_probes_average() -> None:
 
 
 def test_match_accuracies_omit_empty_sides() -> None:
-    out = metrics.match_accuracies(np.array([True]), np.array([True]), [None])
+    out = metrics.match_accuracies(np.array([True]), np.array([True]), [()])
     assert out == {"positive_accuracy": 1.0}
 
 

@@ -232,13 +232,16 @@ def _parse_example(context: _Context, task: str, fields: Fields) -> Example:
     label = fields.raw("label")
     if not isinstance(label, (str, bool)) or label not in _LABELS:
         fields.fail(f"'label' is {label!r}; expected match or no_match", "label")
-    neg_type = fields.text("neg_type") if fields.has("neg_type") else None
+    neg_types: tuple[str, ...] = ()
+    if fields.has("neg_type"):
+        one = isinstance(fields.raw("neg_type"), str)
+        neg_types = (fields.text("neg_type"),) if one else fields.strings("neg_type")
     return MatchExample(
         example_id,
         _image(context, fields, "image"),
         fields.text("caption"),
         _LABELS[label],
-        neg_type,
+        neg_types,
         tags,
         line,
     )

@@ -61,7 +61,7 @@ class MatchExample:
     image: ImageRef
     caption: str
     label: bool
-    neg_type: str | None = None
+    neg_types: tuple[str, ...] = ()
     tags: Mapping[str, str] = field(default_factory=dict)
     line: int = 0
 

@@ -171,7 +171,7 @@ def _rows(example: Example) -> list[tuple[str, list[str], list[ImageRef]]]:
             ("caption 1 / image 1", [example.captions[1]], [example.images[1]]),
         ]
     assert isinstance(example, MatchExample)
-    label = "match" if example.label else f"no_match ({example.neg_type or 'untyped'})"
+    label = "match" if example.label else f"no_match ({', '.join(example.neg_types) or 'untyped'})"
     return [(label, [example.caption], [example.image])]
 
 

@@ -117,7 +117,7 @@ def _outcome(
     raw = np.array([g[0, 0] for g in grids], dtype=np.float32)
     values, kind = runner.match_scores(raw)
     labels = np.array([e.label for e in examples if isinstance(e, MatchExample)], dtype=bool)
-    neg_types = [e.neg_type for e in examples if isinstance(e, MatchExample)]
+    neg_types = [e.neg_types for e in examples if isinstance(e, MatchExample)]
     correct = metrics.match_correct(values, labels, test.cutoff)
     return _Outcome(
         correct, metrics.match_accuracies(correct, labels, neg_types), metrics.MATCH_CHANCE, kind
