@@ -21,6 +21,7 @@ from pytest_vlcheck.checklist.schema import (
     Example,
     GroupExample,
     ImageExample,
+    MacroSpec,
     MatchExample,
 )
 from pytest_vlcheck.checklist.yaml_lines import load_yaml
@@ -42,6 +43,7 @@ _TEST_KEYS = (
     "generate",
     "criterion",
     "cutoff",
+    "macro",
 )
 _EXAMPLE_KEYS = {
     "caption": ("image", "caption", "negatives"),
@@ -148,7 +150,19 @@ def _parse_test(context: _Context, raw: Any, line: int) -> ChecklistTest:
         description=fields.text("description", ""),
         criterion=criterion,
         cutoff=cutoff,
+        macro=_parse_macro(context, fields) if fields.has("macro") else None,
     )  # type: ignore[arg-type]
+
+
+def _parse_macro(context: _Context, test: Fields) -> MacroSpec:
+    """``macro: {tag, min_count, exclude}``: which tag's values are averaged."""
+    fields = Fields(context.path, test.raw("macro"), "'macro'", test.line_of("macro"))
+    fields.check_keys(("tag", "min_count", "exclude"), required=("tag",))
+    min_count = fields.number("min_count", 1, low=1)
+    if min_count != int(min_count):
+        fields.fail(f"'min_count' is {min_count:g}; expected a whole number", "min_count")
+    exclude = fields.strings("exclude", min_items=0) if fields.has("exclude") else ()
+    return MacroSpec(fields.text("tag"), int(min_count), exclude)
 
 
 def _example_sources(fields: Fields, task: str) -> tuple[list[Any], list[int]]:

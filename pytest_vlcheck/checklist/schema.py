@@ -70,6 +70,15 @@ Example = CaptionExample | ImageExample | GroupExample | MatchExample
 
 
 @dataclass(frozen=True)
+class MacroSpec:
+    """A macro average over one tag (ARO's per-relation mean), reported beside the pass rate."""
+
+    tag: str
+    min_count: int = 1
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ChecklistTest:
     """One capability test: a task kind, a threshold on the pass rate, and its examples."""
 
@@ -83,6 +92,7 @@ class ChecklistTest:
     description: str = ""
     criterion: GroupCriterion = "group"
     cutoff: float = 0.5
+    macro: MacroSpec | None = None
 
     @property
     def capability_parts(self) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from pytest_vlcheck.checklist.schema import ChecklistTest, Example, GroupExample
 from pytest_vlcheck.engine.grids import example_grid
 from pytest_vlcheck.engine.scoring import ModelRunner
 from pytest_vlcheck.images.refs import ImageRef
+from pytest_vlcheck.metrics.aggregates import macro_average
 from pytest_vlcheck.results import FailureExample, TestResult
 
 FAILURES_KEPT = 5
@@ -66,6 +67,8 @@ def evaluate_test(
             _missing_message(test, runner, lost) + "; no example of the test could be scored"
         )
     outcome = _outcome(test, scored, grids, runner)
+    if test.macro is not None:
+        outcome.metrics.update(_macro_metrics(test, scored, outcome.correct))
     n, passed = len(scored), int(outcome.correct.sum())
     low, high = metrics.wilson_interval(passed, n)
     return TestResult(
@@ -90,6 +93,23 @@ def evaluate_test(
         failures=_failures(scored, grids, outcome.correct),
         unscored=unscored,
     )
+
+
+def _macro_metrics(
+    test: ChecklistTest, examples: Sequence[Example], correct: np.ndarray
+) -> dict[str, float]:
+    """The test's macro average over its tag and how many values went into it."""
+    assert test.macro is not None
+    macro = macro_average(
+        correct,
+        [e.tags.get(test.macro.tag) for e in examples],
+        min_count=test.macro.min_count,
+        exclude=test.macro.exclude,
+    )
+    out = {"macro_values": float(len(macro.per_value))}
+    if macro.value is not None:
+        out["macro_average"] = macro.value
+    return out
 
 
 def _outcome(
