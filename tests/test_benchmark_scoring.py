@@ -15,8 +15,10 @@ import pytest
 import yaml
 
 from pytest_vlcheck.checklist.loader import load_checklist
+from pytest_vlcheck.checklist.schema import MacroSpec
 from pytest_vlcheck.cli.import_command import add_import_command
 from pytest_vlcheck.images.refs import ImageRef
+from pytest_vlcheck.importers.aro import SYMMETRIC_RELATIONS
 from pytest_vlcheck.metrics.aggregates import MacroAverage, macro_average
 from pytest_vlcheck.metrics.choice import match_accuracies
 from pytest_vlcheck.models.protocol import RefPair
@@ -322,3 +324,67 @@ def test_svo_probes_pattern_needs_a_root_and_an_id(tmp_path: Path, capsys) -> No
         args = parser.parse_args(["import", "svo-probes", str(source), "-o", "o.yaml", *extra])
         assert args.handler(args) == 2
         assert message in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- ARO
+
+# (relation, right?) per VG-Relation record: "next to" is on ARO's symmetric list
+VG_RELATION = [
+    ("on", True),
+    ("on", True),
+    ("on", False),
+    ("holding", False),  # a tie: wrong here and in ARO's code (the false caption is first)
+    ("holding", False),
+    ("next to", True),
+    ("next to", True),
+    ("wearing", True),
+]
+
+
+def test_aro_vg_relation_macro_average(pytester: pytest.Pytester) -> None:
+    records = [
+        {
+            "image_path": f"{index}.jpg",
+            **dict(zip(("bbox_x", "bbox_y", "bbox_w", "bbox_h"), (0, 0, 10, 10), strict=True)),
+            "true_caption": f"the a{index} is {relation} the b",
+            "false_caption": f"the b is {relation} the a{index}",
+            "relation_name": relation,
+        }
+        for index, (relation, _) in enumerate(VG_RELATION)
+    ]
+    source = pytester.path / "visual_genome_relation.json"
+    source.write_text(json.dumps(records), encoding="utf-8")
+    checklist = import_into(pytester.path, "aro", str(source))
+    test = yaml.safe_load(checklist.read_text(encoding="utf-8"))["tests"][0]
+    assert test["macro"]["tag"] == "relation" and "min_count" not in test["macro"]
+    assert test["macro"]["exclude"] == list(SYMMETRIC_RELATIONS) and len(SYMMETRIC_RELATIONS) == 157
+    lines = []
+    for index, (relation, right) in enumerate(VG_RELATION):
+        false = 0.5 if relation == "holding" and index == 3 else (0.2 if right else 0.8)
+        for text, score in (
+            (records[index]["true_caption"], 0.5),
+            (records[index]["false_caption"], false),
+        ):
+            lines.append(
+                json.dumps(
+                    {"image": f"{index}.jpg", "crop": [0, 0, 10, 10], "text": text, "score": score}
+                )
+            )
+    scores = pytester.path / "scores.jsonl"
+    scores.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result, rows = run_scored(pytester, checklist, scores)
+    row = rows["vg_relation"]
+    # micro (ARO's script): 5 of 8 right
+    assert (row["n"], row["passed"]) == (8, 5)
+    # macro (ARO's notebook): "next to" left out; on 2/3, holding 0/2, wearing 1/1
+    assert row["metrics"]["macro_average"] == pytest.approx((2 / 3 + 0 + 1) / 3)
+    assert row["metrics"]["macro_values"] == 3
+    result.assert_outcomes(passed=1)
+
+
+def test_aro_vg_attribution_macro_needs_25_examples(tmp_path: Path) -> None:
+    source = Path(__file__).parent / "fixtures" / "importers" / "aro"
+    out = import_into(tmp_path, "aro", str(source / "visual_genome_attribution.json"))
+    (test,) = yaml.safe_load(out.read_text(encoding="utf-8"))["tests"]
+    assert test["macro"] == {"tag": "attributes", "min_count": 25}
+    assert load_checklist(out).tests[0].macro == MacroSpec("attributes", 25, ())
