@@ -388,3 +388,42 @@ def test_aro_vg_attribution_macro_needs_25_examples(tmp_path: Path) -> None:
     (test,) = yaml.safe_load(out.read_text(encoding="utf-8"))["tests"]
     assert test["macro"] == {"tag": "attributes", "min_count": 25}
     assert load_checklist(out).tests[0].macro == MacroSpec("attributes", 25, ())
+
+
+# ---------------------------------------------------------------- VL-CheckList
+
+
+def test_vl_checklist_pairs_first_mirrors_the_evaluator(tmp_path: Path, capsys) -> None:
+    source = tmp_path / "data" / "Relation" / "swig_action.json"
+    source.parent.mkdir(parents=True)
+    records = [
+        ["a/1.jpg", {"POS": ["man rides horse", "man on horse"], "NEG": ["man feeds horse", "x"]}],
+        ["a/2.jpg", {"POS": ["dog chases cat", "dog runs"], "NEG": ["dog bites cat"]}],
+    ]
+    source.write_text(json.dumps(records), encoding="utf-8")
+    (tmp_path / "images" / "swig" / "a").mkdir(parents=True)
+    (tmp_path / "images" / "swig" / "a" / "1.jpg").write_bytes(b"")
+    out = tmp_path / "vlc.yaml"
+    run_cli(
+        "vl-checklist",
+        str(source),
+        "--pairs",
+        "first",
+        "--image-root",
+        str(tmp_path / "images"),
+        "-o",
+        str(out),
+    )
+    examples = yaml.safe_load(out.read_text(encoding="utf-8"))["tests"][0]["examples"]
+    assert [(e["id"], e["caption"], e["negatives"]) for e in examples] == [
+        ("0", "man rides horse", ["man feeds horse"]),
+        ("1", "dog chases cat", ["dog bites cat"]),
+    ]
+    err = capsys.readouterr().err
+    assert f"{source}: 1 of 2 record(s) have no image under {tmp_path / 'images'}" in err
+    # the default pairs positive i with negative i, so the lists must match in length
+    parser = argparse.ArgumentParser(prog="vlcheck")
+    add_import_command(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["import", "vl-checklist", str(source), "-o", str(out)])
+    assert args.handler(args) == 2
+    assert "record 1: POS has 2 texts and NEG 1" in capsys.readouterr().err

@@ -510,7 +510,7 @@ def test_vl_checklist_swig_paraphrases_pair_positive_i_with_negative_i(tmp_path:
         "a painter paints a fence",
         ["a goat paints a fence"],
     )
-    first = imported(tmp_path, "vl-checklist", VLC / "data", extra=("--paraphrases", "first"))
+    first = imported(tmp_path, "vl-checklist", VLC / "data", extra=("--pairs", "first"))
     only = examples_of(first, "object-size-small-swig_agent")
     assert list(only) == ["0", "1"]
     assert only["1"]["negatives"] == ["a goat paints a fence"] and "tags" not in only["1"]
@@ -609,7 +609,8 @@ def test_vl_checklist_errors(tmp_path: Path, capsys) -> None:
     err = fails(capsys, tmp_path, "vl-checklist", loose, extra=("--capability", "a/b"))
     assert err == (
         f"vlcheck import: {loose}: record 0: POS has 2 texts and NEG 1; paraphrase i "
-        "of POS pairs with i of NEG, so they must match"
+        "of POS pairs with i of NEG, so they must match (--pairs first takes the first of "
+        "each, as VL-CheckList's evaluator does)"
     )
     odd = tmp_path / "data" / "Attribute" / "vg" / "shape.json"
     odd.parent.mkdir(parents=True)
