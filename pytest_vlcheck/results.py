@@ -52,7 +52,8 @@ class CapabilityResult:
     ``metrics`` holds task-specific numbers (e.g. ``text_score``, ``positive_accuracy``);
     ``slices`` maps a tag name to its values to ``{"n", "passed", "pass_rate"}``;
     ``unscored`` counts examples that could not be scored (missing images), with reasons;
-    ``ties`` counts examples lost by an exact tie (comparisons are strict).
+    ``ties`` counts examples lost by an exact tie (comparisons are strict); ``judged`` names
+    the number the threshold judged (``pass_rate``, or ``macro_average`` from ``metrics``).
     ``criterion`` is a group test's pass criterion; ``score_kind`` says whether the decisive
     scores were similarities or match probabilities; ``message`` says why an errored or
     skipped test has no measurement; ``fingerprint`` identifies the model's weights.
@@ -75,6 +76,7 @@ class CapabilityResult:
     criterion: str = ""
     score_kind: str = "similarity"
     ties: int = 0
+    judged: str = "pass_rate"
     metrics: dict[str, float | None] = field(default_factory=dict)
     slices: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     failures: list[FailureExample] = field(default_factory=list)
@@ -182,6 +184,7 @@ def _parse_result(c: _Checker, raw: Any) -> CapabilityResult:
         criterion=c.text(r, "criterion", where, ""),
         score_kind=c.text(r, "score_kind", where, "similarity"),
         ties=c.integer(r.get("ties", 0), f"{where}.ties"),
+        judged=c.text(r, "judged", where, "pass_rate"),
         metrics={k: c.number(v, f"{where}.metrics[{k!r}]") for k, v in metrics.items()},
         slices=_slices(c, r.get("slices", {}), f"{where}.slices"),
         failures=[_failure(c, f, f"{where}.failures[{i}]") for i, f in enumerate(failures)],

@@ -269,7 +269,8 @@ def test_svo_probes_match_pairs_carry_the_negative_type(tmp_path: Path) -> None:
     (test,) = doc["tests"]
     assert (test["id"], test["task"], test["threshold"]) == ("svo_probes", "match", 0.5)
     examples = examples_of(doc, "svo_probes")
-    assert list(examples) == ["0-pos", "0-neg", "1-pos", "1-neg", "7-pos", "7-neg"]
+    # rows 0 and 1 share their positive pair: one example carrying both negative types
+    assert list(examples) == ["0-pos", "0-neg", "1-neg", "7-pos", "7-neg"]
     assert examples["1-neg"] == {
         "id": "1-neg",
         "image": {"url": "http://images.example/503.jpg"},
@@ -277,11 +278,16 @@ def test_svo_probes_match_pairs_carry_the_negative_type(tmp_path: Path) -> None:
         "label": "no_match",
         "neg_type": "verb",
     }
-    assert [examples[f"{i}-pos"]["neg_type"] for i in (0, 1, 7)] == ["subject", "verb", "object"]
+    assert examples["0-pos"]["neg_type"] == ["subject", "verb"]
+    assert [examples[f"{i}-neg"]["neg_type"] for i in (0, 1, 7)] == ["subject", "verb", "object"]
     assert examples["7-pos"]["label"] == "match"
     assert examples["7-pos"]["caption"] == "A chef chops onions, quickly."
     loaded = load_checklist(tmp_path / "svo-probes.yaml").tests[0].examples[0]
-    assert loaded.image.kind == "url" and loaded.label is True and loaded.neg_types == ("subject",)
+    assert (
+        loaded.image.kind == "url"
+        and loaded.label is True
+        and loaded.neg_types == ("subject", "verb")
+    )
 
 
 def test_svo_probes_pairwise_image_form(tmp_path: Path) -> None:
@@ -299,15 +305,21 @@ def test_svo_probes_pairwise_image_form(tmp_path: Path) -> None:
     }
 
 
-def test_svo_probes_needs_exactly_one_negative_flag(tmp_path: Path, capsys) -> None:
+def test_svo_probes_leaves_out_rows_with_several_negative_flags(tmp_path: Path, capsys) -> None:
     lines = (FIXTURES / "svo_probes" / "svo_probes.csv").read_text().splitlines()
     lines[2] = lines[2].replace("False,True,False", "False,True,True")
     bad = tmp_path / "svo.csv"
     bad.write_text("\n".join(lines) + "\n")
-    err = fails(capsys, tmp_path, "svo-probes", bad)
-    assert err == (
-        f"vlcheck import: {bad}:3: 2 of subj_neg, verb_neg, obj_neg are true "
-        "(verb, object); expected exactly one"
+    doc = imported(tmp_path, "svo-probes", bad)
+    assert list(examples_of(doc, "svo_probes")) == ["0-pos", "0-neg", "7-pos", "7-neg"]
+    assert f"{bad}: left out 1 row(s) whose negative differs in more than one" in (
+        capsys.readouterr().err
+    )
+    lines[1] = lines[1].replace("True,False,False", "True,True,False")
+    lines[3] = lines[3].replace("False,False,True", "False,False,False")
+    bad.write_text("\n".join(lines) + "\n")
+    assert fails(capsys, tmp_path, "svo-probes", bad).endswith(
+        f"vlcheck import: {bad}:2: no rows with exactly one negative type"
     )
 
 
@@ -498,7 +510,7 @@ def test_vl_checklist_swig_paraphrases_pair_positive_i_with_negative_i(tmp_path:
         "a painter paints a fence",
         ["a goat paints a fence"],
     )
-    first = imported(tmp_path, "vl-checklist", VLC / "data", extra=("--paraphrases", "first"))
+    first = imported(tmp_path, "vl-checklist", VLC / "data", extra=("--pairs", "first"))
     only = examples_of(first, "object-size-small-swig_agent")
     assert list(only) == ["0", "1"]
     assert only["1"]["negatives"] == ["a goat paints a fence"] and "tags" not in only["1"]
@@ -597,7 +609,8 @@ def test_vl_checklist_errors(tmp_path: Path, capsys) -> None:
     err = fails(capsys, tmp_path, "vl-checklist", loose, extra=("--capability", "a/b"))
     assert err == (
         f"vlcheck import: {loose}: record 0: POS has 2 texts and NEG 1; paraphrase i "
-        "of POS pairs with i of NEG, so they must match"
+        "of POS pairs with i of NEG, so they must match (--pairs first takes the first of "
+        "each, as VL-CheckList's evaluator does)"
     )
     odd = tmp_path / "data" / "Attribute" / "vg" / "shape.json"
     odd.parent.mkdir(parents=True)

@@ -165,27 +165,21 @@ def test_svo_probes_match_accuracies_by_negative_type(pytester: pytest.Pytester)
     checklist = import_into(
         pytester.path, "svo-probes", str(FIXTURES / "svo_probes" / "svo_probes.csv")
     )
-    probability = {
-        "0-pos": 0.8,
-        "0-neg": 0.2,
-        "1-pos": 0.3,
-        "1-neg": 0.1,
-        "7-pos": 0.5,
-        "7-neg": 0.6,
-    }
+    probability = {"0-pos": 0.8, "0-neg": 0.2, "1-neg": 0.1, "7-pos": 0.5, "7-neg": 0.6}
     scores = scores_for(checklist, lambda t, e, i, j: probability[e], pytester.path / "s.jsonl")
     result, rows = run_scored(pytester, checklist, scores)
     row = rows["svo_probes"]
-    # right: 0-pos, 0-neg, 1-neg, 7-pos (0.5 >= cut-off 0.5); wrong: 1-pos, 7-neg
-    assert (row["n"], row["passed"]) == (6, 4)
+    # rows 0 and 1 share the positive 0-pos (subject and verb); right: 0-pos, 0-neg, 1-neg,
+    # 7-pos (0.5 >= cut-off 0.5); wrong: 7-neg
+    assert (row["n"], row["passed"]) == (5, 4)
     metrics = row["metrics"]
-    assert metrics["positive_accuracy"] == pytest.approx(2 / 3)
+    assert metrics["positive_accuracy"] == 1.0
     assert metrics["negative_accuracy"] == pytest.approx(2 / 3)
-    assert metrics["neg_type=verb/positive_accuracy"] == 0.0
+    assert metrics["neg_type=verb/positive_accuracy"] == 1.0
     assert metrics["neg_type=verb/negative_accuracy"] == 1.0
     assert metrics["neg_type=object/average_accuracy"] == 0.5
     assert metrics["neg_type=subject/average_accuracy"] == 1.0
-    result.assert_outcomes(passed=1)  # 4/6 >= the chance threshold 0.5
+    result.assert_outcomes(passed=1)  # 4/5 >= the chance threshold 0.5
 
 
 def test_compun_prompt_ensemble_uses_the_mean(pytester: pytest.Pytester) -> None:

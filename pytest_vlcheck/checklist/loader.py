@@ -10,7 +10,7 @@ from typing import Any
 from pytest_vlcheck.checklist.errors import ChecklistError
 from pytest_vlcheck.checklist.example_fields import ParseContext, example_id, parse_tags
 from pytest_vlcheck.checklist.fields import Fields, type_name
-from pytest_vlcheck.checklist.schema import Checklist, ChecklistTest
+from pytest_vlcheck.checklist.schema import Checklist, ChecklistTest, MacroSpec
 from pytest_vlcheck.checklist.yaml_lines import load_yaml
 from pytest_vlcheck.tasks import TASKS, Task, get_task
 
@@ -20,7 +20,16 @@ CAPABILITY = r"[a-z][a-z0-9_]*(/[a-z][a-z0-9_]*)*"
 _HEADER = re.compile(rb"^vlcheck\s*:", re.MULTILINE)
 
 _FILE_KEYS = ("vlcheck", "image_root", "description", "tests")
-_TEST_KEYS = ("id", "capability", "task", "threshold", "description", "examples", "generate")
+_TEST_KEYS = (
+    "id",
+    "capability",
+    "task",
+    "threshold",
+    "description",
+    "examples",
+    "generate",
+    "macro",
+)
 """Keys every test takes; a task kind adds its own (``Task.setting_keys``)."""
 _SETTING_KEYS = {key: task for task in TASKS.values() for key in task.setting_keys}
 
@@ -106,7 +115,22 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
         line=fields.line,
         description=fields.text("description", ""),
         settings=settings,
+        macro=_parse_macro(context, fields) if fields.has("macro") else None,
     )
+
+
+def _parse_macro(context: ParseContext, test: Fields) -> MacroSpec:
+    """``macro: {tag, min_count, exclude, judge}``: which tag's values are averaged."""
+    fields = Fields(context.path, test.raw("macro"), "'macro'", test.line_of("macro"))
+    fields.check_keys(("tag", "min_count", "exclude", "judge"), required=("tag",))
+    min_count = fields.number("min_count", 1, low=1)
+    if min_count != int(min_count):
+        fields.fail(f"'min_count' is {min_count:g}; expected a whole number", "min_count")
+    exclude = fields.strings("exclude", min_items=0) if fields.has("exclude") else ()
+    judge = fields.raw("judge") if fields.has("judge") else False
+    if not isinstance(judge, bool):
+        fields.fail(f"'judge' must be true or false, got {type_name(judge)}", "judge")
+    return MacroSpec(fields.text("tag"), int(min_count), exclude, judge)
 
 
 def _example_sources(fields: Fields, task: str) -> tuple[list[Any], list[int]]:

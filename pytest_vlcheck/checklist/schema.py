@@ -15,6 +15,17 @@ from pytest_vlcheck.tasks.protocol import Example
 
 
 @dataclass(frozen=True)
+class MacroSpec:
+    """A macro average over one tag's values (ARO's per-relation mean), reported beside the
+    micro pass rate; ``judge`` makes it the number the threshold judges."""
+
+    tag: str
+    min_count: int = 1
+    exclude: tuple[str, ...] = ()
+    judge: bool = False
+
+
+@dataclass(frozen=True)
 class ChecklistTest:
     """One capability test: a task kind, a threshold on the pass rate, and its examples."""
 
@@ -27,6 +38,7 @@ class ChecklistTest:
     line: int
     description: str = ""
     settings: Mapping[str, Any] = field(default_factory=dict)
+    macro: MacroSpec | None = None
 
     @property
     def capability_parts(self) -> tuple[str, ...]:

@@ -11,8 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from pytest_vlcheck import metrics
-from pytest_vlcheck.checklist.schema import ChecklistTest
+from pytest_vlcheck.checklist.schema import ChecklistTest, MacroSpec
 from pytest_vlcheck.engine.scoring import ModelRunner, Unscorable
+from pytest_vlcheck.metrics.aggregates import macro_average
 from pytest_vlcheck.results import CapabilityResult, ExampleOutcome, FailureExample, Status
 from pytest_vlcheck.tasks import Example, Judgement, Task, get_task
 
@@ -55,6 +56,12 @@ def evaluate_test(
     n, passed = len(scored), int(judgement.correct.sum())
     low, high = metrics.wilson_interval(passed, n)
     limit = test.threshold if threshold is None else threshold
+    extra = dict(judgement.metrics)
+    judged: float | None = passed / n
+    if test.macro is not None:
+        extra.update(_macro_metrics(test.macro, scored, judgement.correct))
+        if test.macro.judge:
+            judged = extra.get("macro_average")
     return CapabilityResult(
         file=str(test.file),
         test=test.id,
@@ -68,18 +75,35 @@ def evaluate_test(
         ci_high=high,
         threshold=limit,
         chance=judgement.chance,
-        status="passed" if passed / n >= limit else "failed",
+        status="passed" if judged is not None and judged >= limit else "failed",
         line=test.line,
         criterion=test.criterion,
         score_kind=judgement.score_kind,
         ties=int(judgement.ties.sum()),
-        metrics=judgement.metrics,
+        metrics=extra,
+        judged="macro_average" if test.macro is not None and test.macro.judge else "pass_rate",
         slices=metrics.slice_rates(judgement.correct, [e.tags for e in scored]),
         failures=_failures(task, scored, grids, judgement.correct),
         unscored={"image unavailable": len(lost)} if lost else {},
         fingerprint=runner.fingerprint,
         outcomes=_outcomes(scored, grids, judgement),
     )
+
+
+def _macro_metrics(
+    macro: MacroSpec, examples: Sequence[Example], correct: np.ndarray
+) -> dict[str, float]:
+    """The macro average over the tag's values and how many values went into it."""
+    average = macro_average(
+        correct,
+        [e.tags.get(macro.tag) for e in examples],
+        min_count=macro.min_count,
+        exclude=macro.exclude,
+    )
+    out = {"macro_values": float(len(average.per_value))}
+    if average.value is not None:
+        out["macro_average"] = average.value
+    return out
 
 
 def _outcomes(

@@ -7,8 +7,10 @@ Object location (center/mid/margin) and size (small/medium/large), Attribute (co
 material, size, state, action), Relation (action, spatial).
 
 SWiG leaves carry several paraphrases: positive i goes with negative i, and each pair is an
-example of its own (``--paraphrases first`` keeps only the first pair, which is what
-VL-CheckList's own evaluation scores). Image paths are written under the dataset folder
+example of its own (``--pairs first`` keeps only the first positive and the first negative of
+each record, which is what VL-CheckList's own evaluator scores; the lists may then differ in
+length). With ``--image-root`` the import counts the records whose image is missing, which
+that evaluator drops silently. Image paths are written under the dataset folder
 VL-CheckList's corpus configs use (``vg/``, ``swig/``, ``hake/``), so ``--image-root``
 points at the folder holding those three, as in VL-CheckList's DATASETS.md.
 """
@@ -67,12 +69,12 @@ def add_arguments(parser: Any) -> None:
         "and each file is named after its test id",
     )
     parser.add_argument(
-        "--paraphrases",
+        "--pairs",
         choices=("all", "first"),
         default="all",
-        help="vl-checklist: keep every SWiG paraphrase pair (positive i with "
-        "negative i) as an example, or only the first, as VL-CheckList "
-        "scores (default all)",
+        help="vl-checklist: 'all' makes every pair (positive i with negative i, SWiG's "
+        "paraphrases) an example; 'first' only the first positive with the first "
+        "negative of each record, as VL-CheckList's evaluator scores (default all)",
     )
     parser.add_argument(
         "--skip-missing",
@@ -277,10 +279,11 @@ def _leaf_test(leaf: _Leaf, args: argparse.Namespace) -> dict[str, Any]:
     if not isinstance(data, list):
         raise SourceError(leaf.data, "expected a JSON list of [image, {POS, NEG}] records")
     examples = []
+    first = args.pairs == "first"
     for index, record in enumerate(data):
-        image, positives, negatives = _record(leaf.data, index, record)
-        pairs = list(zip(positives, negatives, strict=True))
-        if args.paraphrases == "first" or len(pairs) == 1:
+        image, positives, negatives = _record(leaf.data, index, record, first_only=first)
+        pairs = list(zip(positives, negatives, strict=False))
+        if first or len(pairs) == 1:
             examples.append(
                 {
                     "id": str(index),
@@ -303,6 +306,8 @@ def _leaf_test(leaf: _Leaf, args: argparse.Namespace) -> dict[str, Any]:
     if not examples:
         raise SourceError(leaf.data, "the file has no records")
     note_unwinnable(leaf.data, examples)
+    if args.image_root is not None:
+        _note_missing_images(leaf.data, Path(args.image_root), examples)
     test_id = safe_test_id(leaf.capability.replace("/", "-"), leaf.source)
     return make_test(
         test_id,
@@ -315,7 +320,21 @@ def _leaf_test(leaf: _Leaf, args: argparse.Namespace) -> dict[str, Any]:
     )
 
 
-def _record(path: Path, index: int, record: Any) -> tuple[str, list[str], list[str]]:
+def _note_missing_images(path: Path, root: Path, examples: list[dict[str, Any]]) -> None:
+    """Count the records VL-CheckList's evaluator would drop, silently, for a missing image."""
+    records = {str(e["id"]).split(".")[0]: e["image"] for e in examples}
+    missing = sum(not (root / image).is_file() for image in records.values())
+    if missing:
+        note(
+            f"{path}: {missing} of {len(records)} record(s) have no image under {root}; "
+            "VL-CheckList's evaluator drops them without a word, pytest --vl-missing skip "
+            "scores the rest and reports the count"
+        )
+
+
+def _record(
+    path: Path, index: int, record: Any, *, first_only: bool = False
+) -> tuple[str, list[str], list[str]]:
     if (
         not isinstance(record, list)
         or len(record) != 2
@@ -338,11 +357,12 @@ def _record(path: Path, index: int, record: Any) -> tuple[str, list[str], list[s
                 path, f"{key} must be a non-empty list of non-empty strings", record=index
             )
         lists.append(value)
-    if len(lists[0]) != len(lists[1]):
+    if len(lists[0]) != len(lists[1]) and not first_only:
         raise SourceError(
             path,
             f"POS has {len(lists[0])} texts and NEG {len(lists[1])}; "
-            "paraphrase i of POS pairs with i of NEG, so they must match",
+            "paraphrase i of POS pairs with i of NEG, so they must match "
+            "(--pairs first takes the first of each, as VL-CheckList's evaluator does)",
             record=index,
         )
     return image, lists[0], lists[1]

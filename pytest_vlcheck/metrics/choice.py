@@ -98,19 +98,22 @@ def match_correct(scores: np.ndarray, labels: np.ndarray, cutoff: float) -> np.n
 
 
 def match_accuracies(
-    correct: np.ndarray, labels: np.ndarray, neg_types: Sequence[Sequence[str]]
+    correct: np.ndarray, labels: np.ndarray, neg_types: Sequence[tuple[str, ...]]
 ) -> dict[str, float]:
     """SVO-Probes' accuracies: positive, negative and their equal-weight average.
 
-    Also per negative type: ``neg_types[i]`` lists the types example i counts in (SVO-Probes'
-    subject / verb / object negatives; a positive pair counts in every type it appears with).
-    Keys are ``positive_accuracy``, ``negative_accuracy``, ``average_accuracy`` and the same
-    with a ``neg_type=NAME/`` prefix. An accuracy over no examples is left out.
+    Also per negative type: ``neg_types[i]`` lists every type example i carries, and the
+    example counts in each of them (SVO-Probes' analysis counts a positive pair once in every
+    type of negative it was paired with). Keys are ``positive_accuracy``,
+    ``negative_accuracy``, ``average_accuracy`` and the same with a ``neg_type=NAME/``
+    prefix. An accuracy over no examples is left out.
     """
     correct = np.asarray(correct, dtype=bool)
     labels = np.asarray(labels, dtype=bool)
+    if len(neg_types) != len(correct):
+        raise ValueError(f"{len(neg_types)} type tuples for {len(correct)} examples")
     out = _pos_neg_average(correct, labels, "")
-    for name in sorted({t for types in neg_types for t in types}):
+    for name in sorted({name for types in neg_types for name in types}):
         mask = np.array([name in types for types in neg_types], dtype=bool)
         out.update(_pos_neg_average(correct[mask], labels[mask], f"neg_type={name}/"))
     return out

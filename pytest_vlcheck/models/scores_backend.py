@@ -3,7 +3,9 @@
 Each line is ``{"image": REF, "text": TEXT, "score": NUMBER}`` with REF the image exactly as
 the checklist writes it, optionally ``"crop": [x, y, w, h]`` (or ``"crop_relative"``) and
 ``"example": ID``. A line with an example id applies inside that example only and wins over
-a line without one (for scores that depend on the candidate set).
+a line without one (for scores that depend on the candidate set). A pair may repeat with the
+same score (one line per row of a benchmark whose rows repeat pairs, as SVO-Probes' do); a
+different score for the same pair is an error naming both lines.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class PrecomputedScores:
         self.path = path
         self.name = path.stem
         self._scores: dict[tuple[str | None, PairKey], float] = {}
+        self._lines: dict[tuple[str | None, PairKey], int] = {}
         digest = hashlib.sha256()
         with path.open("rb") as handle:
             for number, raw in enumerate(handle, start=1):
@@ -79,9 +82,16 @@ class PrecomputedScores:
             record["text"],
         )
         scope = None if example is None else str(example)
-        if (scope, key) in self._scores:
-            raise ScoresFileError(f"{where}: a second score for the same pair {_describe(key)}")
+        known = self._lines.get((scope, key))
+        if known is not None:
+            if self._scores[(scope, key)] == float(score):
+                return
+            raise ScoresFileError(
+                f"{where}: score {score} for {_describe(key)}, which line {known} scores "
+                f"{self._scores[(scope, key)]}; a pair has one score"
+            )
         self._scores[(scope, key)] = float(score)
+        self._lines[(scope, key)] = number
 
     def score_refs(self, pairs: Sequence[RefPair]) -> np.ndarray:
         """The score of each pair; an example's own line wins over a general one."""

@@ -13,13 +13,26 @@ SHOWN_FAILURES = 3
 
 def verdict_line(result: Mapping[str, Any]) -> str:
     """A complete verdict in one line, e.g.
-    ``attribute/color: 61.3% (245/400, 95% CI 56.4-65.9) < 75.0% [clip]``."""
+    ``attribute/color: 61.3% (245/400, 95% CI 56.4-65.9) < 75.0% [clip]``; when a macro
+    average is what the threshold judges, it leads and the micro figures follow."""
     relation = ">=" if result["status"] == "passed" else "<"
-    line = (
-        f"{result['capability']}: {pct(result['pass_rate'])} ({result['passed']}/"
-        f"{result['n']}, 95% CI {ci(result['ci_low'], result['ci_high'])}) {relation} "
-        f"{pct(result['threshold'])} [{result['model']}]"
+    micro = (
+        f"{pct(result['pass_rate'])} ({result['passed']}/{result['n']}, "
+        f"95% CI {ci(result['ci_low'], result['ci_high'])})"
     )
+    judged = result.get("judged", "pass_rate")
+    if judged != "pass_rate":
+        value_judged = result.get("metrics", {}).get(judged)
+        shown = "n/a" if value_judged is None else pct(value_judged)
+        line = (
+            f"{result['capability']}: {judged} {shown} {relation} {pct(result['threshold'])} "
+            f"(micro {micro}) [{result['model']}]"
+        )
+    else:
+        line = (
+            f"{result['capability']}: {micro} {relation} {pct(result['threshold'])} "
+            f"[{result['model']}]"
+        )
     unscored = sum(result.get("unscored", {}).values())
     if unscored:
         reasons = ", ".join(f"{count} {reason}" for reason, count in result["unscored"].items())

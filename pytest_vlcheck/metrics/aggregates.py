@@ -1,0 +1,66 @@
+"""Macro averages over a tag: the figure papers report when they average per group.
+
+ARO's VG-Relation and VG-Attribution tables are means of per-relation / per-attribute
+accuracies over the groups with enough examples, not the share of all examples right (the
+micro pass rate). ``macro_average`` computes that mean from per-example outcomes so both
+figures can be reported side by side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class MacroAverage:
+    """The mean of per-value pass rates and what went into it.
+
+    ``value`` is ``None`` when no value qualifies; ``per_value`` maps each value used to
+    ``(n, passed)``; ``left_out`` maps each value not used to why (``"excluded"`` or
+    ``"n=3 < 25"``). Examples without the tag are in neither.
+    """
+
+    value: float | None
+    per_value: dict[str, tuple[int, int]] = field(default_factory=dict)
+    left_out: dict[str, str] = field(default_factory=dict)
+
+
+def macro_average(
+    correct: np.ndarray,
+    values: Sequence[str | None],
+    *,
+    min_count: int = 1,
+    exclude: Collection[str] = (),
+) -> MacroAverage:
+    """Mean over tag values of each value's pass rate, every qualifying value weighing the same.
+
+    ``values[i]`` is example i's tag value (``None``: the example has no such tag and is not
+    counted). A value with fewer than ``min_count`` examples, or named in ``exclude``, is left
+    out with its reason.
+    """
+    outcomes = np.asarray(correct, dtype=bool)
+    if len(values) != len(outcomes):
+        raise ValueError(f"{len(values)} tag values for {len(outcomes)} outcomes")
+    if min_count < 1:
+        raise ValueError(f"min_count must be at least 1, got {min_count}")
+    counts: dict[str, list[int]] = {}
+    for ok, value in zip(outcomes, values, strict=True):
+        if value is None:
+            continue
+        cell = counts.setdefault(value, [0, 0])
+        cell[0] += 1
+        cell[1] += int(ok)
+    used: dict[str, tuple[int, int]] = {}
+    left_out: dict[str, str] = {}
+    for value, (n, passed) in sorted(counts.items()):
+        if value in exclude:
+            left_out[value] = "excluded"
+        elif n < min_count:
+            left_out[value] = f"n={n} < {min_count}"
+        else:
+            used[value] = (n, passed)
+    mean = float(np.mean([passed / n for n, passed in used.values()])) if used else None
+    return MacroAverage(mean, used, left_out)
