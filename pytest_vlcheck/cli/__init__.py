@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pytest_vlcheck.cli.import_command import add_import_command
     from pytest_vlcheck.cli.render import add_render_command
     from pytest_vlcheck.cli.report import add_report_command
+    from pytest_vlcheck.cli.schema import add_schema_command
     from pytest_vlcheck.cli.validate import add_validate_command
 
     parser = argparse.ArgumentParser(
@@ -35,4 +36,5 @@ def build_parser() -> argparse.ArgumentParser:
     add_render_command(subparsers)
     add_report_command(subparsers)
     add_audit_command(subparsers)
+    add_schema_command(subparsers)
     return parser
