@@ -19,9 +19,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser with every subcommand."""
+    from pytest_vlcheck.cli.audit import add_audit_command
     from pytest_vlcheck.cli.import_command import add_import_command
     from pytest_vlcheck.cli.render import add_render_command
     from pytest_vlcheck.cli.report import add_report_command
+    from pytest_vlcheck.cli.schema import add_schema_command
     from pytest_vlcheck.cli.validate import add_validate_command
 
     parser = argparse.ArgumentParser(
@@ -33,4 +35,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_import_command(subparsers)
     add_render_command(subparsers)
     add_report_command(subparsers)
+    add_audit_command(subparsers)
+    add_schema_command(subparsers)
     return parser

@@ -1,0 +1,52 @@
+"""Several priors as one: each caption's perplexity is the mean of the priors' perplexities.
+
+This is the seed's AVG_LM (GPT-2-XL, OPT-1.3B and GPT-J-6B averaged per caption). Every
+unique caption is scored once per prior.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pytest_vlcheck.metrics.priors import mean_perplexity
+from pytest_vlcheck.priors.protocol import TextPrior
+
+
+def _nll(prior: TextPrior, texts: list[str]) -> np.ndarray:
+    values = np.asarray(prior.text_nll(texts), dtype=np.float64).reshape(-1)
+    if values.shape[0] != len(texts):
+        raise ValueError(
+            f"prior {getattr(prior, 'name', type(prior).__name__)!r} returned "
+            f"{values.shape[0]} NLLs for {len(texts)} texts; expected one per text"
+        )
+    return values
+
+
+@dataclass(frozen=True)
+class AveragePrior:
+    """The mean perplexity of several priors (one prior is its own average)."""
+
+    priors: tuple[TextPrior, ...]
+    name: str = "prior"
+
+    def perplexity(self, texts: Sequence[str]) -> np.ndarray:
+        """Perplexity [len(texts)] averaged over the priors; each unique text is scored once."""
+        unique = sorted(set(texts))
+        if not unique:
+            return np.zeros(0, dtype=np.float64)
+        averaged = mean_perplexity([_nll(prior, unique) for prior in self.priors])
+        lookup = dict(zip(unique, averaged, strict=True))
+        return np.array([lookup[text] for text in texts], dtype=np.float64)
+
+    def text_nll(self, texts: list[str]) -> np.ndarray:
+        """The log of the averaged perplexity, so an AveragePrior is itself a TextPrior."""
+        return np.log(self.perplexity(texts))
+
+
+def caption_perplexities(prior: AveragePrior, texts: Sequence[str]) -> dict[str, float]:
+    """Each unique text's averaged perplexity, for callers that look captions up by text."""
+    unique = sorted(set(texts))
+    return dict(zip(unique, (float(p) for p in prior.perplexity(unique)), strict=True))

@@ -1,0 +1,126 @@
+"""The checklist JSON Schema: bundled checklists validate; files the loader rejects fail it too."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_vlcheck.bundled import bundled_checklists
+from pytest_vlcheck.checklist import ChecklistError, load_checklist
+from pytest_vlcheck.cli import main
+from pytest_vlcheck.cli.schema import schema_text
+
+jsonschema = pytest.importorskip("jsonschema")
+
+GOOD = """\
+vlcheck: 1
+tests:
+  - id: t
+    capability: object/existence
+    task: caption
+    threshold: 0.5
+    examples:
+      - {image: a.png, caption: a cat, negatives: [a dog]}
+"""
+GOOD_SHAPES = """\
+vlcheck: 1
+image_root: imgs
+tests:
+  - {id: i, capability: object/x, task: image, threshold: 0.5,
+     examples: [{text: [a cat, a photo of a cat], image: {path: a.png, crop: [0, 0, 5, 5]},
+                 distractors: [{url: "https://x.org/b.png", sha256: "%s"}]}]}
+  - {id: g, capability: order/x, task: group, threshold: 0.5, criterion: text,
+     examples: [{images: [a.png, {path: b.png, crop_relative: [0, 0, 0.5, 0.5]}],
+                 captions: [x y, y x], tags: {kind: swap, n: 2}}]}
+  - {id: m, capability: verb/x, task: match, threshold: 0.5, cutoff: 0.3,
+     examples: [{image: a.png, caption: a cat, label: no_match, neg_type: verb, id: 7}]}
+""" % ("a" * 64)
+
+# (what is wrong, the text) -- each is rejected by the loader and must be by the schema
+MALFORMED = [
+    ("format version", GOOD.replace("vlcheck: 1", "vlcheck: 2")),
+    ("unknown file key", GOOD.replace("tests:", "extra: 1\ntests:")),
+    ("threshold above 1", GOOD.replace("threshold: 0.5", "threshold: 1.5")),
+    ("unknown task", GOOD.replace("task: caption", "task: captions")),
+    ("unknown test key", GOOD.replace("threshold: 0.5", "threshold: 0.5\n    thresold: 0.5")),
+    ("capability case", GOOD.replace("object/existence", "Object/Existence")),
+    ("missing negatives", GOOD.replace(", negatives: [a dog]", "")),
+    ("empty negatives", GOOD.replace("[a dog]", "[]")),
+    ("examples and generate", GOOD.replace("    examples:", "    generate: {n: 2}\n    examples:")),
+    ("no examples", GOOD.split("    examples:")[0]),
+    ("criterion on caption", GOOD.replace("task: caption", "task: caption\n    criterion: text")),
+    (
+        "image with two sources",
+        GOOD.replace("image: a.png", "image: {path: a.png, url: 'https://x/y'}"),
+    ),
+    (
+        "crop of three numbers",
+        GOOD.replace("image: a.png", "image: {path: a.png, crop: [1, 2, 3]}"),
+    ),
+    (
+        "group with one caption",
+        GOOD.replace("task: caption", "task: group").replace(
+            "{image: a.png, caption: a cat, negatives: [a dog]}",
+            "{images: [a.png, b.png], captions: [a]}",
+        ),
+    ),
+    (
+        "match label",
+        GOOD.replace("task: caption", "task: match").replace("negatives: [a dog]", "label: maybe"),
+    ),
+    ("bad test id", GOOD.replace("id: t", "id: 't t'")),
+]
+
+
+@pytest.fixture(scope="module")
+def validator():
+    schema = json.loads(schema_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.mark.parametrize("path", bundled_checklists(), ids=lambda p: p.name)
+def test_bundled_checklists_validate(validator, path: Path) -> None:
+    errors = [e.message for e in validator.iter_errors(yaml.safe_load(path.read_text()))]
+    assert errors == []
+
+
+def test_every_example_shape_validates(validator, tmp_path: Path) -> None:
+    for text in (GOOD, GOOD_SHAPES):
+        path = tmp_path / "c.yaml"
+        path.write_text(text)
+        load_checklist(path)
+        assert list(validator.iter_errors(yaml.safe_load(text))) == []
+
+
+def test_keys_being_added_are_accepted(validator) -> None:
+    doc = yaml.safe_load(GOOD)
+    doc["tests"][0].update(
+        examples="color.jsonl",
+        hard_threshold=0.6,
+        macro={"tag": "color", "min_count": 5, "exclude": ["gray"], "judge": "mean"},
+    )
+    assert list(validator.iter_errors(doc)) == []
+    doc["tests"][0]["hard_threshold"] = 2
+    assert not validator.is_valid(doc)
+
+
+@pytest.mark.parametrize(("what", "text"), MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_malformed_files_rejected_by_loader_and_schema(
+    validator, tmp_path: Path, what: str, text: str
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ChecklistError):
+        load_checklist(path)
+    assert not validator.is_valid(yaml.safe_load(text)), what
+
+
+def test_schema_command_prints_the_shipped_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert printed == json.loads(schema_text())
