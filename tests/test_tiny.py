@@ -10,8 +10,8 @@ import pytest
 
 from pytest_vlcheck.images.scenes import SHAPE_PLURALS, SHAPES
 from pytest_vlcheck.tiny import TINY_CONFIG, TINY_SPEC, TINY_WEIGHTS
-from pytest_vlcheck.tiny.data import HELD_OUT_PAIRS, TRAIN_CANVAS, TrainingSampler, scene_key
-from pytest_vlcheck.tiny.probes import KINDS, probe_set
+from tiny_training.data import HELD_OUT_PAIRS, TRAIN_CANVAS, TrainingSampler, scene_key
+from tiny_training.probes import KINDS, probe_set
 
 MAX_WEIGHTS_BYTES = 20 * 1024 * 1024
 
@@ -181,7 +181,7 @@ def test_probes_use_only_held_out_pairs_except_the_trained_controls() -> None:
 def test_training_smoke_run(tmp_path: Path) -> None:
     from pytest_vlcheck.models.open_clip_backend import load
     from pytest_vlcheck.models.protocol import ModelOptions
-    from pytest_vlcheck.tiny.train import main, parse_args, train
+    from tiny_training.train import main, parse_args, train
 
     settings = parse_args(
         ["--steps", "2", "--batch-size", "6", "--eval-size", "1", "--out", str(tmp_path)]
@@ -199,7 +199,7 @@ def test_training_smoke_run(tmp_path: Path) -> None:
 def test_zero_steps_writes_the_initialised_twin(tmp_path: Path) -> None:
     from safetensors import safe_open
 
-    from pytest_vlcheck.tiny.train import parse_args, train
+    from tiny_training.train import parse_args, train
 
     train(parse_args(["--steps", "0", "--eval-size", "0", "--out", str(tmp_path)]), echo=print)
     with safe_open(str(tmp_path / "tiny.safetensors"), "pt") as f:
@@ -210,7 +210,7 @@ def test_zero_steps_writes_the_initialised_twin(tmp_path: Path) -> None:
 def test_clip_loss_matches_hand_computed_values() -> None:
     import torch
 
-    from pytest_vlcheck.tiny.train import clip_loss
+    from tiny_training.train import clip_loss
 
     eye = torch.eye(2)
     scale = torch.tensor(2.0)
@@ -241,7 +241,7 @@ def test_shipped_weights_come_from_the_documented_default_command() -> None:
 
     from safetensors import safe_open
 
-    from pytest_vlcheck.tiny.train import Settings
+    from tiny_training.train import Settings
 
     with safe_open(str(TINY_WEIGHTS), "pt") as f:
         recorded = json.loads(f.metadata()["vlcheck_tiny"])
@@ -254,8 +254,8 @@ def test_shipped_weights_come_from_the_documented_default_command() -> None:
 
 
 def test_bundled_checklist_scenes_are_never_training_scenes() -> None:
-    from pytest_vlcheck.tiny.data import scene_keys
-    from pytest_vlcheck.tiny.train import bundled_scenes
+    from tiny_training.data import scene_keys
+    from tiny_training.train import bundled_scenes
 
     keys = scene_keys(bundled_scenes())
     assert len(keys) > 1000  # the exclusion list is real, not empty

@@ -3,7 +3,7 @@
 It is a demo and a test fixture, not a contender: it knows shapes and colours of the bundled
 scene vocabulary and little else. ``TINY_SPEC`` is an ordinary ``open_clip:CONFIG@WEIGHTS``
 spec, so ``--vl-model=tiny`` loads through exactly the path a user's own checkpoint takes.
-How the weights were made: ``python -m pytest_vlcheck.tiny.train`` (see ``TRAINING.md``).
+How the weights were made: ``python -m tiny_training.train`` (see ``TRAINING.md``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_vlcheck.images.scenes import BACKGROUNDS, COLORS, OBJECT_COLORS, SHAPES
-from pytest_vlcheck.tiny.data import (
+from tiny_training.data import (
     HELD_OUT_PAIRS,
     allowed_colors,
     counted,

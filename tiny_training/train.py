@@ -1,7 +1,7 @@
 """Train the embedded ``tiny`` CLIP on freshly generated scenes, on the CPU.
 
-    python -m pytest_vlcheck.tiny.train            # the shipped weights: defaults below
-    python -m pytest_vlcheck.tiny.train --steps 2 --batch-size 8 --out /tmp/tiny-smoke
+    python -m tiny_training.train            # the shipped weights: defaults below
+    python -m tiny_training.train --steps 2 --batch-size 8 --out /tmp/tiny-smoke
 
 Defaults (the run that made ``tiny.safetensors``): ``--steps 1800 --batch-size 128
 --lr 1e-3 --warmup 100 --weight-decay 0.1 --hard-weight 1.0 --seed 0 --threads 2
@@ -9,7 +9,7 @@ Defaults (the run that made ``tiny.safetensors``): ``--steps 1800 --batch-size 1
 a small ModifiedResNet image tower at 96 px, a 3-layer text transformer of width 128 with
 32 tokens, 128-d embeddings). About 20 minutes on 2 CPU cores.
 
-Every step draws a new batch from :class:`~pytest_vlcheck.tiny.data.TrainingSampler`,
+Every step draws a new batch from :class:`~tiny_training.data.TrainingSampler`,
 renders it with the checklists' scene renderer at the model's input size, normalises it with
 open_clip's eval transform, and takes one AdamW step on the symmetric InfoNCE (CLIP) loss.
 Captions repeat within a batch (``a red circle`` fits many scenes), so the targets spread
@@ -20,7 +20,7 @@ by ``--hard-weight``: without it a model this small learns colours and hardly an
 The learning rate warms up linearly, then follows a cosine to zero. After the last step the
 image tower's BatchNorm statistics are recomputed over ``--bn-batches`` fresh batches.
 
-The run writes, atomically, into ``--out`` (default: this package's folder):
+The run writes, atomically, into ``--out`` (default: ``pytest_vlcheck/tiny``, the shipped model):
 ``tiny.safetensors`` (fp16 storage; open_clip copies it into fp32 parameters on load) and
 ``TRAINING.md`` (settings, loss curve, wall time, zero-shot accuracy on probes).
 ``--steps 0`` writes the seed-initialised twin, a chance-level reference.
@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.atomic import atomic_path, atomic_write_text
 from pytest_vlcheck.tiny import TINY_CONFIG
-from pytest_vlcheck.tiny.data import HELD_OUT_PAIRS, Sample, TrainingSampler, scene_keys
-from pytest_vlcheck.tiny.probes import Probe, probe_set
+from tiny_training.data import HELD_OUT_PAIRS, Sample, TrainingSampler, scene_keys
+from tiny_training.probes import Probe, probe_set
 
 if TYPE_CHECKING:
     import torch
@@ -76,7 +76,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     """Command-line flags -> :class:`Settings` (defaults are the shipped run's)."""
     d = Settings()
     p = argparse.ArgumentParser(
-        prog="python -m pytest_vlcheck.tiny.train",
+        prog="python -m tiny_training.train",
         description="Train the embedded tiny CLIP on synthetic scenes (CPU).",
     )
     p.add_argument("--steps", type=int, default=d.steps, help="optimizer steps (0: init only)")
@@ -434,7 +434,7 @@ def render_log(log: RunLog) -> str:
         "Reproduce the shipped weights (CPU, about the wall time below on 2 cores):",
         "",
         "```",
-        "python -m pytest_vlcheck.tiny.train",
+        "python -m tiny_training.train",
         "```",
         "",
         "Defaults = this run's settings (flags of the same names override them):",
@@ -452,7 +452,7 @@ def render_log(log: RunLog) -> str:
         f"Parameters: {log.n_params:,}; weights file {log.weights_bytes / 1e6:.1f} MB "
         "(fp16 storage; open_clip copies it into fp32 parameters on load).",
         "",
-        "Data: every batch is new scenes from `pytest_vlcheck.tiny.data.TrainingSampler` "
+        "Data: every batch is new scenes from `tiny_training.data.TrainingSampler` "
         "(captions in the checklists' phrasing), drawn by "
         "`pytest_vlcheck.images.scenes.render_scene` at the model's input size and "
         "normalised by open_clip's eval transform (the checklists' 224-px scenes are "
@@ -479,7 +479,7 @@ def render_log(log: RunLog) -> str:
         "",
         "## Zero-shot caption choice on new scenes (after training)",
         "",
-        "Probes (`pytest_vlcheck.tiny.probes`) are drawn at 224 px like the checklists' "
+        "Probes (`tiny_training.probes`) are drawn at 224 px like the checklists' "
         "scenes; all but the `/trained` controls contain a held-out colour+shape pair. A probe "
         "is right when the true caption strictly outscores every alternative.",
         "",
@@ -488,6 +488,28 @@ def render_log(log: RunLog) -> str:
     ]
     lines += [f"| {r.kind} | {r.n} | {r.accuracy:.1%} | {r.chance:.1%} |" for r in log.results]
     return "\n".join(lines) + "\n"
+
+
+def _recalibrate(
+    model: Any,
+    s: Settings,
+    excluded: set,
+    canvas: int,
+    to_pixels: Callable,
+    echo: Callable[[str], None],
+) -> None:
+    """Recompute BatchNorm statistics over fresh batches (the trained running stats lag)."""
+    calibration = Batches(
+        TrainingSampler(s.seed + 2, exclude=excluded, canvas=canvas),
+        s.batch_size,
+        s.bn_batches,
+        to_pixels,
+    )
+    try:
+        if recalibrate_batchnorm(model, calibration):
+            echo(f"BatchNorm statistics recomputed over {s.bn_batches} fresh batches")
+    finally:
+        calibration.close()
 
 
 def train(s: Settings, echo: Callable[[str], None] = print) -> RunLog:
@@ -542,17 +564,7 @@ def train(s: Settings, echo: Callable[[str], None] = print) -> RunLog:
         batches.close()
     train_seconds = time.perf_counter() - t0
     if s.steps:
-        calibration = Batches(
-            TrainingSampler(s.seed + 2, exclude=excluded, canvas=canvas),
-            s.batch_size,
-            s.bn_batches,
-            to_pixels,
-        )
-        try:
-            if recalibrate_batchnorm(model, calibration):
-                echo(f"BatchNorm statistics recomputed over {s.bn_batches} fresh batches")
-        finally:
-            calibration.close()
+        _recalibrate(model, s, excluded, canvas, to_pixels, echo)
 
     out = Path(s.out)
     weights = out / WEIGHTS_NAME
@@ -582,7 +594,7 @@ def train(s: Settings, echo: Callable[[str], None] = print) -> RunLog:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m pytest_vlcheck.tiny.train``."""
+    """Entry point of ``python -m tiny_training.train``."""
     train(parse_args(argv), echo=lambda m: print(m, flush=True))
     return 0
 
