@@ -83,7 +83,8 @@ def gate(
     p_mid = mcnemar_midp(b, c)
     alpha_corrected = alpha / m
     baseline_rate = entry.pass_rate if entry.pass_rate is not None else 0.0
-    delta_pts = 100.0 * (current_rate - baseline_rate)
+    # rounded so that a drop of exactly max_drop_pts (0.48 vs 0.50) is not "more" by 2e-15
+    delta_pts = round(100.0 * (current_rate - baseline_rate), 9)
     significant = p_mid < alpha_corrected
     d = min_detectable_discordant(alpha_corrected)
     warnings = []
