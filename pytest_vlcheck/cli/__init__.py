@@ -19,6 +19,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser with every subcommand."""
+    from pytest_vlcheck.cli.baseline import add_baseline_command
+    from pytest_vlcheck.cli.compare import add_compare_command
     from pytest_vlcheck.cli.import_command import add_import_command
     from pytest_vlcheck.cli.render import add_render_command
     from pytest_vlcheck.cli.report import add_report_command
@@ -33,4 +35,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_import_command(subparsers)
     add_render_command(subparsers)
     add_report_command(subparsers)
+    add_compare_command(subparsers)
+    add_baseline_command(subparsers)
     return parser
