@@ -7,16 +7,10 @@ p-values, computed with exact integer arithmetic so that small p-values are not 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from fractions import Fraction
 
 __all__ = ["bonferroni", "holm", "mcnemar_midp", "min_detectable_discordant"]
-
-
-def _binomial_half(n: int, k: int) -> Fraction:
-    """P(X = k) for X ~ Bin(n, 1/2), exactly."""
-    return Fraction(math.comb(n, k), 2**n)
 
 
 def mcnemar_midp(b: int, c: int) -> float:
@@ -33,8 +27,12 @@ def mcnemar_midp(b: int, c: int) -> float:
     if n == 0:
         return 1.0
     k = min(b, c)
-    tail = sum((_binomial_half(n, i) for i in range(k + 1)), Fraction(0))
-    return float(min(Fraction(1), 2 * tail - _binomial_half(n, k)))
+    term = tail = 1  # comb(n, 0); the next term is comb(n, i + 1) = comb(n, i) * (n - i) / (i + 1)
+    for i in range(k):
+        term = term * (n - i) // (i + 1)
+        tail += term
+    # 2 * P(X <= k) - P(X = k), with every probability counted in units of 2**-n
+    return float(min(Fraction(1), Fraction(2 * tail - term, 2**n)))
 
 
 def bonferroni(p: float, m: int) -> float:
