@@ -77,6 +77,8 @@ def gate(
     ``content_hash`` and ``conditions`` are the current run's; when given and different from
     the entry's they become warnings (a changed test, a bf16 run against an fp32 baseline).
     """
+    if m < 1:
+        raise ValueError(f"m counts the items gated in the run, at least 1, got {m}")
     matched = [i for i in current_outcomes if i in entry.outcomes]
     b = sum(1 for i in matched if entry.outcomes[i] and not current_outcomes[i])
     c = sum(1 for i in matched if not entry.outcomes[i] and current_outcomes[i])
