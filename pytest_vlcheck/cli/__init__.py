@@ -20,6 +20,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The parser with every subcommand."""
     from pytest_vlcheck.cli.audit import add_audit_command
+    from pytest_vlcheck.cli.baseline import add_baseline_command
+    from pytest_vlcheck.cli.compare import add_compare_command
     from pytest_vlcheck.cli.import_command import add_import_command
     from pytest_vlcheck.cli.render import add_render_command
     from pytest_vlcheck.cli.report import add_report_command
@@ -37,4 +39,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_command(subparsers)
     add_audit_command(subparsers)
     add_schema_command(subparsers)
+    add_compare_command(subparsers)
+    add_baseline_command(subparsers)
     return parser

@@ -19,6 +19,7 @@ __all__ = [
     "STATUS_COLOURS",
     "RadarAxis",
     "bar_chart",
+    "line_chart",
     "model_colour",
     "pooled_rate",
     "radar_axes",
@@ -312,3 +313,70 @@ def radar_chart(matrix: Matrix) -> str | None:
     )
     out.append("</svg>")
     return "\n".join(s for s in out if s)
+
+
+# --- line chart ----------------------------------------------------------------------------
+
+_LINE_WIDTH = 760
+_LINE_LEFT = 48
+_LINE_RIGHT = 24
+_LINE_TOP = 20
+_LINE_PLOT_HEIGHT = 240
+_LINE_X_LABEL_CHARS = 18
+
+
+def line_chart(
+    x_labels: list[str], series: list[tuple[str, list[float | None]]], title: str
+) -> str:
+    """Pass rates (0-1) along ``x_labels`` (runs, checkpoints), one line per named series.
+
+    A None value breaks nothing: the series' line joins the points it has, and the point's
+    tooltip carries the exact rate. The legend lists the series below the plot.
+    """
+    plot_w = _LINE_WIDTH - _LINE_LEFT - _LINE_RIGHT
+    bottom = _LINE_TOP + _LINE_PLOT_HEIGHT
+    height = bottom + 40 + 18 * len(series)
+    step = plot_w / max(1, len(x_labels) - 1)
+
+    def xy(k: int, v: float) -> tuple[float, float]:
+        return _LINE_LEFT + k * step, bottom - _clamp(v) * _LINE_PLOT_HEIGHT
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart line-chart" width="{_LINE_WIDTH}" '
+        f'height="{height}" viewBox="0 0 {_LINE_WIDTH} {height}" role="img" {_FONT} '
+        f'fill="#111827"><title>{escape(title)}</title>'
+    ]
+    for tick in range(0, 101, 25):
+        _, y = xy(0, tick / 100)
+        out.append(
+            f'<line x1="{_LINE_LEFT}" y1="{_n(y)}" x2="{_LINE_LEFT + plot_w}" y2="{_n(y)}" '
+            f'stroke="#e5e7eb"/><text x="{_LINE_LEFT - 6}" y="{_n(y + 4)}" text-anchor="end" '
+            f'fill="#6b7280">{tick}%</text>'
+        )
+    for k, label in enumerate(x_labels):
+        x, _ = xy(k, 0.0)
+        out.append(
+            f'<text x="{_n(x)}" y="{bottom + 16}" text-anchor="middle"><title>{escape(label)}'
+            f"</title>{escape(fmt.truncate(label, _LINE_X_LABEL_CHARS))}</text>"
+        )
+    for s, (name, values) in enumerate(series):
+        colour = model_colour(s)
+        pts = [(k, v) for k, v in enumerate(values) if v is not None]
+        coords = [xy(k, v) for k, v in pts]
+        if len(coords) >= 2:
+            out.append(
+                f'<polyline points="{_points(coords)}" fill="none" stroke="{colour}" '
+                'stroke-width="2"/>'
+            )
+        for (k, v), (x, y) in zip(pts, coords, strict=True):
+            out.append(
+                f'<circle cx="{_n(x)}" cy="{_n(y)}" r="3" fill="{colour}"><title>'
+                f"{escape(name)}, {escape(x_labels[k])}: {fmt.pct(v)}</title></circle>"
+            )
+        y = bottom + 40 + 18 * s
+        out.append(
+            f'<rect x="{_LINE_LEFT}" y="{y - 9}" width="12" height="10" fill="{colour}"/>'
+            f'<text x="{_LINE_LEFT + 18}" y="{y}">{escape(name)}</text>'
+        )
+    out.append("</svg>")
+    return "\n".join(out)

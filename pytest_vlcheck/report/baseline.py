@@ -1,0 +1,262 @@
+"""Baseline files: the memory between runs that regression gates compare against.
+
+A baseline holds, per (file, test, model), the verdict numbers, the per-example outcomes by
+example id, what was measured (spec, fingerprint, test content hash) and how (run conditions,
+tool version, git commit). ``file`` is relative to pytest's rootdir, so keys match across
+checkouts and machines. Format: ``{"vlcheck_baseline": 1, "tool_version", "entries": [...]}``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pytest_vlcheck import __version__
+from pytest_vlcheck.atomic import atomic_write_text
+from pytest_vlcheck.report.loader import ReportFormatError, _Checker
+
+__all__ = [
+    "BASELINE_VERSION",
+    "CONDITION_KEYS",
+    "NUMBER_KEYS",
+    "Baseline",
+    "BaselineEntry",
+    "BaselineError",
+    "git_commit",
+    "make_entry",
+]
+
+BASELINE_VERSION = 1
+CONDITION_KEYS = ("precision", "device", "batch_size", "torch", "open_clip", "transformers")
+NUMBER_KEYS = ("n", "passed", "pass_rate", "ci_low", "ci_high", "threshold")
+_TEXT_KEYS = ("file", "test", "model", "capability", "task", "spec", "content_hash")
+_OPTIONAL_TEXT_KEYS = ("fingerprint", "tool_version", "git_commit")
+
+Key = tuple[str, str, str]
+
+
+class BaselineError(ReportFormatError):
+    """A baseline file is missing, malformed or of another format version."""
+
+
+class _BaselineChecker(_Checker):
+    def fail(self, where: str, message: str) -> BaselineError:
+        return BaselineError(f"{self.source}: {where}: {message}")
+
+
+@dataclass(frozen=True)
+class BaselineEntry:
+    """One test x model as measured by the run that saved the baseline."""
+
+    file: str
+    test: str
+    model: str
+    capability: str
+    task: str
+    spec: str
+    fingerprint: str | None
+    content_hash: str
+    tool_version: str | None
+    git_commit: str | None
+    conditions: Mapping[str, Any] = field(default_factory=dict)
+    numbers: Mapping[str, Any] = field(default_factory=dict)
+    outcomes: Mapping[str, bool] = field(default_factory=dict)
+
+    @property
+    def key(self) -> Key:
+        return (self.file, self.test, self.model)
+
+    @property
+    def pass_rate(self) -> float | None:
+        rate = self.numbers.get("pass_rate")
+        return None if rate is None else float(rate)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of this entry (outcomes sorted by id for stable diffs)."""
+        doc: dict[str, Any] = {k: getattr(self, k) for k in (*_TEXT_KEYS, *_OPTIONAL_TEXT_KEYS)}
+        doc["conditions"] = {k: self.conditions.get(k) for k in CONDITION_KEYS}
+        doc["numbers"] = {k: self.numbers.get(k) for k in NUMBER_KEYS}
+        doc["outcomes"] = dict(sorted(self.outcomes.items()))
+        return doc
+
+
+def _entry(c: _Checker, raw: Any, where: str) -> BaselineEntry:
+    obj = c.mapping(raw, where)
+    texts = {k: c.text(obj, k, where) for k in _TEXT_KEYS}
+    optional: dict[str, str | None] = {}
+    for key in _OPTIONAL_TEXT_KEYS:
+        v = obj.get(key)
+        if v is not None and not isinstance(v, str):
+            raise c.fail(f"{where}.{key}", f"expected a string or null, got {v!r}")
+        optional[key] = v
+    raw_conditions = c.mapping(obj.get("conditions", {}), f"{where}.conditions")
+    conditions = {k: raw_conditions.get(k) for k in CONDITION_KEYS}
+    raw_numbers = c.mapping(obj.get("numbers"), f"{where}.numbers")
+    numbers: dict[str, Any] = {}
+    for key in NUMBER_KEYS:
+        if key not in raw_numbers:
+            raise c.fail(f"{where}.numbers", f"missing key {key!r}, expected a number")
+        check = c.integer if key in ("n", "passed") else c.number
+        numbers[key] = check(raw_numbers[key], f"{where}.numbers.{key}")
+    outcomes = c.mapping(obj.get("outcomes", {}), f"{where}.outcomes")
+    for example, correct in outcomes.items():
+        if not isinstance(correct, bool):
+            raise c.fail(
+                f"{where}.outcomes[{example!r}]", f"expected true or false, got {correct!r}"
+            )
+    return BaselineEntry(
+        **texts, **optional, conditions=conditions, numbers=numbers, outcomes=dict(outcomes)
+    )
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The entries of a baseline file, one per (file, test, model), sorted by that key."""
+
+    entries: tuple[BaselineEntry, ...] = ()
+    tool_version: str = __version__
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "entries", tuple(sorted(self.entries, key=lambda e: e.key)))
+
+    def keys(self) -> list[Key]:
+        return [e.key for e in self.entries]
+
+    def to_json(self) -> str:
+        doc = {
+            "vlcheck_baseline": BASELINE_VERSION,
+            "tool_version": self.tool_version,
+            "entries": [e.to_dict() for e in self.entries],
+        }
+        return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+    def dump(self, path: str | Path) -> None:
+        """Write atomically: an interrupted write leaves the previous baseline intact."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(target, self.to_json())
+
+    @classmethod
+    def load(cls, path: str | Path) -> Baseline:
+        """Read and validate; raises BaselineError ``FILE: where: what, expected what``."""
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise BaselineError(f"{p}: no such file, expected a vlcheck baseline") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BaselineError(f"{p}: cannot read the baseline: {exc}") from None
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BaselineError(f"{p}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+        return cls.from_document(doc, str(p))
+
+    @classmethod
+    def from_document(cls, doc: Any, source: str) -> Baseline:
+        """Validate a parsed baseline document (``source`` names it in errors)."""
+        c = _BaselineChecker(source)
+        if not isinstance(doc, dict) or "vlcheck_baseline" not in doc:
+            raise BaselineError(
+                f'{source}: not a vlcheck baseline: expected a JSON object with "vlcheck_baseline"'
+                f": {BASELINE_VERSION}"
+            )
+        version = doc["vlcheck_baseline"]
+        if version != BASELINE_VERSION or isinstance(version, bool):
+            raise BaselineError(
+                f"{source}: unsupported baseline format version {version!r}: this vlcheck reads "
+                f"version {BASELINE_VERSION}"
+            )
+        tool_version = doc.get("tool_version", "")
+        if not isinstance(tool_version, str):
+            raise c.fail("tool_version", f"expected a string, got {tool_version!r}")
+        raw = c.listing(doc.get("entries"), "entries")
+        entries = [_entry(c, e, f"entries[{i}]") for i, e in enumerate(raw)]
+        seen: set[Key] = set()
+        for i, e in enumerate(entries):
+            if e.key in seen:
+                raise c.fail(f"entries[{i}]", f"duplicate entry for {e.file}::{e.test}[{e.model}]")
+            seen.add(e.key)
+        return cls(tuple(entries), tool_version)
+
+    def merge(self, new_entries: Iterable[BaselineEntry]) -> Baseline:
+        """New entries replace those with the same key; every other entry is kept."""
+        by_key = {e.key: e for e in self.entries}
+        by_key.update((e.key, e) for e in new_entries)
+        return replace(self, entries=tuple(by_key.values()), tool_version=__version__)
+
+    def entry_for(
+        self, file: str, test: str, model: str, baseline_model: str | None = None
+    ) -> BaselineEntry | None:
+        """The reference entry for one test x model of a run, or None.
+
+        ``baseline_model`` picks a model by name. Otherwise, when the baseline holds one model
+        for the test it is the reference for every model of the run (a new checkpoint against
+        the last one, whose names differ); with several, the model of the same name.
+        """
+        candidates = [e for e in self.entries if e.file == file and e.test == test]
+        wanted = baseline_model
+        if wanted is None:
+            if len(candidates) == 1:
+                return candidates[0]
+            wanted = model
+        return next((e for e in candidates if e.model == wanted), None)
+
+    def stale(self, existing_tests: Iterable[tuple[str, str]]) -> list[BaselineEntry]:
+        """Entries whose (file, test) is not among ``existing_tests`` (deleted or renamed)."""
+        existing = set(existing_tests)
+        return [e for e in self.entries if (e.file, e.test) not in existing]
+
+    def prune(self, existing_tests: Iterable[tuple[str, str]]) -> Baseline:
+        """A copy without the stale entries."""
+        drop = {e.key for e in self.stale(existing_tests)}
+        return replace(self, entries=tuple(e for e in self.entries if e.key not in drop))
+
+
+def make_entry(
+    result: Mapping[str, Any],
+    outcomes: Mapping[str, bool],
+    *,
+    spec: str,
+    fingerprint: str | None,
+    content_hash: str,
+    conditions: Mapping[str, Any],
+    git_commit: str | None = None,
+) -> BaselineEntry:
+    """An entry from a matrix row (``matrix.json`` result fields) and its example outcomes."""
+    return BaselineEntry(
+        file=result["file"],
+        test=result["test"],
+        model=result["model"],
+        capability=result["capability"],
+        task=result["task"],
+        spec=spec,
+        fingerprint=fingerprint,
+        content_hash=content_hash,
+        tool_version=__version__,
+        git_commit=git_commit,
+        conditions={k: conditions.get(k) for k in CONDITION_KEYS},
+        numbers={k: result[k] for k in NUMBER_KEYS},
+        outcomes=dict(outcomes),
+    )
+
+
+def git_commit(directory: str | Path) -> str | None:
+    """The commit checked out in ``directory``, or None outside a git checkout (or no git)."""
+    try:
+        proc = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = proc.stdout.strip()
+    return commit if proc.returncode == 0 and commit else None

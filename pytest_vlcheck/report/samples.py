@@ -1,0 +1,123 @@
+"""``samples.jsonl``: one line per example x model, the per-example record gates compare.
+
+A line reads ``{"file", "test", "model", "example", "correct", "tie", "scores"}``; ``scores[i][j]``
+is s(image i, text j) of the example's grid (the true pairing first) and ``tie`` says the
+example was lost by an exact tie. Non-finite scores are written as ``null``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_vlcheck.atomic import atomic_write_text
+from pytest_vlcheck.report.loader import ReportFormatError
+
+__all__ = ["SampleRow", "outcomes_by_key", "read_samples", "write_samples"]
+
+Key = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class SampleRow:
+    """One example scored by one model; ``file`` is relative to pytest's rootdir (POSIX)."""
+
+    file: str
+    test: str
+    model: str
+    example: str
+    correct: bool
+    tie: bool
+    scores: tuple[tuple[float | None, ...], ...]
+
+    @property
+    def key(self) -> Key:
+        return (self.file, self.test, self.model)
+
+    def to_json(self) -> str:
+        """The JSON line (without newline), keys in the documented order."""
+        scores = [
+            [x if x is not None and math.isfinite(x) else None for x in r] for r in self.scores
+        ]
+        doc = {
+            "file": self.file,
+            "test": self.test,
+            "model": self.model,
+            "example": self.example,
+            "correct": self.correct,
+            "tie": self.tie,
+            "scores": scores,
+        }
+        return json.dumps(doc, ensure_ascii=False, allow_nan=False)
+
+
+def write_samples(path: str | Path, rows: Iterable[SampleRow]) -> None:
+    """Write every row as one JSON line, atomically (a reader never sees half a file)."""
+    atomic_write_text(path, "".join(row.to_json() + "\n" for row in rows))
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _row(doc: Any, where: str) -> SampleRow:
+    """Validate one parsed line; errors read ``FILE:LINE: what is wrong, what is expected``."""
+    if not isinstance(doc, dict):
+        raise ReportFormatError(f"{where}: expected a JSON object, got {type(doc).__name__}")
+    for key in ("file", "test", "model", "example"):
+        if not isinstance(doc.get(key), str):
+            raise ReportFormatError(f"{where}: {key!r} must be a string, got {doc.get(key)!r}")
+    for key in ("correct", "tie"):
+        if not isinstance(doc.get(key), bool):
+            raise ReportFormatError(f"{where}: {key!r} must be true or false, got {doc.get(key)!r}")
+    raw = doc.get("scores", [])
+    if not isinstance(raw, list) or not all(
+        isinstance(r, list) and all(x is None or _is_number(x) for x in r) for r in raw
+    ):
+        raise ReportFormatError(f"{where}: 'scores' must be a list of lists of numbers or null")
+    scores = tuple(tuple(None if x is None else float(x) for x in r) for r in raw)
+    return SampleRow(
+        doc["file"], doc["test"], doc["model"], doc["example"], doc["correct"], doc["tie"], scores
+    )
+
+
+def read_samples(path: str | Path) -> list[SampleRow]:
+    """Load and validate ``samples.jsonl``; a duplicate (file, test, model, example) is an error."""
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise ReportFormatError(f"{p}: no such file, expected a samples.jsonl") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportFormatError(f"{p}: cannot read the samples: {exc}") from None
+    rows: list[SampleRow] = []
+    seen: set[tuple[str, str, str, str]] = set()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{p}:{number}"
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ReportFormatError(f"{where}: invalid JSON: {exc.msg}") from None
+        row = _row(doc, where)
+        if (*row.key, row.example) in seen:
+            raise ReportFormatError(
+                f"{where}: duplicate example {row.example!r} of {row.file}::{row.test}"
+                f"[{row.model}], expected one line per example x model"
+            )
+        seen.add((*row.key, row.example))
+        rows.append(row)
+    return rows
+
+
+def outcomes_by_key(rows: Iterable[SampleRow]) -> dict[Key, dict[str, bool]]:
+    """(file, test, model) -> {example id: correct}: what baselines and comparisons pair on."""
+    out: dict[Key, dict[str, bool]] = {}
+    for row in rows:
+        out.setdefault(row.key, {})[row.example] = row.correct
+    return out

@@ -1,0 +1,167 @@
+"""``vlcheck compare`` and ``vlcheck baseline prune`` through the command's entry point."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_vlcheck.cli import main
+from pytest_vlcheck.report import write_report
+from pytest_vlcheck.report.baseline import Baseline, make_entry
+from pytest_vlcheck.report.samples import SampleRow, write_samples
+from pytest_vlcheck.report.svg import line_chart
+
+FILE = "checklists/a.yaml"
+TESTS = {"color": "attribute/color", "count": "counting/number"}
+
+
+def result(test: str, model: str, outcomes: dict[str, bool]) -> dict:
+    n, passed = len(outcomes), sum(outcomes.values())
+    return {
+        "file": FILE,
+        "test": test,
+        "capability": TESTS[test],
+        "task": "caption",
+        "model": model,
+        "n": n,
+        "passed": passed,
+        "pass_rate": passed / n,
+        "ci_low": 0.0,
+        "ci_high": 1.0,
+        "threshold": 0.5,
+        "chance": 0.5,
+        "status": "passed" if passed / n >= 0.5 else "failed",
+    }
+
+
+def outcomes(n: int, correct: int) -> dict[str, bool]:
+    return {f"e{i:02d}": i < correct for i in range(n)}
+
+
+def write_run(folder: Path, model: str, correct: dict[str, int]) -> Path:
+    """A report folder with matrix.json and samples.jsonl: 60 examples per test."""
+    per_test = {test: outcomes(60, c) for test, c in correct.items()}
+    results = [result(test, model, o) for test, o in per_test.items()]
+    write_report(folder, [{"name": model, "spec": "py:x:y", "fingerprint": None}], results)
+    rows = [
+        SampleRow(FILE, test, model, example, ok, False, ((0.3, 0.2),))
+        for test, o in per_test.items()
+        for example, ok in o.items()
+    ]
+    write_samples(folder / "samples.jsonl", rows)
+    return folder
+
+
+def test_compare_two_runs_prints_deltas_and_paired_p(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = write_run(tmp_path / "ckpt-1000", "ckpt-1000", {"color": 40, "count": 30})
+    b = write_run(tmp_path / "ckpt-1200", "ckpt-1200", {"color": 30, "count": 33})
+    assert main(["compare", str(a), str(b), "-o", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    # color: 10 examples lost, none gained: mid-p 2**-10 = 0.00098; count: 3 gained: 2**-3
+    # Holm over 2: 0.00098 * 2 = 0.002; 0.125 * 1 = 0.125
+    assert "attribute/color  66.7%      50.0% -16.7 pts, p 0.00098, Holm 0.002" in out
+    assert "counting/number  50.0%      55.0% +5.0 pts, p 0.12, Holm 0.12" in out
+    md = (tmp_path / "out" / "compare.md").read_text()
+    assert "| attribute/color | 66.7% | 50.0% -16.7 pts, p 0.00098, Holm 0.002 |" in md
+    html = (tmp_path / "out" / "compare.html").read_text()
+    assert "<table>" in html and "line-chart" not in html  # no curve for two runs
+
+
+def test_compare_three_runs_draws_capability_curves(tmp_path: Path) -> None:
+    runs = [
+        write_run(tmp_path / f"ckpt-{k}", f"ckpt-{k}", {"color": c, "count": 30})
+        for k, c in ((1, 20), (2, 40), (3, 50))
+    ]
+    assert main(["compare", *map(str, runs), "-o", str(tmp_path / "out")]) == 0
+    html = (tmp_path / "out" / "compare.html").read_text()
+    chart = html[html.index('<svg xmlns="http://www.w3.org/2000/svg" class="chart line-chart"') :]
+    chart = chart[: chart.index("</svg>")]
+    assert chart.count("<polyline") == 2  # one curve per capability
+    assert "attribute/color, ckpt-3: 83.3%" in chart  # 50 / 60
+    assert "<script" not in html and "http" not in html.replace("http://www.w3.org", "")
+
+
+def test_compare_reads_matrix_json_and_baselines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write_run(tmp_path / "run", "tiny", {"color": 40, "count": 30})
+    entries = [
+        make_entry(
+            result(t, "tiny-init", outcomes(60, 20)),
+            outcomes(60, 20),
+            spec="tiny",
+            fingerprint=None,
+            content_hash="h",
+            conditions={},
+        )
+        for t in TESTS
+    ]
+    Baseline(tuple(entries)).dump(tmp_path / "base.json")
+    code = main(["compare", str(tmp_path / "base.json"), str(run / "matrix.json")])
+    assert code == 0
+    out = capsys.readouterr().out
+    # color: 20 gained, none lost: mid-p 2**-20 = 9.5e-07; Holm * 2 = 1.9e-06
+    assert re.search(r"attribute/color\s+33.3%\s+66.7% \+33.3 pts, p 9.5e-07, Holm 1.9e-06", out)
+    assert out.splitlines()[0].split() == ["capability", "base", "run"]
+
+
+def test_compare_errors_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write_run(tmp_path / "run", "tiny", {"color": 40})
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"vlcheck_baseline": 7, "entries": []}))
+    cases = {
+        str(tmp_path / "nope"): "no such file or folder",
+        str(bad): "unsupported baseline format version 7",
+        str(tmp_path): "no matrix.json in this folder",
+    }
+    for arg, message in cases.items():
+        assert main(["compare", str(run), arg]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err and err.startswith("vlcheck compare: ")
+    assert main(["compare", str(run)]) == 2
+
+
+def test_line_chart_skips_missing_points() -> None:
+    svg = line_chart(["a", "b", "c"], [("x", [0.5, None, 1.0]), ("y", [None, 0.25, None])], "t")
+    assert svg.count("<circle") == 3 and svg.count("<polyline") == 1
+    # x: from (48, 140) to (736, 20): plot height 240 from y=20, width 688 from x=48
+    assert 'points="48.0,140.0 736.0,20.0"' in svg
+
+
+def test_baseline_prune_drops_entries_of_missing_tests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "checklists").mkdir()
+    (tmp_path / FILE).write_text(
+        "vlcheck: 1\ntests:\n  - id: color\n    capability: attribute/color\n"
+        "    task: caption\n    threshold: 0.5\n    examples:\n"
+        "      - {image: a.png, caption: a cat, negatives: [a dog]}\n"
+    )
+    entries = [
+        make_entry(
+            {**result("color", "tiny", outcomes(2, 1)), "file": file, "test": test},
+            {},
+            spec="tiny",
+            fingerprint=None,
+            content_hash="h",
+            conditions={},
+        )
+        for file, test in ((FILE, "color"), (FILE, "count"), ("gone.yaml", "color"))
+    ]
+    path = tmp_path / "base.json"
+    Baseline(tuple(entries)).dump(path)
+    args = ["baseline", "prune", str(path), "--root", str(tmp_path)]
+    assert main([*args, "--dry-run"]) == 0
+    assert len(Baseline.load(path).entries) == 3
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "stale: checklists/a.yaml::count[tiny]" in out and "stale: gone.yaml::color[tiny]" in out
+    assert Baseline.load(path).keys() == [(FILE, "color", "tiny")]
+    assert main(["baseline", "prune", str(tmp_path / "x.json")]) == 2
