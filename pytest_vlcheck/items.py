@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -108,10 +109,11 @@ class ChecklistItem(pytest.Item):
         """This item's result under pytest's verdict; for a test with no measurement, an
         empty one with the reason."""
         assert self.model is not None
-        result = self.result or unscored_result(
-            self.test, self.model, status, self.config.stash[SESSION_KEY].settings.threshold
-        )
-        return result.with_status(status, message)
+        session = self.config.stash[SESSION_KEY]
+        if self.result is not None:
+            return self.result.with_status(status, message)
+        empty = unscored_result(self.test, self.model, status, session.settings.threshold)
+        return replace(empty, file=session.relative(self.test.file)).with_status(status, message)
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None

@@ -14,9 +14,20 @@ from typing import Any
 import pytest
 
 from pytest_vlcheck.checklist import is_checklist_file
+from pytest_vlcheck.gating import (
+    DEFAULT_ALPHA,
+    DEFAULT_MAX_DROP,
+    GateSettings,
+    baseline_entries,
+    run_conditions,
+    sample_rows,
+    save_baseline,
+)
 from pytest_vlcheck.items import SESSION_KEY, ChecklistFile, ChecklistItem
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import ModelSpecError, parse_specs
+from pytest_vlcheck.report.baseline import Baseline
+from pytest_vlcheck.report.loader import ReportFormatError
 from pytest_vlcheck.results import from_transport
 from pytest_vlcheck.session import Settings, VlcheckSession
 
@@ -87,6 +98,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="write matrix.json, matrix.md, matrix.csv and report.html here",
     )
+    group.addoption(
+        "--vl-baseline",
+        default=None,
+        metavar="FILE",
+        help="gate every test against this baseline: fail on a significant drop",
+    )
+    group.addoption(
+        "--vl-save-baseline",
+        default=None,
+        metavar="FILE",
+        help="merge this run's measured tests into a baseline file (created if absent)",
+    )
+    group.addoption(
+        "--vl-max-drop",
+        type=float,
+        default=DEFAULT_MAX_DROP,
+        metavar="PTS",
+        help="a drop must exceed this many points to fail the gate (default 2.0)",
+    )
+    group.addoption(
+        "--vl-alpha",
+        type=float,
+        default=DEFAULT_ALPHA,
+        metavar="A",
+        help="significance level of the gate, Bonferroni-corrected over the items gated "
+        "(default 0.05)",
+    )
+    group.addoption(
+        "--vl-baseline-model",
+        default=None,
+        metavar="NAME",
+        help="the baseline model every run model is compared with",
+    )
+    group.addoption(
+        "--vl-gate-only",
+        action="store_true",
+        default=False,
+        help="report threshold verdicts but fail items only on gate regressions",
+    )
     parser.addini("vl_model", "default --vl-model values", type="linelist", default=[])
     for name, default in (
         ("vl_device", "auto"),
@@ -145,6 +195,9 @@ def _settings(config: pytest.Config) -> Settings:
     if option.vl_threshold is not None and not 0 <= option.vl_threshold <= 1:
         raise pytest.UsageError("--vl-threshold must be between 0 and 1")
     return Settings(
+        rootdir=config.rootpath,
+        gates=_gate_settings(config),
+        save_baseline=Path(option.vl_save_baseline) if option.vl_save_baseline else None,
         specs=specs,
         model_options=ModelOptions(
             device=option.vl_device or config.getini("vl_device"),
@@ -156,6 +209,28 @@ def _settings(config: pytest.Config) -> Settings:
         missing=missing,
         report_dir=Path(option.vl_report) if option.vl_report else None,
         url_cache_dir=_url_cache_dir(config),
+    )
+
+
+def _gate_settings(config: pytest.Config) -> GateSettings:
+    """The baseline to gate against (a bad file is a usage error, before any scoring)."""
+    option = config.option
+    if not 0 < option.vl_alpha < 1:
+        raise pytest.UsageError(f"--vl-alpha is {option.vl_alpha}; expected a number in (0, 1)")
+    if option.vl_max_drop < 0:
+        raise pytest.UsageError(f"--vl-max-drop is {option.vl_max_drop}; expected >= 0 points")
+    baseline = None
+    if option.vl_baseline:
+        try:
+            baseline = Baseline.load(option.vl_baseline)
+        except ReportFormatError as exc:
+            raise pytest.UsageError(f"--vl-baseline: {exc}") from None
+    return GateSettings(
+        baseline=baseline,
+        baseline_model=option.vl_baseline_model,
+        max_drop_pts=option.vl_max_drop,
+        alpha=option.vl_alpha,
+        gate_only=option.vl_gate_only,
     )
 
 
@@ -187,12 +262,17 @@ class ItemHooks:
 
         An xdist worker collects every item but runs only some: it scores per item instead.
         """
+        selected = [
+            (item.test, item.model)
+            for item in session.items
+            if isinstance(item, ChecklistItem) and item.model is not None
+        ]
+        self.state.count_gated(selected)
         if not self.plan_ahead:
             return
         planned: dict[str, dict[int, Any]] = {}
-        for item in session.items:
-            if isinstance(item, ChecklistItem) and item.model is not None:
-                planned.setdefault(item.model, {})[id(item.test)] = item.test
+        for test, model in selected:
+            planned.setdefault(model, {})[id(test)] = test
         for model, tests in planned.items():
             self.state.plan(model, list(tests.values()))
 
@@ -251,11 +331,25 @@ class ReportHooks:
                 f"vlcheck report written to {self.state.settings.report_dir}"
             )
 
-    def pytest_sessionfinish(self) -> None:
-        """Write the report files, atomically."""
-        if self.state.settings.report_dir is None:
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Write the report files and the baseline, atomically; an interrupted run writes
+        nothing, so the previous files stay as they were."""
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
             return
-        from pytest_vlcheck.report import write_report
+        settings = self.state.settings
+        results = self.state.ordered()
+        if settings.report_dir is not None:
+            from pytest_vlcheck.report import write_report
+            from pytest_vlcheck.report.samples import write_samples
 
-        rows = [r.to_json() for r in self.state.ordered()]
-        write_report(self.state.settings.report_dir, self.state.models_meta(), rows)
+            rows = [r.to_json() for r in results]
+            write_report(settings.report_dir, self.state.models_meta(), rows)
+            write_samples(settings.report_dir / "samples.jsonl", sample_rows(results))
+        if settings.save_baseline is not None:
+            from pytest_vlcheck.report.baseline import git_commit
+
+            specs = {spec.name: spec.text for spec in settings.specs}
+            conditions = run_conditions(settings.model_options)
+            commit = git_commit(session.config.rootpath)
+            entries = baseline_entries(results, specs, conditions, commit)
+            save_baseline(settings.save_baseline, entries)

@@ -56,7 +56,10 @@ class CapabilityResult:
     the number the threshold judged (``pass_rate``, or ``macro_average`` from ``metrics``).
     ``criterion`` is a group test's pass criterion; ``score_kind`` says whether the decisive
     scores were similarities or match probabilities; ``message`` says why an errored or
-    skipped test has no measurement; ``fingerprint`` identifies the model's weights.
+    skipped test has no measurement; ``gate`` holds the comparison with a baseline entry
+    (``report.gate.GateResult`` fields) when the run was gated. ``fingerprint`` (the model's
+    weights), ``content_hash`` (the test's YAML) and ``outcomes`` travel with the result but
+    stay out of ``matrix.json``.
     """
 
     file: str
@@ -82,17 +85,19 @@ class CapabilityResult:
     failures: list[FailureExample] = field(default_factory=list)
     unscored: dict[str, int] = field(default_factory=dict)
     message: str = ""
+    gate: dict[str, Any] | None = None
     fingerprint: str = field(default="", compare=False)
+    content_hash: str = field(default="", compare=False)
     outcomes: tuple[ExampleOutcome, ...] = field(default=(), compare=False, repr=False)
 
     def to_json(self, *, with_outcomes: bool = False) -> dict[str, Any]:
         """The ``matrix.json`` row (plus the outcomes, for the xdist transport)."""
         row = asdict(self)
-        row.pop("fingerprint")
-        outcomes = row.pop("outcomes")
+        transport = {key: row.pop(key) for key in ("fingerprint", "content_hash", "outcomes")}
+        if row["gate"] is None:
+            row.pop("gate")
         if with_outcomes:
-            row["outcomes"] = outcomes
-            row["fingerprint"] = self.fingerprint
+            row.update(transport)
         return row
 
     @classmethod
@@ -190,6 +195,7 @@ def _parse_result(c: _Checker, raw: Any) -> CapabilityResult:
         failures=[_failure(c, f, f"{where}.failures[{i}]") for i, f in enumerate(failures)],
         unscored={k: c.integer(v, f"{where}.unscored[{k!r}]") for k, v in unscored.items()},
         message=c.text(r, "message", where, ""),
+        gate=dict(c.mapping(r["gate"], f"{where}.gate")) if r.get("gate") else None,
     )
 
 
@@ -245,5 +251,6 @@ def from_transport(raw: Mapping[str, Any]) -> CapabilityResult:
     return replace(
         CapabilityResult.from_json(raw),
         fingerprint=str(raw.get("fingerprint", "")),
+        content_hash=str(raw.get("content_hash", "")),
         outcomes=outcomes_from_json(raw.get("outcomes")),
     )

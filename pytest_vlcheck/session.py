@@ -6,11 +6,12 @@ plugin stores one ``VlcheckSession`` in the pytest config's stash.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.engine import ModelRunner, evaluate_test
+from pytest_vlcheck.gating import GateSettings, apply_gate, entry_of, run_conditions
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec
@@ -28,6 +29,9 @@ class Settings:
     missing: str = "error"
     report_dir: Path | None = None
     url_cache_dir: Path | None = None
+    rootdir: Path | None = None
+    gates: GateSettings = field(default_factory=GateSettings)
+    save_baseline: Path | None = None
 
 
 @dataclass
@@ -38,6 +42,8 @@ class VlcheckSession:
     runners: dict[str, ModelRunner] = field(default_factory=dict)
     planned: dict[str, list[ChecklistTest]] = field(default_factory=dict)
     results: list[CapabilityResult] = field(default_factory=list)
+    gated: int = 0
+    """m: how many test x model items of the whole selection have a baseline entry."""
 
     def runner(self, model: str) -> ModelRunner:
         """The model's runner, made on first use (the model itself loads on first scoring)."""
@@ -59,8 +65,28 @@ class VlcheckSession:
         """
         runner = self.runner(model)
         runner.prepare(self.planned.pop(model, None) or [test])
-        return evaluate_test(
+        result = evaluate_test(
             test, runner, threshold=self.settings.threshold, missing=self.settings.missing
+        )
+        result = replace(result, file=self.relative(test.file), content_hash=test.content_hash)
+        conditions = run_conditions(self.settings.model_options)
+        return apply_gate(result, self.settings.gates, m=self.gated, conditions=conditions)
+
+    def relative(self, path: Path) -> str:
+        """A checklist path as every report writes it: relative to pytest's rootdir (POSIX),
+        so baseline keys match across checkouts and machines."""
+        root = self.settings.rootdir
+        if root is not None and path.is_absolute() and path.is_relative_to(root):
+            return path.relative_to(root).as_posix()
+        return path.as_posix()
+
+    def count_gated(self, items: list[tuple[ChecklistTest, str]]) -> None:
+        """Count m over the whole selection (before any sharding or xdist split)."""
+        gates = self.settings.gates
+        self.gated = sum(
+            1
+            for test, model in items
+            if entry_of(gates, self.relative(test.file), test.id, model) is not None
         )
 
     def record(self, result: CapabilityResult) -> None:

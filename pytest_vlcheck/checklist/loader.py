@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -116,7 +118,14 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
         description=fields.text("description", ""),
         settings=settings,
         macro=_parse_macro(context, fields) if fields.has("macro") else None,
+        content_hash=_content_hash(raw),
     )
+
+
+def _content_hash(raw: Any) -> str:
+    """A hash of the test as written (a baseline entry warns when its test has changed)."""
+    text = json.dumps(raw, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _parse_macro(context: ParseContext, test: Fields) -> MacroSpec:

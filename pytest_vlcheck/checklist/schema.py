@@ -39,6 +39,7 @@ class ChecklistTest:
     description: str = ""
     settings: Mapping[str, Any] = field(default_factory=dict)
     macro: MacroSpec | None = None
+    content_hash: str = ""
 
     @property
     def capability_parts(self) -> tuple[str, ...]:

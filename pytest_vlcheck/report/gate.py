@@ -8,8 +8,10 @@ function of its own item, so serial runs, ``-n N`` and CI shards agree; Holm is 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pytest_vlcheck.metrics.paired import (
     bonferroni,
@@ -20,7 +22,15 @@ from pytest_vlcheck.metrics.paired import (
 from pytest_vlcheck.report import fmt
 from pytest_vlcheck.report.baseline import CONDITION_KEYS, BaselineEntry
 
-__all__ = ["GateResult", "gate", "gate_details", "holm", "pvalue", "verdict_suffix"]
+__all__ = [
+    "GateResult",
+    "gate",
+    "gate_details",
+    "gate_of",
+    "holm",
+    "pvalue",
+    "verdict_suffix",
+]
 
 
 @dataclass(frozen=True)
@@ -151,3 +161,14 @@ def gate_details(g: GateResult) -> list[str]:
         )
     lines += [f"warning: {w}" for w in g.warnings]
     return lines
+
+
+def gate_of(result: Mapping[str, Any]) -> GateResult | None:
+    """The ``GateResult`` a result row carries, if it was gated."""
+    raw = result.get("gate") or {}
+    if "p_mid" not in raw:
+        return None
+    names = {f.name for f in dataclasses.fields(GateResult)}
+    values = {k: v for k, v in raw.items() if k in names}
+    values["warnings"] = tuple(values.get("warnings", ()))
+    return GateResult(**values)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_vlcheck.report.fmt import ci, pct, value
+from pytest_vlcheck.report.gate import gate_details, gate_of, verdict_suffix
 from pytest_vlcheck.tasks import TASKS
 
 SHOWN_FAILURES = 3
@@ -15,14 +16,15 @@ def verdict_line(result: Mapping[str, Any]) -> str:
     """A complete verdict in one line, e.g.
     ``attribute/color: 61.3% (245/400, 95% CI 56.4-65.9) < 75.0% [clip]``; when a macro
     average is what the threshold judges, it leads and the micro figures follow."""
-    relation = ">=" if result["status"] == "passed" else "<"
+    judged = result.get("judged", "pass_rate")
+    value_judged = result["pass_rate"] if judged == "pass_rate" else result["metrics"].get(judged)
+    reached = value_judged is not None and value_judged >= result["threshold"]
+    relation = ">=" if reached else "<"
     micro = (
         f"{pct(result['pass_rate'])} ({result['passed']}/{result['n']}, "
         f"95% CI {ci(result['ci_low'], result['ci_high'])})"
     )
-    judged = result.get("judged", "pass_rate")
     if judged != "pass_rate":
-        value_judged = result.get("metrics", {}).get(judged)
         shown = "n/a" if value_judged is None else pct(value_judged)
         line = (
             f"{result['capability']}: {judged} {shown} {relation} {pct(result['threshold'])} "
@@ -33,6 +35,13 @@ def verdict_line(result: Mapping[str, Any]) -> str:
             f"{result['capability']}: {micro} {relation} {pct(result['threshold'])} "
             f"[{result['model']}]"
         )
+    measured_gate = gate_of(result)
+    if measured_gate is not None:
+        line = line.replace(
+            f" [{result['model']}]", f" {verdict_suffix(measured_gate)} [{result['model']}]"
+        )
+        if measured_gate.regressed:
+            line = "REGRESSED " + line
     unscored = sum(result.get("unscored", {}).values())
     if unscored:
         reasons = ", ".join(f"{count} {reason}" for reason, count in result["unscored"].items())
@@ -57,6 +66,12 @@ def verdict_details(result: Mapping[str, Any]) -> list[str]:
         lines.extend(TASKS[task].verdict_notes(result.get("score_kind", "similarity")))
     if result.get("ties"):
         lines.append(f"{result['ties']} example(s) lost by an exact tie (ties count as wrong)")
+    measured_gate = gate_of(result)
+    if measured_gate is not None:
+        lines.append(f"gate against baseline model {result['gate'].get('baseline_model', '?')}:")
+        lines.extend(f"  {text}" for text in gate_details(measured_gate))
+    elif result.get("gate"):
+        lines.append(f"gate: {result['gate'].get('warning', '')}")
     failures = result.get("failures", [])
     if failures:
         lines.append(f"failing examples (first {min(len(failures), SHOWN_FAILURES)}):")
