@@ -15,7 +15,10 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from pytest_vlcheck.models.protocol import DualEncoder, ModelOptions, PairScorer, RefScorer
+from pytest_vlcheck.errors import ModelLoadError, ModelSpecError, UserCodeError, VlcheckUserError
+from pytest_vlcheck.models.protocol import ModelOptions, check_scorer
+
+__all__ = ["ModelLoadError", "ModelSpec", "ModelSpecError", "load_scorer", "parse_spec"]
 
 ENTRY_POINT_GROUP = "pytest_vlcheck.models"
 BACKENDS = {
@@ -26,14 +29,6 @@ BACKENDS = {
 }
 CLIP_SPEC = "open_clip:ViT-B-32-quickgelu@openai"
 _NAME = re.compile(r"[A-Za-z0-9_.@+-]+")
-
-
-class ModelSpecError(ValueError):
-    """A ``--vl-model`` value that cannot be understood."""
-
-
-class ModelLoadError(RuntimeError):
-    """A model spec was understood but its scorer could not be made."""
 
 
 @dataclass(frozen=True)
@@ -124,24 +119,46 @@ def _entry_point_names() -> set[str]:
 
 
 def load_scorer(spec: ModelSpec, options: ModelOptions) -> Any:
-    """Import the backend and build the scorer; every failure becomes ``ModelLoadError``."""
+    """Import the backend and build the scorer.
+
+    Deliberate failures arrive as ``VlcheckUserError`` and pass through; a missing optional
+    package becomes ``ModelLoadError``; an entry point's own exception is the third party's
+    code, so it becomes ``UserCodeError``. Anything else from a built-in backend is a bug in
+    vlcheck and keeps its traceback.
+    """
     try:
         if spec.scheme in BACKENDS:
             scorer = importlib.import_module(BACKENDS[spec.scheme]).load(spec.body, options)
         else:
-            (entry,) = [
-                ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == spec.scheme
-            ]
-            scorer = entry.load()(spec.body, options)
-    except ModelLoadError:
+            scorer = _load_entry_point(spec, options)
+    except VlcheckUserError:
         raise
-    except Exception as exc:  # a backend's own error, whatever its type, is a load failure
+    except ModuleNotFoundError as exc:
+        if exc.name not in _OPTIONAL_PACKAGES:
+            raise
         raise ModelLoadError(
-            f"cannot load model '{spec.text}': {type(exc).__name__}: {exc}"
-        ) from exc
-    if not isinstance(scorer, (RefScorer, DualEncoder, PairScorer)):
-        raise ModelLoadError(
-            f"model '{spec.text}' gave a {type(scorer).__name__}, which has "
-            f"neither encode_images + encode_texts, score_pairs nor score_refs"
-        )
+            f"model '{spec.text}' needs the Python package '{exc.name}', which is not "
+            f"installed; expected: pip install {_OPTIONAL_PACKAGES[exc.name]}"
+        ) from None
+    check_scorer(scorer, spec.text)
     return scorer
+
+
+_OPTIONAL_PACKAGES = {
+    "torch": "torch",
+    "open_clip": "open_clip_torch",
+    "transformers": "transformers",
+    "safetensors": "safetensors",
+    "huggingface_hub": "huggingface_hub",
+}
+
+
+def _load_entry_point(spec: ModelSpec, options: ModelOptions) -> Any:
+    (entry,) = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == spec.scheme]
+    what = f"model '{spec.text}': the '{ENTRY_POINT_GROUP}' entry point '{entry.value}'"
+    try:
+        return entry.load()(spec.body, options)
+    except VlcheckUserError:
+        raise
+    except Exception as exc:  # third-party code: its own error, its own frames
+        raise UserCodeError.from_exception(exc, what) from exc
