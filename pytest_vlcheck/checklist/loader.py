@@ -23,13 +23,12 @@ from pytest_vlcheck.checklist.schema import (
     ImageExample,
     MatchExample,
 )
-from pytest_vlcheck.checklist.yaml_lines import load_yaml
+from pytest_vlcheck.checklist.yaml_lines import checklist_header_problem, load_yaml
 from pytest_vlcheck.images.refs import ImageRef, canonical_scene
 
 FORMAT_VERSION = 1
 TEST_ID = r"[A-Za-z0-9_.-]+"
 CAPABILITY = r"[a-z][a-z0-9_]*(/[a-z][a-z0-9_]*)*"
-_HEADER = re.compile(rb"^vlcheck\s*:", re.MULTILINE)
 
 _FILE_KEYS = ("vlcheck", "image_root", "description", "tests")
 _TEST_KEYS = (
@@ -55,14 +54,9 @@ _LABELS = {"match": True, "no_match": False, True: True, False: False}
 
 
 def is_checklist_file(path: Path) -> bool:
-    """A YAML file is a checklist when a top-level ``vlcheck:`` key opens a line early on."""
-    if path.suffix not in (".yaml", ".yml"):
-        return False
-    try:
-        with path.open("rb") as handle:
-            return bool(_HEADER.search(handle.read(4096)))
-    except OSError:
-        return False
+    """A YAML file is a checklist when a top-level ``vlcheck:`` key opens a line early on
+    (after a UTF-8 byte-order mark, if any); ``checklist_header_problem`` says why not."""
+    return checklist_header_problem(path) is None
 
 
 @dataclass(frozen=True)
