@@ -375,6 +375,14 @@ def _check_weights_file(path: Path, spec: str) -> None:
 
     import torch
 
+    with path.open("rb") as handle:
+        magic = handle.read(4)
+    if not (magic.startswith(b"PK\x03\x04") or magic[:1] == b"\x80"):  # zip or pickle
+        raise ModelLoadError(
+            f"{spec}: weights file {path} is corrupt or not a torch checkpoint (it starts "
+            f"with {magic!r}); expected a .safetensors file or a checkpoint saved with "
+            "torch.save"
+        )
     try:
         try:
             torch.load(path, map_location="cpu", weights_only=True, mmap=True)
