@@ -50,7 +50,7 @@ def _load_message(spec: str, options: ModelOptions = CPU, error: type = ModelLoa
 def test_weights_file_that_does_not_exist():
     message = _load_message("open_clip:ViT-B-32@/no/such.safetensors", error=ModelFileNotFoundError)
     assert message == (
-        "open_clip:ViT-B-32@/no/such.safetensors: weights file not found: "
+        "cannot load model 'open_clip:ViT-B-32@/no/such.safetensors': weights file not found: "
         "/no/such.safetensors; expected an existing weights file (.safetensors preferred) "
         "or a pretrained tag of ViT-B-32"
     )
@@ -59,7 +59,7 @@ def test_weights_file_that_does_not_exist():
 def test_unknown_open_clip_architecture():
     message = _load_message("open_clip:ViT-B-23@openai")
     assert message.startswith(
-        "open_clip:ViT-B-23@openai: unknown open_clip architecture 'ViT-B-23' (did you mean "
+        "cannot load model 'open_clip:ViT-B-23@openai': unknown open_clip architecture 'ViT-B-23' (did you mean "
         "ViT-B-32, "
     )
     assert message.endswith(
@@ -74,7 +74,7 @@ def test_corrupt_weights_files(tmp_path: Path, oc_files: tuple[Path, Path]):
     broken.write_bytes(weights.read_bytes()[:100])
     message = _load_message(f"open_clip:{config}@{broken}")
     assert message.startswith(
-        f"open_clip:{config}@{broken}: weights file {broken} is not a readable safetensors file ("
+        f"cannot load model 'open_clip:{config}@{broken}': weights file {broken} is not a readable safetensors file ("
     )
     assert message.endswith(
         "); expected weights saved with safetensors (e.g. safetensors.torch.save_file)"
@@ -83,7 +83,7 @@ def test_corrupt_weights_files(tmp_path: Path, oc_files: tuple[Path, Path]):
     garbage.write_bytes(b"\x00garbage" * 10)
     message = _load_message(f"open_clip:{config}@{garbage}")
     assert message == (
-        f"open_clip:{config}@{garbage}: weights file {garbage} is corrupt or not a torch "
+        f"cannot load model 'open_clip:{config}@{garbage}': weights file {garbage} is corrupt or not a torch "
         "checkpoint (it starts with b'\\x00gar'); expected a .safetensors file or a "
         "checkpoint saved with torch.save"
     )
@@ -92,7 +92,7 @@ def test_corrupt_weights_files(tmp_path: Path, oc_files: tuple[Path, Path]):
 def test_hf_directory_that_does_not_exist():
     message = _load_message("hf:/does/not/exist", error=ModelFileNotFoundError)
     assert message == (
-        "hf:/does/not/exist: model directory not found: /does/not/exist; expected a directory "
+        "cannot load model 'hf:/does/not/exist': model directory not found: /does/not/exist; expected a directory "
         "written by save_pretrained, or a hub name ORG/NAME"
     )
 
@@ -129,7 +129,9 @@ def test_device_errors_when_the_model_loads(
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
     config, weights = oc_files
     spec = f"open_clip:{config}@{weights}"
-    assert _load_message(spec, ModelOptions(device=device), DeviceError) == message
+    assert _load_message(spec, ModelOptions(device=device), DeviceError) == (
+        f"cannot load model '{spec}': {message}"
+    )
 
 
 def test_a_missing_gpu_index_lists_the_ones_there(monkeypatch: pytest.MonkeyPatch):
@@ -150,7 +152,7 @@ def test_precision_errors(monkeypatch: pytest.MonkeyPatch, oc_files: tuple[Path,
     config, weights = oc_files
     spec = f"open_clip:{config}@{weights}"
     assert _load_message(spec, ModelOptions(device="cpu", precision="fp8"), DeviceError) == (
-        "invalid precision 'fp8' (--vl-precision); expected one of fp32, fp16, bf16"
+        f"cannot load model '{spec}': invalid precision 'fp8' (--vl-precision); expected one of fp32, fp16, bf16"
     )
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
     with pytest.raises(DeviceError) as info:
@@ -170,7 +172,8 @@ def test_hf_hub_offline_flag_fails_at_once_saying_where_it_looked(
     monkeypatch.setattr(hub, "HF_HUB_CACHE", str(tmp_path))
     message = _load_message("hf:someorg/somemodel", error=WeightsUnavailableError)
     assert message == (
-        f"hf:someorg/somemodel: could not fetch its config: it is not in the local cache "
+        "cannot load model 'hf:someorg/somemodel': could not fetch its config: it is not in"
+        f" the local cache "
         f"(looked in {tmp_path}) and HF_HUB_OFFLINE is set; download it where the network is "
         "reachable, or point at a local directory: hf:/path/to/dir (written by save_pretrained)"
     )
@@ -219,7 +222,8 @@ def test_unreachable_hub_fails_fast_without_the_offline_flag(tmp_path: Path):
     unreachable = "http://127.0.0.1:9 cannot be reached ("
     clip_message, clip_seconds = results["clip"]
     assert clip_message.startswith(
-        "WeightsUnavailableError: open_clip:ViT-B-32-quickgelu@openai: could not fetch "
+        "WeightsUnavailableError: cannot load model 'clip' (open_clip:ViT-B-32-quickgelu@openai): "
+        "could not fetch "
         f"pretrained weights 'openai': they are not in the local cache (looked in {cache} and "
         f"~/.cache/clip) and {unreachable}"
     )
@@ -229,7 +233,8 @@ def test_unreachable_hub_fails_fast_without_the_offline_flag(tmp_path: Path):
     )
     hf_message, hf_seconds = results["hf:someorg/somemodel"]
     assert hf_message.startswith(
-        "WeightsUnavailableError: hf:someorg/somemodel: could not fetch its config: it is not "
+        "WeightsUnavailableError: cannot load model 'hf:someorg/somemodel': could not fetch its "
+        "config: it is not "
         f"in the local cache (looked in {cache}) and {unreachable}"
     )
     tag_message, tag_seconds = results["open_clip:ViT-B-32@laion2b_s34b_b79k"]

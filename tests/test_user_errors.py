@@ -140,7 +140,8 @@ def test_a_factory_that_raises_is_user_code_with_its_frames(
     with pytest.raises(UserCodeError) as info:
         registry.load_scorer(registry.parse_spec(f"py:{name}:make"), OPTIONS)
     assert str(info.value) == (
-        "py:fac_raises:make: the factory make() raised RuntimeError: checkpoint missing"
+        "cannot load model 'py:fac_raises:make': the factory make() raised RuntimeError: "
+        "checkpoint missing"
     )
     rendered = info.value.render()
     frames = [line for line in rendered.splitlines() if line.lstrip().startswith("File ")]
@@ -153,7 +154,7 @@ def test_a_module_that_does_not_import(tmp_path: Path, monkeypatch: pytest.Monke
     with pytest.raises(UserCodeError) as info:
         registry.load_scorer(registry.parse_spec(f"py:{name}:make"), OPTIONS)
     assert str(info.value).startswith(
-        "py:fac_syntax:make: importing 'fac_syntax' raised SyntaxError:"
+        "cannot load model 'py:fac_syntax:make': importing 'fac_syntax' raised SyntaxError:"
     )
     assert "fac_syntax.py" in info.value.render()
     assert "importlib" not in info.value.render()
@@ -164,7 +165,7 @@ def test_a_module_that_is_not_there(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     with pytest.raises(ModelLoadError) as info:
         registry.load_scorer(registry.parse_spec("py:no_such_scorers:make"), OPTIONS)
     assert str(info.value) == (
-        f"py:no_such_scorers:make: no module named 'no_such_scorers' in the current directory "
+        f"cannot load model 'py:no_such_scorers:make': no module named 'no_such_scorers' in the current directory "
         f"({os.getcwd()}) or on sys.path; expected MODULE to be an importable module, e.g. "
         "my_scorers for ./my_scorers.py"
     )
@@ -177,7 +178,7 @@ def test_a_module_whose_own_import_fails_is_user_code(
     with pytest.raises(UserCodeError) as info:
         registry.load_scorer(registry.parse_spec(f"py:{name}:make"), OPTIONS)
     assert str(info.value) == (
-        "py:fac_dep:make: importing 'fac_dep' raised ModuleNotFoundError: "
+        "cannot load model 'py:fac_dep:make': importing 'fac_dep' raised ModuleNotFoundError: "
         "No module named 'not_installed_dep'"
     )
 
@@ -195,7 +196,7 @@ def test_missing_factory_and_no_scorer_methods(tmp_path: Path, monkeypatch: pyte
     with pytest.raises(ModelLoadError) as missing:
         registry.load_scorer(registry.parse_spec(f"py:{name}:nope"), OPTIONS)
     assert str(missing.value) == (
-        f"py:fac_half:nope: 'nope' in module 'fac_half' ({tmp_path / 'fac_half.py'}) does not "
+        f"cannot load model 'py:fac_half:nope': 'nope' in module 'fac_half' ({tmp_path / 'fac_half.py'}) does not "
         "exist; expected a function or class returning a scorer"
     )
     with pytest.raises(ScorerProtocolError) as half:

@@ -131,6 +131,10 @@ def load_scorer(spec: ModelSpec, options: ModelOptions) -> Any:
             scorer = importlib.import_module(BACKENDS[spec.scheme]).load(spec.body, options)
         else:
             scorer = _load_entry_point(spec, options)
+    except ModelLoadError as exc:
+        raise _naming_spec(exc, spec) from exc.__cause__
+    except UserCodeError as exc:
+        raise _naming_spec(exc, spec) from exc.__cause__
     except VlcheckUserError:
         raise
     except ModuleNotFoundError as exc:
@@ -142,6 +146,19 @@ def load_scorer(spec: ModelSpec, options: ModelOptions) -> Any:
         ) from None
     check_scorer(scorer, spec.text)
     return scorer
+
+
+def _naming_spec(exc: VlcheckUserError, spec: ModelSpec) -> VlcheckUserError:
+    """The same error, its message now opening ``cannot load model 'SPEC': `` (the backend's
+    own ``SCHEME:BODY: `` prefix dropped; a short alias shows what it stands for)."""
+    message = str(exc)
+    expanded = f"{spec.scheme}:{spec.body}"
+    message = message.removeprefix(f"{expanded}: ")
+    shown = f"'{spec.text}'"
+    if spec.text != expanded and "/" not in expanded:  # say what a short alias stands for
+        shown += f" ({expanded})"
+    exc.args = (f"cannot load model {shown}: {message}",)
+    return exc
 
 
 _OPTIONAL_PACKAGES = {
