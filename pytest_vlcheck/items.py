@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from pytest_vlcheck.checklist import ChecklistError, ChecklistTest, load_checklist
-from pytest_vlcheck.engine import MissingImagesError, unscored_result
-from pytest_vlcheck.models.protocol import MissingScore
-from pytest_vlcheck.models.registry import ModelLoadError
+from pytest_vlcheck.checklist.yaml_lines import checklist_header_problem
+from pytest_vlcheck.engine import unscored_result
+from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
 from pytest_vlcheck.report.verdict import verdict_details, verdict_line
 from pytest_vlcheck.results import CapabilityResult, Status
 from pytest_vlcheck.session import VlcheckSession
@@ -22,8 +22,6 @@ NO_MODEL_REASON = (
     "open_clip:ARCH@WEIGHTS, hf:DIR, scores:FILE, py:MODULE:FACTORY) or set "
     "vl_model in the ini file"
 )
-USER_ERRORS = (ModelLoadError, MissingImagesError, MissingScore)
-"""Errors whose message says all there is to say: shown without a traceback."""
 REPORTED_FIELDS = (
     "model",
     "capability",
@@ -64,6 +62,17 @@ class ChecklistFile(pytest.File):
                 yield ChecklistItem.from_parent(self, name=name, test=test, model=model)
 
 
+class NotAChecklist(pytest.File):
+    """A YAML file named on the command line that is not a checklist: says why."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        """Nothing: a collection error naming what is missing."""
+        problem = checklist_header_problem(self.path) or "not a vlcheck checklist"
+        raise self.CollectError(
+            f"{self.path}: {problem}; a checklist is a YAML file whose first key is 'vlcheck: 1'"
+        )
+
+
 class ChecklistItem(pytest.Item):
     """One checklist test on one model: setup scores it, the call judges the pass rate."""
 
@@ -88,7 +97,13 @@ class ChecklistItem(pytest.Item):
         if self.model is None:
             pytest.skip(NO_MODEL_REASON)
         session = self.config.stash[SESSION_KEY]
-        self.result = session.evaluate(self.test, self.model)
+        try:
+            self.result = session.evaluate(self.test, self.model)
+        except ModelLoadError as exc:
+            first = session.load_failures.setdefault(self.model, self.nodeid)
+            if first != self.nodeid:
+                raise ModelLoadError(f"model '{self.model}' failed to load (see {first})") from None
+            raise exc
         fields = self.result.to_json()
         self.user_properties.extend((f"vlcheck_{name}", fields[name]) for name in REPORTED_FIELDS)
         self.user_properties.append(("vlcheck_fingerprint", self.result.fingerprint))
@@ -122,9 +137,23 @@ class ChecklistItem(pytest.Item):
         if isinstance(excinfo.value, VerdictFailure):
             fields = excinfo.value.result.to_json()
             return "\n".join([verdict_line(fields), *verdict_details(fields)])
-        if isinstance(excinfo.value, USER_ERRORS):
-            return f"{self.test.file}:{self.test.line}: test '{self.test.id}': {excinfo.value}"
+        if isinstance(excinfo.value, VlcheckUserError):
+            return self._user_error(excinfo.value)
         return super().repr_failure(excinfo, style=style)
+
+    def _repr_failure_py(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> Any:
+        """pytest renders errors of the setup phase here, not through ``repr_failure``: a
+        user error raised while the item is set up (a model that will not load, missing
+        images, a score file without a pair) is one message there too."""
+        if isinstance(excinfo.value, VlcheckUserError):
+            return self._user_error(excinfo.value)
+        return super()._repr_failure_py(excinfo, style=style)
+
+    def _user_error(self, error: VlcheckUserError) -> str:
+        where = f"{self.test.file}:{self.test.line}: test '{self.test.id}'"
+        return f"{where}: {error.render()}"
 
     def reportinfo(self) -> tuple[Any, int, str]:
         """Point at the test's line in the YAML file."""

@@ -7,6 +7,7 @@ the same way in a serial run and on a pytest-xdist controller.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ from pytest_vlcheck.gating import (
     sample_rows,
     save_baseline,
 )
-from pytest_vlcheck.items import SESSION_KEY, ChecklistFile, ChecklistItem
+from pytest_vlcheck.images.loading import set_max_image_pixels
+from pytest_vlcheck.items import SESSION_KEY, ChecklistFile, ChecklistItem, NotAChecklist
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import ModelSpecError, parse_specs
 from pytest_vlcheck.report.baseline import Baseline
@@ -97,6 +99,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="DIR",
         help="write matrix.json, matrix.md, matrix.csv and report.html here",
+    )
+    group.addoption(
+        "--vl-max-image-pixels",
+        type=int,
+        default=None,
+        metavar="N",
+        help="decode images up to N pixels (default: Pillow's decompression-bomb limit)",
     )
     group.addoption(
         "--vl-baseline",
@@ -183,15 +192,17 @@ def _settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(f"--vl-model: {exc}") from None
     precision = option.vl_precision or config.getini("vl_precision")
     missing = option.vl_missing or config.getini("vl_missing")
-    batch_size = option.vl_batch_size or int(config.getini("vl_batch_size"))
+    batch_size = _batch_size(config)
     for name, value, choices in (
         ("precision", precision, PRECISIONS),
         ("missing", missing, MISSING),
     ):
         if value not in choices:
             raise pytest.UsageError(f"vl_{name} is '{value}'; expected one of {choices}")
-    if batch_size < 1:
-        raise pytest.UsageError("--vl-batch-size must be at least 1")
+    if option.vl_max_image_pixels is not None:
+        if option.vl_max_image_pixels < 1:
+            raise pytest.UsageError("--vl-max-image-pixels must be at least 1")
+        set_max_image_pixels(option.vl_max_image_pixels)
     if option.vl_threshold is not None and not 0 <= option.vl_threshold <= 1:
         raise pytest.UsageError("--vl-threshold must be between 0 and 1")
     return Settings(
@@ -207,9 +218,42 @@ def _settings(config: pytest.Config) -> Settings:
         image_root=Path(option.vl_image_root).resolve() if option.vl_image_root else None,
         threshold=option.vl_threshold,
         missing=missing,
-        report_dir=Path(option.vl_report) if option.vl_report else None,
+        report_dir=_report_dir(option.vl_report),
         url_cache_dir=_url_cache_dir(config),
     )
+
+
+def _batch_size(config: pytest.Config) -> int:
+    """``--vl-batch-size`` or the ini value, at least 1 (0 is refused, not replaced)."""
+    raw = config.option.vl_batch_size
+    where = "--vl-batch-size"
+    if raw is None:
+        raw, where = config.getini("vl_batch_size"), "vl_batch_size (ini)"
+    try:
+        value = int(raw)
+    except ValueError:
+        raise pytest.UsageError(f"{where} is '{raw}'; expected a whole number >= 1") from None
+    if value < 1:
+        raise pytest.UsageError(f"{where} is {value}; expected a whole number >= 1")
+    return value
+
+
+def _report_dir(raw: str | None) -> Path | None:
+    """The report folder, checked writable now: a bad one is a usage error before scoring."""
+    if raw is None:
+        return None
+    directory = Path(raw)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".vlcheck-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise pytest.UsageError(
+            f"--vl-report {raw}: cannot write there ({reason}); expected a writable folder"
+        ) from None
+    return directory
 
 
 def _gate_settings(config: pytest.Config) -> GateSettings:
@@ -243,11 +287,19 @@ def _url_cache_dir(config: pytest.Config) -> Path:
     return config.rootpath / ".vlcheck_cache" / "images"
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ChecklistFile | None:
-    """YAML files opening with a ``vlcheck:`` key are checklists."""
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
+    """YAML files opening with a ``vlcheck:`` key are checklists; a YAML file named on the
+    command line that is not one says why, instead of pytest's bare "not found"."""
     if is_checklist_file(file_path):
         return ChecklistFile.from_parent(parent, path=file_path)
+    if file_path.suffix in (".yaml", ".yml") and _named_on_command_line(parent.config, file_path):
+        return NotAChecklist.from_parent(parent, path=file_path)
     return None
+
+
+def _named_on_command_line(config: pytest.Config, path: Path) -> bool:
+    named = {Path(arg.split("::")[0]).resolve() for arg in config.args}
+    return path.resolve() in named
 
 
 class ItemHooks:

@@ -43,6 +43,8 @@ class VlcheckSession:
     planned: dict[str, list[ChecklistTest]] = field(default_factory=dict)
     results: list[CapabilityResult] = field(default_factory=list)
     gated: int = 0
+    load_failures: dict[str, str] = field(default_factory=dict)
+    """Per model that failed to load, the node id whose error explains why."""
     """m: how many test x model items of the whole selection have a baseline entry."""
 
     def runner(self, model: str) -> ModelRunner:

@@ -6,9 +6,14 @@ import difflib
 from collections.abc import Iterable
 from pathlib import Path
 
+from pytest_vlcheck.errors import VlcheckUserError
 
-class ChecklistError(ValueError):
-    """A checklist problem located at a file and line, shown to users without a traceback."""
+
+class ChecklistError(VlcheckUserError, ValueError):
+    """A checklist problem located at a file and line, shown to users without a traceback.
+
+    ``message`` is the part after ``FILE:LINE: ``; ``str()`` is the whole line.
+    """
 
     def __init__(self, path: Path | str, line: int, message: str) -> None:
         super().__init__(f"{path}:{line}: {message}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -11,24 +12,38 @@ from typing import Any, NoReturn
 from pytest_vlcheck.checklist.errors import ChecklistError, did_you_mean
 from pytest_vlcheck.checklist.yaml_lines import LineList, LineMap
 
-_TYPE_NAMES = {
-    str: "a string",
-    int: "an integer",
-    float: "a number",
-    bool: "true or false",
-    list: "a list",
-    dict: "a mapping",
-}
+_TYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (bool, "true or false"),  # before int: a bool is an int to Python, not to a reader
+    (str, "a string"),
+    (int, "an integer"),
+    (float, "a number"),
+    (list, "a list"),
+    (Mapping, "a mapping"),
+)
 
 
 def type_name(value: Any) -> str:
-    """How a YAML value's type reads in a message."""
+    """How a YAML value's type reads in a message (never an internal class name such as the
+    line-tracking ``LineList``/``LineMap``)."""
     if value is None:
         return "nothing (null)"
-    for kind, name in _TYPE_NAMES.items():
-        if type(value) is kind or (kind is dict and isinstance(value, Mapping)):
+    for kind, name in _TYPE_NAMES:
+        if isinstance(value, kind):
             return name
-    return type(value).__name__
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return "a date"
+    if isinstance(value, bytes):
+        return "binary data"
+    return "a value of an unsupported type"
+
+
+def number_text(value: float) -> str:
+    """A number as YAML writes it: ``.inf``, ``-.inf``, ``.nan``, else Python's form."""
+    if math.isnan(value):
+        return ".nan (not a number)"
+    if math.isinf(value):
+        return ".inf (infinite)" if value > 0 else "-.inf (infinite)"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 class Fields:
@@ -115,8 +130,10 @@ class Fields:
         value = self.data[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             self.fail(f"'{key}' must be a number, got {type_name(value)}", key)
-        if not math.isfinite(value) or not low <= value <= high:
-            self.fail(f"'{key}' is {value}; expected a number from {low:g} to {high:g}", key)
+        if not math.isfinite(value):
+            self.fail(f"'{key}' is {number_text(value)}; expected {_range(low, high)}", key)
+        if not low <= value <= high:
+            self.fail(f"'{key}' is {value}; expected {_range(low, high)}", key)
         return float(value)
 
     def choice(self, key: str, choices: Iterable[str], default: str | None = None) -> str:
@@ -156,6 +173,17 @@ class Fields:
     def item_line(self, key: str, index: int) -> int:
         """Line of item ``index`` of the list under ``key``."""
         return _item_line(self.data.get(key), index, self.line_of(key))
+
+
+def _range(low: float, high: float) -> str:
+    """The 'expected' part for a number: finite, within bounds where there are bounds."""
+    if math.isinf(low) and math.isinf(high):
+        return "a finite number"
+    if math.isinf(high):
+        return f"a finite number of at least {low:g}"
+    if math.isinf(low):
+        return f"a finite number of at most {high:g}"
+    return f"a number from {low:g} to {high:g}"
 
 
 def _item_line(value: Any, index: int, fallback: int) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,13 +12,12 @@ from pytest_vlcheck.checklist.errors import ChecklistError
 from pytest_vlcheck.checklist.example_fields import ParseContext, example_id, parse_tags
 from pytest_vlcheck.checklist.fields import Fields, type_name
 from pytest_vlcheck.checklist.schema import Checklist, ChecklistTest, MacroSpec
-from pytest_vlcheck.checklist.yaml_lines import load_yaml
+from pytest_vlcheck.checklist.yaml_lines import checklist_header_problem, load_yaml
 from pytest_vlcheck.tasks import TASKS, Task, get_task
 
 FORMAT_VERSION = 1
 TEST_ID = r"[A-Za-z0-9_.-]+"
 CAPABILITY = r"[a-z][a-z0-9_]*(/[a-z][a-z0-9_]*)*"
-_HEADER = re.compile(rb"^vlcheck\s*:", re.MULTILINE)
 
 _FILE_KEYS = ("vlcheck", "image_root", "description", "tests")
 _TEST_KEYS = (
@@ -37,14 +35,9 @@ _SETTING_KEYS = {key: task for task in TASKS.values() for key in task.setting_ke
 
 
 def is_checklist_file(path: Path) -> bool:
-    """A YAML file is a checklist when a top-level ``vlcheck:`` key opens a line early on."""
-    if path.suffix not in (".yaml", ".yml"):
-        return False
-    try:
-        with path.open("rb") as handle:
-            return bool(_HEADER.search(handle.read(4096)))
-    except OSError:
-        return False
+    """A YAML file is a checklist when a top-level ``vlcheck:`` key opens a line early on
+    (after a UTF-8 byte-order mark, if any); ``checklist_header_problem`` says why not."""
+    return checklist_header_problem(path) is None
 
 
 def load_checklist(path: Path | str, *, image_root: Path | str | None = None) -> Checklist:

@@ -2,11 +2,14 @@
 
 Validation messages must point at a line, so the loader builds ``LineMap``/``LineList``
 (plain ``dict``/``list`` subclasses) that carry 1-based line numbers. Duplicate keys, which
-PyYAML silently overwrites, are reported.
+PyYAML silently overwrites, are reported. Files are read as UTF-8 (a leading byte-order mark
+is accepted); a byte that is not UTF-8 is reported at its own line and column.
 """
 
 from __future__ import annotations
 
+import codecs
+import re
 from pathlib import Path
 from typing import Any
 
@@ -75,10 +78,7 @@ def _make_loader(path: Path) -> type:
 
 def load_yaml(path: Path) -> Any:
     """Parse ``path`` safely; syntax errors become ``ChecklistError`` at the offending line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ChecklistError(path, 1, f"cannot read file: {exc}") from None
+    text = read_text_utf8(path)
     try:
         return yaml.load(text, Loader=_make_loader(path))
     except yaml.MarkedYAMLError as exc:
@@ -88,3 +88,63 @@ def load_yaml(path: Path) -> Any:
         raise ChecklistError(path, line, f"invalid YAML: {problem}") from None
     except yaml.YAMLError as exc:
         raise ChecklistError(path, 1, f"invalid YAML: {exc}") from None
+
+
+def read_text_utf8(path: Path) -> str:
+    """A checklist, JSONL or score file's text; a UTF-8 BOM is dropped. A file that cannot be
+    read, or a byte that is not UTF-8, is a ``ChecklistError`` at the line of the problem."""
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise ChecklistError(path, 1, "is a directory; expected a file") from None
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ChecklistError(path, 1, f"cannot read the file ({reason})") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ChecklistError(path, *_bad_byte(data, exc.start)) from None
+
+
+def _bad_byte(data: bytes, start: int) -> tuple[int, str]:
+    """(line, message) for the first byte at ``start`` that is not UTF-8."""
+    line_start = data.rfind(b"\n", 0, start) + 1
+    column = len(data[line_start:start].decode("utf-8-sig", errors="replace")) + 1
+    line = data.count(b"\n", 0, start) + 1
+    return line, (
+        f"not UTF-8 text (byte 0x{data[start]:02x} at column {column}); save the file as UTF-8"
+    )
+
+
+HEADER_BYTES = 4096
+_HEADER = re.compile(rb"^vlcheck\s*:", re.MULTILINE)
+_INDENTED_HEADER = re.compile(rb"^[ \t]+vlcheck\s*:", re.MULTILINE)
+
+
+def checklist_header_problem(path: Path) -> str | None:
+    """Why ``path`` is not a checklist (None when it is one): a checklist is a ``.yaml`` or
+    ``.yml`` file with a top-level ``vlcheck:`` line in its first 4096 bytes.
+
+    The message is complete (``FILE:LINE: what, expected``), for a file the user named.
+    """
+    if path.suffix not in (".yaml", ".yml"):
+        return f"{path}: not a checklist: expected a .yaml or .yml file starting with 'vlcheck: 1'"
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(HEADER_BYTES)
+    except OSError as exc:
+        return f"{path}:1: cannot read the file ({exc.strerror or type(exc).__name__})"
+    head = head.removeprefix(codecs.BOM_UTF8)
+    if _HEADER.search(head):
+        return None
+    indented = _INDENTED_HEADER.search(head)
+    if indented:
+        line = head.count(b"\n", 0, indented.start()) + 1
+        return (
+            f"{path}:{line}: not a checklist: 'vlcheck:' is indented; expected it at the start "
+            "of a line (the top level of the file), e.g. 'vlcheck: 1'"
+        )
+    return (
+        f"{path}:1: not a checklist: the 'vlcheck: 1' header is missing; expected a top-level "
+        f"'vlcheck: 1' line within the first {HEADER_BYTES} bytes, then 'tests:'"
+    )

@@ -13,6 +13,7 @@ import numpy as np
 from pytest_vlcheck import metrics
 from pytest_vlcheck.checklist.schema import ChecklistTest, MacroSpec
 from pytest_vlcheck.engine.scoring import ModelRunner, Unscorable
+from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.metrics.aggregates import macro_average
 from pytest_vlcheck.results import CapabilityResult, ExampleOutcome, FailureExample, Status
 from pytest_vlcheck.tasks import Example, Judgement, Task, get_task
@@ -21,7 +22,7 @@ FAILURES_KEPT = 5
 MISSING_LISTED = 5
 
 
-class MissingImagesError(RuntimeError):
+class MissingImagesError(VlcheckUserError, RuntimeError):
     """Some examples' images could not be loaded and the policy is to error."""
 
 

@@ -18,15 +18,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from pytest_vlcheck.errors import UserCodeError, VlcheckUserError
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.models.protocol import (
     DualEncoder,
     ModelOptions,
     RefPair,
     RefScorer,
+    check_rows,
     scorer_fingerprint,
 )
-from pytest_vlcheck.models.registry import ModelSpec, load_scorer
+from pytest_vlcheck.models.registry import BUILTIN_BACKENDS, ModelSpec, load_scorer
 from pytest_vlcheck.tasks import Grid, get_task
 
 if TYPE_CHECKING:
@@ -166,7 +168,7 @@ class ModelRunner:
         if self.mode == "refs":
             pairs = [RefPair(ref, text, example_id) for ref in refs for text in texts]
             self.stats.score_ref_calls += 1
-            scores = _timed_array(self.stats, self.scorer.score_refs, pairs)
+            scores = self._call("score_refs", len(pairs), pairs)
             return scores.reshape(len(refs), len(texts))
         missing = tuple(ref for ref in refs if ref.key in self.unavailable)
         if missing:
@@ -190,11 +192,31 @@ class ModelRunner:
             return np.asarray(probabilities, dtype=np.float32), "probability"
         return scores, "similarity"
 
+    def _call(self, method: str, expected: int, *args: Any) -> np.ndarray:
+        """One timed call into the scorer, its result checked against the protocol.
+
+        An exception from the user's own scorer (``py:`` or an entry point) becomes a
+        ``UserCodeError`` with their frames only; one from a built-in backend is a bug in
+        vlcheck and keeps its full traceback.
+        """
+        started = time.perf_counter()
+        try:
+            result = _to_numpy(getattr(self.scorer, method)(*args))
+        except VlcheckUserError:
+            raise
+        except Exception as exc:
+            if self.spec.scheme in BUILTIN_BACKENDS:
+                raise
+            raise UserCodeError.from_exception(exc, f"model '{self.spec.text}': {method}") from exc
+        finally:
+            self.stats.model_seconds += time.perf_counter() - started
+        check_rows(result, expected, method, self.spec.text)
+        return result
+
     def _encode_texts(self, texts: list[str]) -> None:
         for batch in _batches(texts, self.options.batch_size):
             self.stats.encode_text_calls += 1
-            vectors = _timed_array(self.stats, self.scorer.encode_texts, batch)
-            _check_rows(vectors, len(batch), "encode_texts")
+            vectors = self._call("encode_texts", len(batch), batch)
             for text, vector in zip(batch, _normalise(vectors), strict=True):
                 self._text_vectors[text] = vector
             self.stats.texts_encoded += len(batch)
@@ -204,8 +226,7 @@ class ModelRunner:
             if not batch:
                 continue
             self.stats.encode_image_calls += 1
-            vectors = _timed_array(self.stats, self.scorer.encode_images, images)
-            _check_rows(vectors, len(batch), "encode_images")
+            vectors = self._call("encode_images", len(batch), images)
             for ref, vector in zip(batch, _normalise(vectors), strict=True):
                 self._image_vectors[ref.key] = vector
             self.stats.images_encoded += len(batch)
@@ -229,13 +250,12 @@ class ModelRunner:
             if not batch:
                 continue
             self.stats.score_pair_calls += 1
-            scores = _timed_array(
-                self.stats,
-                self.scorer.score_pairs,
+            scores = self._call(
+                "score_pairs",
+                len(batch),
                 [loaded[key] for key, _ in batch],
                 [text for _, text in batch],
             )
-            _check_rows(scores, len(batch), "score_pairs")
             self._pair_scores.update(zip(batch, scores.astype(np.float32).reshape(-1), strict=True))
             self.stats.pairs_scored += len(batch)
 
@@ -274,15 +294,6 @@ def _batches(items: Sequence[Any], size: int) -> Iterator[list[Any]]:
         yield list(items[start : start + size])
 
 
-def _timed_array(stats: ScoringStats, call: Callable[..., Any], *args: Any) -> np.ndarray:
-    started = time.perf_counter()
-    try:
-        result = call(*args)
-        return _to_numpy(result)
-    finally:
-        stats.model_seconds += time.perf_counter() - started
-
-
 def _to_numpy(value: Any) -> np.ndarray:
     """Arrays from numpy, torch (any device) or lists, as float32 numpy."""
     if hasattr(value, "detach"):
@@ -295,11 +306,3 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     rows = vectors.astype(np.float64)
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     return rows / np.where(norms == 0, 1.0, norms)
-
-
-def _check_rows(array: np.ndarray, expected: int, method: str) -> None:
-    if array.ndim == 0 or array.shape[0] != expected:
-        raise ValueError(
-            f"the scorer's {method} returned shape {array.shape} for {expected} "
-            f"inputs; expected {expected} rows"
-        )

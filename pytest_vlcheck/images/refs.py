@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pytest_vlcheck.errors import ImageError
+
 Crop = tuple[float, float, float, float]
 """A crop box: x, y, width, height from the top-left corner, in pixels or, when the ref's
 ``crop_relative`` is set, in fractions of the image's width and height."""
@@ -51,9 +53,6 @@ def canonical_scene(spec: Mapping[str, Any]) -> str:
     return json.dumps(spec, sort_keys=True, separators=(",", ":"))
 
 
-class ImageUnavailable(Exception):
-    """An image's pixels cannot be had (missing file, failed download, undecodable bytes)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+class ImageUnavailable(ImageError):
+    """An image's pixels cannot be had (missing file, failed download, undecodable bytes);
+    ``reason`` is short and complete, and the engine prefixes the checklist's FILE:LINE."""

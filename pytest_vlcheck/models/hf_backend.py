@@ -27,6 +27,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_vlcheck.errors import ModelFileNotFoundError, ModelLoadError, WeightsUnavailableError
 from pytest_vlcheck.models.torch_utils import (
     EmbeddingOutputs,
     TruncationLog,
@@ -35,6 +36,8 @@ from pytest_vlcheck.models.torch_utils import (
     concat_rows,
     effective_precision,
     fingerprint_path,
+    hub_cache_dir,
+    hub_unreachable_reason,
     resolve_device,
     short_detail,
     to_float32_numpy,
@@ -202,33 +205,38 @@ def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:
     device = resolve_device(options.device)
     dtype = torch_dtype(effective_precision(options.precision, device))
     source, local = _resolve_source(body, spec)
-    hub_kwargs: dict[str, Any] = {"local_files_only": True} if local else {}
+    # Unreachable hub: cached files only, so a missing model fails at once, not after retries.
+    offline = None if local else hub_unreachable_reason()
+    hub_kwargs: dict[str, Any] = {"local_files_only": True} if local or offline else {}
 
     try:
         config = transformers.AutoConfig.from_pretrained(source, **hub_kwargs)
     except Exception as exc:  # OSError offline, ValueError for an unknown model type
-        raise _fetch_error(spec, local, "its config", exc) from exc
+        raise _fetch_error(spec, local, offline, "its config", exc) from exc
     architectures = list(getattr(config, "architectures", None) or [])
     itm_name = next((a for a in architectures if a.endswith("ForImageTextRetrieval")), None)
     model_class = getattr(transformers, itm_name, None) if itm_name else transformers.AutoModel
     if model_class is None:
-        raise ValueError(f"{spec}: this transformers version has no class {itm_name}")
+        raise ModelLoadError(
+            f"{spec}: this transformers version ({transformers.__version__}) has no class "
+            f"{itm_name}; expected a transformers release that has it"
+        )
     try:
         model, info = model_class.from_pretrained(
             source, output_loading_info=True, **_dtype_kwargs(transformers, dtype), **hub_kwargs
         )
     except Exception as exc:
-        raise _fetch_error(spec, local, "the model", exc) from exc
+        raise _fetch_error(spec, local, offline, "the model", exc) from exc
     missing = sorted(info.get("missing_keys") or [])
     if missing:
         shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
-        raise ValueError(
+        raise ModelLoadError(
             f"{spec}: the checkpoint has no weights for {len(missing)} parameter(s) of "
             f"{type(model).__name__} ({shown}); they would be random, so the model is refused"
         )
     dual = hasattr(model, "get_image_features") and hasattr(model, "get_text_features")
     if not (itm_name or dual):
-        raise ValueError(
+        raise ModelLoadError(
             f"{spec}: {type(model).__name__} is not an image-text model this backend can "
             "score: it needs get_image_features/get_text_features (CLIP family, SigLIP) or "
             "an image-text matching head (BLIP *ForImageTextRetrieval)"
@@ -239,7 +247,7 @@ def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:
             source, **_pil_processor_kwargs(), **hub_kwargs
         )
     except Exception as exc:
-        raise _fetch_error(spec, local, "its tokenizer or image processor", exc) from exc
+        raise _fetch_error(spec, local, offline, "its tokenizer or image processor", exc) from exc
     model.to(device)
     model.eval()
 
@@ -296,31 +304,42 @@ def _resolve_source(body: str, spec: str) -> tuple[str, bool]:
     """(what from_pretrained gets, whether it is a local directory)."""
     text = body.strip()
     if not text:
-        raise ValueError(f"{spec}: empty spec; expected hf:HUB_NAME or hf:PATH/TO/DIRECTORY")
+        raise ModelLoadError(f"{spec}: empty spec; expected hf:HUB_NAME or hf:PATH/TO/DIRECTORY")
     path = Path(text).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
-            raise ValueError(
+            raise ModelLoadError(
                 f"{spec}: {path} has no config.json; expected a directory written by "
                 "save_pretrained (model, tokenizer and image processor)"
             )
         return str(path.resolve()), True
     if path.exists():
-        raise ValueError(f"{spec}: {path} is a file; expected a model directory or a hub name")
+        raise ModelLoadError(f"{spec}: {path} is a file; expected a model directory or a hub name")
     looks_local = text.startswith((".", "/", "~")) or "\\" in text or text.count("/") > 1
     if looks_local or (os.sep != "/" and os.sep in text):
-        raise FileNotFoundError(f"{spec}: model directory not found: {text}")
+        raise ModelFileNotFoundError(
+            f"{spec}: model directory not found: {text}; expected a directory written by "
+            "save_pretrained, or a hub name ORG/NAME"
+        )
     return text, False
 
 
-def _fetch_error(spec: str, local: bool, what: str, exc: Exception) -> Exception:
+def _fetch_error(
+    spec: str, local: bool, offline: str | None, what: str, exc: Exception
+) -> ModelLoadError:
     detail = short_detail(exc)
-    if not local and isinstance(exc, OSError):
-        return OSError(
-            f"{spec}: could not fetch {what} from the Hugging Face Hub (no network access and "
-            f"not in the local cache?): {detail}"
+    if not local and offline is not None:
+        return WeightsUnavailableError(
+            f"{spec}: could not fetch {what}: it is not in the local cache (looked in "
+            f"{hub_cache_dir()}) and {offline}; download it where the network is reachable, "
+            "or point at a local directory: hf:/path/to/dir (written by save_pretrained)"
         )
-    return ValueError(f"{spec}: could not load {what}: {detail}")
+    if not local and isinstance(exc, OSError):
+        return WeightsUnavailableError(
+            f"{spec}: could not fetch {what} from the Hugging Face Hub: {detail}; expected "
+            "an existing hub name ORG/NAME, or a local directory: hf:/path/to/dir"
+        )
+    return ModelLoadError(f"{spec}: could not load {what}: {detail}")
 
 
 def _fingerprint(body: str, source: str, local: bool) -> str:

@@ -18,6 +18,7 @@ open_clip and torch are imported inside ``load()`` and the scorer's methods only
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import inspect
@@ -29,6 +30,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_vlcheck.errors import (
+    ModelFileNotFoundError,
+    ModelLoadError,
+    VlcheckUserError,
+    WeightsUnavailableError,
+)
 from pytest_vlcheck.models.torch_utils import (
     EmbeddingOutputs,
     TruncationLog,
@@ -37,6 +44,9 @@ from pytest_vlcheck.models.torch_utils import (
     concat_rows,
     effective_precision,
     fingerprint_path,
+    hub_cache_dir,
+    hub_offline,
+    hub_unreachable_reason,
     resolve_device,
     short_detail,
     to_float32_numpy,
@@ -169,19 +179,23 @@ def load(body: str, options: ModelOptions) -> OpenClipScorer:
     source = _resolve_source(body, spec, open_clip)
     if source.weights_path is not None:
         _check_weights_file(source.weights_path, spec)
+    offline = _offline_for(spec, source, open_clip)
 
     with tempfile.TemporaryDirectory(prefix="vlcheck-open-clip-") as scratch:
         if source.config_path is not None:
             source = replace(source, model_name=_register_config(source, Path(scratch), open_clip))
         try:
-            model, _, preprocess = open_clip.create_model_and_transforms(
-                source.model_name,
-                pretrained=source.pretrained,
-                precision=precision,
-                device=device,
-                **_weights_only_kwargs(open_clip),
-            )
-            tokenizer = open_clip.get_tokenizer(source.model_name)
+            with hub_offline() if offline else contextlib.nullcontext():
+                model, _, preprocess = open_clip.create_model_and_transforms(
+                    source.model_name,
+                    pretrained=source.pretrained,
+                    precision=precision,
+                    device=device,
+                    **_weights_only_kwargs(open_clip),
+                )
+                tokenizer = open_clip.get_tokenizer(source.model_name)
+        except VlcheckUserError:
+            raise
         except Exception as exc:  # open_clip, torch and safetensors raise many kinds
             raise _load_error(spec, source, exc) from exc
     model.eval()
@@ -228,7 +242,7 @@ def split_spec(body: str, known: Callable[[str], bool]) -> tuple[str, str | None
 
 def _resolve_source(body: str, spec: str, open_clip: Any) -> _Source:
     if not body.strip():
-        raise ValueError(f"{spec}: empty open_clip spec; expected open_clip:ARCH[@PRETRAINED]")
+        raise ModelLoadError(f"{spec}: empty open_clip spec; expected open_clip:ARCH[@PRETRAINED]")
     registry = set(open_clip.list_models())
 
     def known(arch: str) -> bool:
@@ -237,28 +251,37 @@ def _resolve_source(body: str, spec: str, open_clip: Any) -> _Source:
     arch, pretrained = split_spec(body, known)
     if arch.startswith(SCHEMA_PREFIXES):
         if pretrained is not None:
-            raise ValueError(
+            raise ModelLoadError(
                 f"{spec}: {arch.split(':', 1)[0]}: specs carry their own weights; "
                 "drop the @PRETRAINED part"
             )
         if arch.startswith("local-dir:") and not Path(arch[len("local-dir:") :]).is_dir():
-            raise FileNotFoundError(f"{spec}: directory not found: {arch[len('local-dir:') :]}")
+            raise ModelFileNotFoundError(
+                f"{spec}: directory not found: {arch[len('local-dir:') :]}; expected a "
+                "directory holding open_clip_config.json and the weights"
+            )
         return _Source(model_name=arch)
 
     config_path: Path | None = None
     if arch.endswith(".json") or Path(arch).is_file():
         config_path = Path(arch)
         if not config_path.is_file():
-            raise FileNotFoundError(f"{spec}: open_clip model config not found: {arch}")
+            raise ModelFileNotFoundError(
+                f"{spec}: open_clip model config not found: {arch}; expected an existing "
+                "model-config .json or a name from open_clip.list_models()"
+            )
         model_name = arch
     elif arch.replace("/", "-") in registry:
         model_name = arch.replace("/", "-")
     elif "/" in arch or os.sep in arch:
-        raise FileNotFoundError(f"{spec}: open_clip model config not found: {arch}")
+        raise ModelFileNotFoundError(
+            f"{spec}: open_clip model config not found: {arch}; expected an existing "
+            "model-config .json or a name from open_clip.list_models()"
+        )
     else:
         close = difflib.get_close_matches(arch, sorted(registry), n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise ValueError(
+        raise ModelLoadError(
             f"{spec}: unknown open_clip architecture {arch!r}{hint}; expected a name from "
             "open_clip.list_models() or a path to an open_clip model-config .json"
         )
@@ -266,7 +289,7 @@ def _resolve_source(body: str, spec: str, open_clip: Any) -> _Source:
     tags = [] if config_path else open_clip.list_pretrained_tags_by_model(model_name)
     if pretrained is None:
         tag_hint = f"; tags for {model_name}: {', '.join(tags)}" if tags else ""
-        raise ValueError(
+        raise ModelLoadError(
             f"{spec}: no weights given (a randomly initialised model is never tested); "
             f"write {spec}@TAG or {spec}@path/to/weights.safetensors{tag_hint}"
         )
@@ -282,14 +305,17 @@ def _resolve_source(body: str, spec: str, open_clip: Any) -> _Source:
             weights_path=resolved,
         )
     if weights.suffix in WEIGHT_SUFFIXES or "/" in pretrained or os.sep in pretrained:
-        raise FileNotFoundError(f"{spec}: weights file not found: {pretrained}")
+        raise ModelFileNotFoundError(
+            f"{spec}: weights file not found: {pretrained}; expected an existing weights "
+            f"file (.safetensors preferred) or a pretrained tag of {model_name}"
+        )
     if config_path is not None:
-        raise ValueError(
+        raise ModelLoadError(
             f"{spec}: {pretrained!r} is not a weights file; a model-config JSON needs a local "
             "weights file (.safetensors preferred)"
         )
     tag_hint = f"; tags for {model_name}: {', '.join(tags)}" if tags else " (it has no tags)"
-    raise ValueError(
+    raise ModelLoadError(
         f"{spec}: {pretrained!r} is neither a pretrained tag of {model_name} nor a weights "
         f"file{tag_hint}"
     )
@@ -305,16 +331,21 @@ def _register_config(source: _Source, scratch: Path, open_clip: Any) -> str:
     chooses the SigLIP tokenizer by name.
     """
     assert source.config_path is not None
-    text = source.config_path.read_text(encoding="utf-8")
     try:
+        text = source.config_path.read_text(encoding="utf-8")
         config = json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise ModelLoadError(
+            f"{source.config_path}: not UTF-8 text ({exc.reason}); expected an open_clip "
+            "model-config JSON saved as UTF-8"
+        ) from None
     except json.JSONDecodeError as exc:
-        raise ValueError(
+        raise ModelLoadError(
             f"{source.config_path}:{exc.lineno}: invalid JSON in open_clip model config: {exc.msg}"
         ) from exc
     missing = [key for key in ("embed_dim", "vision_cfg", "text_cfg") if key not in config]
     if not isinstance(config, dict) or missing:
-        raise ValueError(
+        raise ModelLoadError(
             f"{source.config_path}: not an open_clip model config: missing "
             f"{', '.join(missing) or 'an object'}; expected keys embed_dim, vision_cfg, text_cfg"
         )
@@ -333,13 +364,25 @@ def _weights_only_kwargs(open_clip: Any) -> dict[str, Any]:
 
 
 def _check_weights_file(path: Path, spec: str) -> None:
-    """Refuse a torch checkpoint that only loads through unrestricted unpickling."""
-    if path.suffix in SAFE_SUFFIXES + NUMPY_SUFFIXES:
+    """Refuse a corrupt weights file, and a torch checkpoint that only loads through
+    unrestricted unpickling, before open_clip sees either."""
+    if path.suffix in NUMPY_SUFFIXES:
+        return
+    if path.suffix in SAFE_SUFFIXES:
+        _check_safetensors(path, spec)
         return
     import pickle
 
     import torch
 
+    with path.open("rb") as handle:
+        magic = handle.read(4)
+    if not (magic.startswith(b"PK\x03\x04") or magic[:1] == b"\x80"):  # zip or pickle
+        raise ModelLoadError(
+            f"{spec}: weights file {path} is corrupt or not a torch checkpoint (it starts "
+            f"with {magic!r}); expected a .safetensors file or a checkpoint saved with "
+            "torch.save"
+        )
     try:
         try:
             torch.load(path, map_location="cpu", weights_only=True, mmap=True)
@@ -348,26 +391,73 @@ def _check_weights_file(path: Path, spec: str) -> None:
                 raise
             torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, TypeError, AttributeError, EOFError) as exc:
-        raise ValueError(
+        if "weights only" not in str(exc).lower():
+            raise ModelLoadError(
+                f"{spec}: weights file {path} is corrupt or not a torch checkpoint "
+                f"({short_detail(exc, 160)}); expected a .safetensors file or a checkpoint "
+                "saved with torch.save"
+            ) from exc
+        raise ModelLoadError(
             f"{spec}: {path} is not a plain weights checkpoint (it would need unrestricted "
             f"unpickling, which vlcheck refuses): {short_detail(exc, 200)}; save it as "
             ".safetensors"
         ) from exc
 
 
-def _load_error(spec: str, source: _Source, exc: Exception) -> Exception:
+def _check_safetensors(path: Path, spec: str) -> None:
+    """Read the header: a truncated or foreign file fails here with a clear message."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            handle.keys()
+    except Exception as exc:  # safetensors raises its own SafetensorError, or OSError
+        raise ModelLoadError(
+            f"{spec}: weights file {path} is not a readable safetensors file "
+            f"({short_detail(exc, 160)}); expected weights saved with safetensors "
+            "(e.g. safetensors.torch.save_file)"
+        ) from exc
+
+
+def _offline_for(spec: str, source: _Source, open_clip: Any) -> bool:
+    """Whether to load hub weights offline; fail at once when they are neither cached nor
+    downloadable, instead of letting the hub client retry for a minute."""
+    if source.tag is not None:
+        cached = cached_tag_file(source.model_name, source.tag, open_clip)
+        what = f"pretrained weights {source.tag!r}"
+    elif source.model_name.startswith("hf-hub:"):
+        cached = _cached_hub_file(source.model_name[len("hf-hub:") :], HUB_WEIGHT_NAMES)
+        what = "the weights of this hub repo"
+    else:
+        return False
+    if cached is not None:
+        return True  # everything is here: no network calls at all
+    unreachable = hub_unreachable_reason()
+    if unreachable is None:
+        return False
+    raise WeightsUnavailableError(
+        f"{spec}: could not fetch {what}: they are not in the local cache (looked in "
+        f"{hub_cache_dir()} and ~/.cache/clip) and {unreachable}; download them where the "
+        f"network is reachable, or point at local files: "
+        f"open_clip:ARCH@/path/to/weights.safetensors"
+    )
+
+
+def _load_error(spec: str, source: _Source, exc: Exception) -> ModelLoadError:
     """A short error naming the spec instead of open_clip's deep traceback."""
     detail = short_detail(exc)
-    if source.tag is not None:
-        return OSError(
-            f"{spec}: could not fetch pretrained weights {source.tag!r} (no network access "
-            f"and not in the local cache?): {detail}"
+    if source.tag is not None or source.model_name.startswith("hf-hub:"):
+        return WeightsUnavailableError(
+            f"{spec}: could not fetch pretrained weights {source.tag or source.model_name!r}: "
+            f"{detail}; expected a tag listed by open_clip.list_pretrained(), or local files: "
+            "open_clip:ARCH@/path/to/weights.safetensors"
         )
     if source.weights_path is not None:
-        return ValueError(
-            f"{spec}: weights file {source.weights_path} does not fit the architecture: {detail}"
+        return ModelLoadError(
+            f"{spec}: weights file {source.weights_path} does not fit the architecture: "
+            f"{detail}; expected weights saved from the same architecture"
         )
-    return ValueError(f"{spec}: could not load the model: {detail}")
+    return ModelLoadError(f"{spec}: could not load the model: {detail}")
 
 
 def _fingerprint(body: str, source: _Source, open_clip: Any) -> str:

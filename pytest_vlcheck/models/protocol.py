@@ -4,6 +4,10 @@ A scorer is a dual encoder (``encode_images`` + ``encode_texts``; score = cosine
 cross-encoder (``score_pairs``), or a reference scorer (``score_refs``: precomputed scores
 looked up by how the checklist writes the image, so no pixels are needed). The engine
 prefers, in order: ``score_refs``, ``encode_*``, ``score_pairs``.
+
+``check_scorer`` and ``check_rows`` turn a scorer that breaks the protocol (no methods, wrong
+shapes, NaN or infinite embeddings) into one ``ScorerProtocolError`` naming the model and the
+method, instead of a numpy error deep inside the engine.
 """
 
 from __future__ import annotations
@@ -11,6 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from pytest_vlcheck.errors import ScorerProtocolError, VlcheckUserError
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -68,10 +76,45 @@ class RefScorer(Protocol):
         """Return an array_like of shape [len(pairs)]; raise ``MissingScore`` for gaps."""
 
 
-class MissingScore(LookupError):
+class MissingScore(VlcheckUserError, LookupError):
     """A reference scorer has no score for a pair the checklist needs."""
 
 
 def scorer_fingerprint(scorer: object) -> str:
     """The scorer's own ``fingerprint`` (changes when its weights change), or empty."""
     return str(getattr(scorer, "fingerprint", "") or "")
+
+
+_METHODS = "encode_images + encode_texts (a dual encoder), score_pairs or score_refs"
+
+
+def check_scorer(scorer: object, spec: str) -> None:
+    """Refuse an object that has none of the scorer methods (half a dual encoder included)."""
+    if isinstance(scorer, (RefScorer, DualEncoder, PairScorer)):
+        return
+    has = [m for m in ("encode_images", "encode_texts") if callable(getattr(scorer, m, None))]
+    found = f" (it has only {has[0]})" if has else ""
+    raise ScorerProtocolError(
+        f"model '{spec}' gave a {type(scorer).__name__} object{found}, which is not a "
+        f"scorer; expected an object with {_METHODS}"
+    )
+
+
+def check_rows(array: np.ndarray, expected: int, method: str, spec: str) -> None:
+    """Check one scorer result: ``encode_*`` gives [expected, D] finite rows, ``score_pairs``
+    and ``score_refs`` give [expected] scores."""
+    pairs = method in ("score_pairs", "score_refs")
+    want = f"[{expected}]" if pairs else f"[{expected}, D]"
+    if array.ndim != (1 if pairs else 2) or array.shape[0] != expected:
+        raise ScorerProtocolError(
+            f"model '{spec}': {method} returned an array of shape {list(array.shape)} for "
+            f"{expected} inputs; expected shape {want}"
+            + (" (one score per pair)" if pairs else " (one embedding per input)")
+        )
+    if not pairs and array.size and not np.isfinite(array).all():
+        bad_row = int(np.flatnonzero(~np.isfinite(array).all(axis=1))[0])
+        kind = "NaN" if np.isnan(array[bad_row]).any() else "infinite values"
+        raise ScorerProtocolError(
+            f"model '{spec}': {method} returned {kind} in row {bad_row} (of {expected}); "
+            "expected finite embeddings"
+        )

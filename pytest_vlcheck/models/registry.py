@@ -15,7 +15,10 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from pytest_vlcheck.models.protocol import DualEncoder, ModelOptions, PairScorer, RefScorer
+from pytest_vlcheck.errors import ModelLoadError, ModelSpecError, UserCodeError, VlcheckUserError
+from pytest_vlcheck.models.protocol import ModelOptions, check_scorer
+
+__all__ = ["ModelLoadError", "ModelSpec", "ModelSpecError", "load_scorer", "parse_spec"]
 
 ENTRY_POINT_GROUP = "pytest_vlcheck.models"
 BACKENDS = {
@@ -24,16 +27,10 @@ BACKENDS = {
     "scores": "pytest_vlcheck.models.scores_backend",
     "py": "pytest_vlcheck.models.custom_backend",
 }
+BUILTIN_BACKENDS = frozenset({"open_clip", "hf", "scores"})
+"""Schemes whose code is vlcheck's own (``py:`` and entry points run the user's code)."""
 CLIP_SPEC = "open_clip:ViT-B-32-quickgelu@openai"
 _NAME = re.compile(r"[A-Za-z0-9_.@+-]+")
-
-
-class ModelSpecError(ValueError):
-    """A ``--vl-model`` value that cannot be understood."""
-
-
-class ModelLoadError(RuntimeError):
-    """A model spec was understood but its scorer could not be made."""
 
 
 @dataclass(frozen=True)
@@ -124,24 +121,63 @@ def _entry_point_names() -> set[str]:
 
 
 def load_scorer(spec: ModelSpec, options: ModelOptions) -> Any:
-    """Import the backend and build the scorer; every failure becomes ``ModelLoadError``."""
+    """Import the backend and build the scorer.
+
+    Deliberate failures arrive as ``VlcheckUserError`` and pass through; a missing optional
+    package becomes ``ModelLoadError``; an entry point's own exception is the third party's
+    code, so it becomes ``UserCodeError``. Anything else from a built-in backend is a bug in
+    vlcheck and keeps its traceback.
+    """
     try:
         if spec.scheme in BACKENDS:
             scorer = importlib.import_module(BACKENDS[spec.scheme]).load(spec.body, options)
         else:
-            (entry,) = [
-                ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == spec.scheme
-            ]
-            scorer = entry.load()(spec.body, options)
-    except ModelLoadError:
+            scorer = _load_entry_point(spec, options)
+    except ModelLoadError as exc:
+        raise _naming_spec(exc, spec) from exc.__cause__
+    except UserCodeError as exc:
+        raise _naming_spec(exc, spec) from exc.__cause__
+    except VlcheckUserError:
         raise
-    except Exception as exc:  # a backend's own error, whatever its type, is a load failure
+    except ModuleNotFoundError as exc:
+        if exc.name not in _OPTIONAL_PACKAGES:
+            raise
         raise ModelLoadError(
-            f"cannot load model '{spec.text}': {type(exc).__name__}: {exc}"
-        ) from exc
-    if not isinstance(scorer, (RefScorer, DualEncoder, PairScorer)):
-        raise ModelLoadError(
-            f"model '{spec.text}' gave a {type(scorer).__name__}, which has "
-            f"neither encode_images + encode_texts, score_pairs nor score_refs"
-        )
+            f"model '{spec.text}' needs the Python package '{exc.name}', which is not "
+            f"installed; expected: pip install {_OPTIONAL_PACKAGES[exc.name]}"
+        ) from None
+    check_scorer(scorer, spec.text)
     return scorer
+
+
+def _naming_spec(exc: VlcheckUserError, spec: ModelSpec) -> VlcheckUserError:
+    """The same error, its message now opening ``cannot load model 'SPEC': `` (the backend's
+    own ``SCHEME:BODY: `` prefix dropped; a short alias shows what it stands for)."""
+    message = str(exc)
+    expanded = f"{spec.scheme}:{spec.body}"
+    message = message.removeprefix(f"{expanded}: ")
+    shown = f"'{spec.text}'"
+    if spec.text != expanded and "/" not in expanded:  # say what a short alias stands for
+        shown += f" ({expanded})"
+    exc.args = (f"cannot load model {shown}: {message}",)
+    return exc
+
+
+_OPTIONAL_PACKAGES = {
+    "torch": "torch",
+    "open_clip": "open_clip_torch",
+    "transformers": "transformers",
+    "safetensors": "safetensors",
+    "huggingface_hub": "huggingface_hub",
+}
+
+
+def _load_entry_point(spec: ModelSpec, options: ModelOptions) -> Any:
+    (entry,) = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == spec.scheme]
+    what = f"model '{spec.text}': the '{ENTRY_POINT_GROUP}' entry point '{entry.value}'"
+    try:
+        return entry.load()(spec.body, options)
+    except VlcheckUserError:
+        raise
+    except Exception as exc:  # third-party code: its own error, its own frames
+        raise UserCodeError.from_exception(exc, what) from exc

@@ -10,8 +10,11 @@ import hashlib
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from pytest_vlcheck.errors import DeviceError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -64,36 +67,52 @@ def resolve_device(name: str) -> str:
         return "cpu"
     try:
         device = torch.device(text)
-    except (RuntimeError, ValueError) as exc:
-        raise ValueError(
-            f"invalid device {name!r}: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"
-        ) from exc
+    except (RuntimeError, ValueError):
+        raise DeviceError(f"invalid device {name!r} (--vl-device); {_DEVICES}") from None
     if device.type == "cpu":
         return str(device)
     if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(
-                f"device {name!r} requested but CUDA is not available on this machine "
-                "(use --vl-device auto or cpu)"
-            )
-        count = torch.cuda.device_count()
-        if device.index is not None and device.index >= count:
-            raise ValueError(f"device {name!r} requested but only {count} CUDA device(s) exist")
-        return str(device)
+        return _check_cuda(name, device, torch)
     if device.type == "mps":
         if not _mps_available(torch):
-            raise ValueError(
-                f"device {name!r} requested but MPS is not available on this machine "
-                "(use --vl-device auto or cpu)"
+            raise DeviceError(
+                f"device {name!r} (--vl-device) requested but MPS is not available on this "
+                f"machine; {_usable(torch)}"
             )
         return str(device)
     backend = getattr(torch, device.type, None)
     is_available = getattr(backend, "is_available", None)
     if callable(is_available) and is_available():
         return str(device)
-    raise ValueError(
-        f"device {name!r} is not usable here: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"
-    )
+    raise DeviceError(f"device {name!r} (--vl-device) is not usable here; {_usable(torch)}")
+
+
+_DEVICES = "expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"
+
+
+def _check_cuda(name: str, device: torch.device, torch: Any) -> str:
+    if not torch.cuda.is_available():
+        raise DeviceError(
+            f"device {name!r} (--vl-device) requested but CUDA is not available on this "
+            f"machine; {_usable(torch)}"
+        )
+    count = torch.cuda.device_count()
+    if device.index is not None and device.index >= count:
+        raise DeviceError(
+            f"device {name!r} (--vl-device) requested but only {count} CUDA device(s) exist "
+            f"here; {_usable(torch)}"
+        )
+    return str(device)
+
+
+def _usable(torch: Any) -> str:
+    """The devices this machine offers, for the 'expected' part of a device error."""
+    names = ["auto", "cpu"]
+    if torch.cuda.is_available():
+        names += ["cuda", *(f"cuda:{i}" for i in range(torch.cuda.device_count()))]
+    if _mps_available(torch):
+        names.append("mps")
+    return "expected one of: " + ", ".join(names)
 
 
 def _mps_available(torch: Any) -> bool:
@@ -106,24 +125,35 @@ def effective_precision(precision: str, device: str) -> str:
 
     fp16 on the CPU falls back to fp32 with a warning: many CPU kernels lack fp16 or run it
     far slower than fp32, and fp32 is the reference the scores are compared against anyway.
-    bf16 is kept on the CPU (it has native kernels there).
+    bf16 is kept on the CPU (it has native kernels there); bf16 on a GPU without bf16 support
+    is an error.
     """
     check_precision(precision)
-    if precision == "fp16" and device.split(":")[0] == "cpu":
+    kind = device.split(":")[0]
+    if precision == "fp16" and kind == "cpu":
         warnings.warn(
             "precision fp16 is not supported on the CPU; running in fp32 instead",
             UserWarning,
             stacklevel=2,
         )
         return "fp32"
+    if precision == "bf16" and kind == "cuda":
+        import torch
+
+        if not torch.cuda.is_bf16_supported():
+            raise DeviceError(
+                f"precision 'bf16' (--vl-precision) is not supported on {device} (this GPU "
+                "has no bfloat16); expected fp16 or fp32"
+            )
     return precision
 
 
 def check_precision(precision: str) -> None:
     """Reject a precision name other than fp32/fp16/bf16."""
     if precision not in PRECISIONS:
-        raise ValueError(
-            f"invalid precision {precision!r}: expected one of {', '.join(PRECISIONS)}"
+        raise DeviceError(
+            f"invalid precision {precision!r} (--vl-precision); expected one of "
+            f"{', '.join(PRECISIONS)}"
         )
 
 
@@ -273,3 +303,70 @@ def concat_rows(parts: list[np.ndarray]) -> np.ndarray:
     import numpy as np
 
     return np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float32)
+
+
+HUB_PROBE_TIMEOUT = 3.0
+"""Seconds to wait for the Hugging Face Hub before treating it as unreachable: one probe
+instead of the hub client's retries (which took ~50 s to give up offline)."""
+_HUB_STATE: dict[str, str | None] = {}
+
+
+def hub_unreachable_reason(timeout: float = HUB_PROBE_TIMEOUT) -> str | None:
+    """Why the Hugging Face Hub cannot be used now (offline mode set, or no answer within
+    ``timeout`` seconds), or None when it answers. Probed once per process."""
+    try:
+        from huggingface_hub import constants
+    except ImportError:
+        return "huggingface_hub is not installed"
+    if getattr(constants, "HF_HUB_OFFLINE", False):
+        return "HF_HUB_OFFLINE is set"
+    endpoint = str(getattr(constants, "ENDPOINT", "https://huggingface.co"))
+    if endpoint not in _HUB_STATE:
+        _HUB_STATE[endpoint] = _probe(endpoint, timeout)
+    return _HUB_STATE[endpoint]
+
+
+def _probe(url: str, timeout: float) -> str | None:
+    """One HEAD request in a daemon thread, so a hanging DNS lookup cannot stall us."""
+    import threading
+    import urllib.error
+    import urllib.request
+
+    outcome: list[str | None] = []
+
+    def ask() -> None:
+        try:
+            urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout)
+            outcome.append(None)
+        except urllib.error.HTTPError:
+            outcome.append(None)  # it answered: reachable, whatever the status
+        except (OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            outcome.append(f"{url} cannot be reached ({short_detail(reason, 120)})")
+
+    thread = threading.Thread(target=ask, daemon=True, name="vlcheck-hub-probe")
+    thread.start()
+    thread.join(timeout + 0.5)
+    return outcome[0] if outcome else f"{url} did not answer within {timeout:g} s"
+
+
+def hub_cache_dir() -> str:
+    """Where the Hugging Face Hub keeps downloads (``HF_HUB_CACHE`` / ``HF_HOME``)."""
+    try:
+        from huggingface_hub import constants
+    except ImportError:
+        return "~/.cache/huggingface/hub"
+    return str(constants.HF_HUB_CACHE)
+
+
+@contextmanager
+def hub_offline() -> Iterator[None]:
+    """Run a load with the hub client in offline mode: cached files only, no network calls."""
+    from huggingface_hub import constants
+
+    before = constants.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = before
