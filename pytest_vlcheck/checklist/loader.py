@@ -6,12 +6,14 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.checklist.errors import ChecklistError
 from pytest_vlcheck.checklist.fields import Fields, type_name
+from pytest_vlcheck.checklist.jsonl import SUFFIX as JSONL_SUFFIX
+from pytest_vlcheck.checklist.jsonl import load_jsonl_examples
 from pytest_vlcheck.checklist.schema import (
     GROUP_CRITERIA,
     TASKS,
@@ -135,8 +137,8 @@ def _parse_test(context: _Context, raw: Any, line: int) -> ChecklistTest:
         if task != "match":
             fields.fail(f"'cutoff' applies to match tests only, not '{task}'", "cutoff")
         cutoff = fields.number("cutoff")
-    raw_examples, lines = _example_sources(fields, task)
-    examples = _parse_examples(context, test_id, task, raw_examples, lines)
+    raw_examples, lines, source = _example_sources(fields, task)
+    examples = _parse_examples(replace(context, path=source), test_id, task, raw_examples, lines)
     return ChecklistTest(
         id=test_id,
         capability=capability,
@@ -151,13 +153,26 @@ def _parse_test(context: _Context, raw: Any, line: int) -> ChecklistTest:
     )  # type: ignore[arg-type]
 
 
-def _example_sources(fields: Fields, task: str) -> tuple[list[Any], list[int]]:
-    """The raw example mappings, written out or expanded from ``generate``, with their lines."""
+def _example_sources(fields: Fields, task: str) -> tuple[list[Any], list[int], Path]:
+    """The raw example mappings (written out, in a JSON Lines file, or expanded from
+    ``generate``), their lines, and the file those lines are in."""
     if fields.has("examples") == fields.has("generate"):
         fields.fail(f"{fields.where} needs exactly one of 'examples' or 'generate'")
+    if fields.has("examples") and isinstance(fields.raw("examples"), str):
+        written = fields.text("examples")
+        if not written.endswith(JSONL_SUFFIX):
+            fields.fail(
+                f"'examples' is '{written}'; expected a list of examples or the path of a "
+                f"{JSONL_SUFFIX} file",
+                "examples",
+            )
+        source = fields.path.parent / written
+        if not source.is_file():
+            fields.fail(f"examples file '{written}' not found (looked for {source})", "examples")
+        return (*load_jsonl_examples(source), source)
     if fields.has("examples"):
         raw = fields.items("examples")
-        return raw, [fields.item_line("examples", i) for i in range(len(raw))]
+        return raw, [fields.item_line("examples", i) for i in range(len(raw))], fields.path
     spec = fields.raw("generate")
     if not isinstance(spec, Mapping):
         fields.fail(f"'generate' must be a mapping, got {type_name(spec)}", "generate")
@@ -169,7 +184,7 @@ def _example_sources(fields: Fields, task: str) -> tuple[list[Any], list[int]]:
         fields.fail(f"generate: {exc}", "generate")
     if not raw:
         fields.fail("'generate' produced no examples; expected at least 1", "generate")
-    return raw, [fields.line_of("generate")] * len(raw)
+    return raw, [fields.line_of("generate")] * len(raw), fields.path
 
 
 def _parse_examples(
