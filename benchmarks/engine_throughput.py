@@ -86,6 +86,7 @@ def main() -> None:
         )
         runner.scorer  # noqa: B018 - load the model outside the timed scoring
         ready = time.perf_counter()
+        runner.prepare([test])
         result = evaluate_test(test, runner)
         done = time.perf_counter()
     stats = runner.stats

@@ -133,7 +133,7 @@ def test_py_priors_are_averaged_as_perplexities(tmp_path: Path, monkeypatch) -> 
     assert sys.modules["lm_priors"].calls == [["a", "abcde"]]  # each unique text once
     with pytest.raises(PriorLoadError, match="has no text_nll"):
         load_priors(["py:lm_priors:broken"])
-    with pytest.raises(PriorLoadError, match="'missing' in module 'lm_priors'.*does not exist"):
+    with pytest.raises(PriorLoadError, match=r"'missing' in module 'lm_priors'.*does not exist"):
         load_priors(["py:lm_priors:missing"])
 
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.checklist.errors import ChecklistError
 from pytest_vlcheck.checklist.example_fields import ParseContext, example_id, parse_tags
 from pytest_vlcheck.checklist.fields import Fields, type_name
+from pytest_vlcheck.checklist.jsonl import SUFFIX as JSONL_SUFFIX
+from pytest_vlcheck.checklist.jsonl import load_jsonl_examples
 from pytest_vlcheck.checklist.schema import Checklist, ChecklistTest, MacroSpec
 from pytest_vlcheck.checklist.yaml_lines import checklist_header_problem, load_yaml
 from pytest_vlcheck.tasks import TASKS, Task, get_task
@@ -98,8 +101,8 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
         if fields.has(key) and owner is not task:
             fields.fail(f"'{key}' applies to {owner.name} tests only, not '{task.name}'", key)
     settings = task.parse_settings(fields)
-    raw_examples, lines = _example_sources(fields, task.name)
-    examples = _parse_examples(context, test_id, task, raw_examples, lines)
+    raw_examples, lines, source = _example_sources(fields, task.name)
+    examples = _parse_examples(replace(context, path=source), test_id, task, raw_examples, lines)
     return ChecklistTest(
         id=test_id,
         capability=capability,
@@ -135,13 +138,26 @@ def _parse_macro(context: ParseContext, test: Fields) -> MacroSpec:
     return MacroSpec(fields.text("tag"), int(min_count), exclude, judge)
 
 
-def _example_sources(fields: Fields, task: str) -> tuple[list[Any], list[int]]:
-    """The raw example mappings, written out or expanded from ``generate``, with their lines."""
+def _example_sources(fields: Fields, task: str) -> tuple[list[Any], list[int], Path]:
+    """The raw example mappings (written out, in a JSON Lines file, or expanded from
+    ``generate``), their lines, and the file those lines are in."""
     if fields.has("examples") == fields.has("generate"):
         fields.fail(f"{fields.where} needs exactly one of 'examples' or 'generate'")
+    if fields.has("examples") and isinstance(fields.raw("examples"), str):
+        written = fields.text("examples")
+        if not written.endswith(JSONL_SUFFIX):
+            fields.fail(
+                f"'examples' is '{written}'; expected a list of examples or the path of a "
+                f"{JSONL_SUFFIX} file",
+                "examples",
+            )
+        source = fields.path.parent / written
+        if not source.is_file():
+            fields.fail(f"examples file '{written}' not found (looked for {source})", "examples")
+        return (*load_jsonl_examples(source), source)
     if fields.has("examples"):
         raw = fields.items("examples")
-        return raw, [fields.item_line("examples", i) for i in range(len(raw))]
+        return raw, [fields.item_line("examples", i) for i in range(len(raw))], fields.path
     spec = fields.raw("generate")
     if not isinstance(spec, Mapping):
         fields.fail(f"'generate' must be a mapping, got {type_name(spec)}", "generate")
@@ -153,7 +169,7 @@ def _example_sources(fields: Fields, task: str) -> tuple[list[Any], list[int]]:
         fields.fail(f"generate: {exc}", "generate")
     if not raw:
         fields.fail("'generate' produced no examples; expected at least 1", "generate")
-    return raw, [fields.line_of("generate")] * len(raw)
+    return raw, [fields.line_of("generate")] * len(raw), fields.path
 
 
 def _parse_examples(

@@ -102,18 +102,12 @@ class ModelRunner:
             raise self._load_error
         if self._scorer is None:
             try:
-                scorer = load_scorer(self.spec, self.options)
+                self._scorer = load_scorer(self.spec, self.options)
             except Exception as exc:
                 self._load_error = exc
                 raise
-            self._mode = (
-                "refs"
-                if isinstance(scorer, RefScorer)
-                else "dual"
-                if isinstance(scorer, DualEncoder)
-                else "pairs"
-            )
-            self._scorer = scorer
+        if self._mode is None:
+            self._mode = _scoring_mode(self._scorer)
         return self._scorer
 
     @property
@@ -287,6 +281,13 @@ class ModelRunner:
         except ImageUnavailable as exc:
             self.unavailable[ref.key] = exc.reason
             return None
+
+
+def _scoring_mode(scorer: Any) -> ScoringMode:
+    """Reference lookups when the scorer has them, else the dual encoder, else pairs."""
+    if isinstance(scorer, RefScorer):
+        return "refs"
+    return "dual" if isinstance(scorer, DualEncoder) else "pairs"
 
 
 def _batches(items: Sequence[Any], size: int) -> Iterator[list[Any]]:

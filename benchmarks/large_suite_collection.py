@@ -1,0 +1,134 @@
+"""Time ``pytest --collect-only`` of one 100,000-example caption test, JSONL vs inline YAML.
+
+    python benchmarks/large_suite_collection.py --examples 100000 --repeats 3
+
+Writes the same SugarCrepe-shaped examples twice (``examples: big.jsonl`` beside a small
+YAML, and all examples inline in the YAML), then runs ``pytest --collect-only -q`` on each in
+a fresh subprocess, alternating, and prints the median wall time and the peak RSS of the
+collecting process (``getrusage(RUSAGE_CHILDREN)``, measured in a wrapper process per run so
+that runs do not mask each other). The goal for JSONL is < 3 s and < 300 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from pytest_vlcheck.checklist.writer import dump_checklist
+
+WORDS = [
+    "man",
+    "woman",
+    "dog",
+    "cat",
+    "red",
+    "blue",
+    "green",
+    "small",
+    "large",
+    "wooden",
+    "table",
+    "chair",
+    "street",
+    "car",
+]
+HEADER = {"id": "big", "capability": "attribute/color", "task": "caption", "threshold": 0.5}
+
+# Runs pytest in a child of this wrapper, so RUSAGE_CHILDREN is that one pytest's peak.
+_WRAPPER = """
+import resource, subprocess, sys, time
+started = time.perf_counter()
+code = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL)
+wall = time.perf_counter() - started
+peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(code, wall, peak_kb)
+"""
+
+
+def examples(count: int, seed: int) -> list[dict[str, object]]:
+    """SugarCrepe-shaped rows: a COCO-named image, a caption and one hard negative."""
+    rng = random.Random(seed)
+    rows = []
+    for index in range(count):
+        words = rng.sample(WORDS, 6)
+        caption = "a " + " ".join(words)
+        negative = "a " + " ".join([*words[:4], words[5], words[4]])
+        image = f"val2017/{rng.randrange(5000):012d}.jpg"
+        rows.append({"id": str(index), "image": image, "caption": caption, "negatives": [negative]})
+    return rows
+
+
+def write_suites(folder: Path, rows: list[dict[str, object]]) -> tuple[Path, Path]:
+    """``jsonl/checks.yaml`` + ``jsonl/big.jsonl``, and ``inline/checks.yaml``."""
+    (folder / "jsonl").mkdir()
+    (folder / "inline").mkdir()
+    with (folder / "jsonl" / "big.jsonl").open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, separators=(",", ":")) + "\n")
+    small = {"vlcheck": 1, "tests": [{**HEADER, "examples": "big.jsonl"}]}
+    (folder / "jsonl" / "checks.yaml").write_text(dump_checklist(small), encoding="utf-8")
+    inline = {"vlcheck": 1, "tests": [{**HEADER, "examples": rows}]}
+    (folder / "inline" / "checks.yaml").write_text(dump_checklist(inline), encoding="utf-8")
+    return folder / "jsonl" / "checks.yaml", folder / "inline" / "checks.yaml"
+
+
+def collect_once(checklist: Path) -> tuple[float, float]:
+    """(wall seconds, peak RSS MB) of one ``pytest --collect-only`` of ``checklist``."""
+    command = [
+        sys.executable,
+        "-c",
+        _WRAPPER,
+        sys.executable,
+        "-m",
+        "pytest",
+        "--collect-only",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--vl-model=tiny",
+        str(checklist),
+    ]
+    out = subprocess.run(
+        command, cwd=checklist.parent, capture_output=True, text=True, check=True
+    ).stdout
+    code, wall, peak_kb = out.split()
+    if code != "0":
+        raise SystemExit(f"pytest --collect-only {checklist} exited with {code}")
+    return float(wall), int(peak_kb) / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-inline", action="store_true", help="time the JSONL form only")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        jsonl, inline = write_suites(Path(tmp), examples(args.examples, args.seed))
+        forms = {"jsonl": jsonl} if args.skip_inline else {"jsonl": jsonl, "inline yaml": inline}
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in forms}
+        for _ in range(args.repeats):
+            for name, path in forms.items():
+                runs[name].append(collect_once(path))
+    print(f"pytest --collect-only, {args.examples} caption examples, {args.repeats} runs each")
+    print(f"{'form':<12} {'median wall':>12} {'peak RSS':>10}")
+    for name, results in runs.items():
+        wall = statistics.median(w for w, _ in results)
+        peak = max(p for _, p in results)
+        print(f"{name:<12} {wall:>10.2f} s {peak:>7.0f} MB")
+    if len(runs) == 2:
+        ratio = statistics.median(w for w, _ in runs["inline yaml"]) / statistics.median(
+            w for w, _ in runs["jsonl"]
+        )
+        print(f"inline yaml / jsonl wall: {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

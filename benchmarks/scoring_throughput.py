@@ -1,0 +1,286 @@
+"""Scoring throughput on SugarCrepe-shaped data: a bare script vs the plugin vs a per-example loop.
+
+    python benchmarks/scoring_throughput.py                       # small ViT, ~2 min on 2 CPUs
+    python benchmarks/scoring_throughput.py --examples 7511 --images 1560 --arch ViT-B-32 \\
+        --device cuda --precision bf16                            # SugarCrepe-sized, on a GPU
+
+Data: synthetic 640x480 JPEGs under COCO file names and a caption test whose examples hold
+one image, its caption and one hard negative (SugarCrepe's seven sets have 7,511 examples,
+1,560 images and 11,844 unique texts; the defaults keep those proportions at a smaller size).
+The model is a random open_clip model built from a config (``small``: a 4-layer ViT-B/32-
+shaped model; or any open_clip architecture name), saved as config JSON + safetensors and
+loaded by every method through the plugin's ``open_clip:CONFIG@WEIGHTS`` spec.
+
+Methods, each run ``--repeats`` times, alternating, in one invocation (medians reported):
+
+- ``bare``: what a careful script does: decode + preprocess in threads, each unique image and
+  text encoded once in batches of ``--batch-size``, cosine scores in numpy.
+- ``plugin``: the engine (``ModelRunner`` + ``evaluate_test``) on a freshly loaded checklist.
+- ``loop``: one example at a time (load, preprocess, encode the image and its texts), the way
+  research evaluators are written.
+- ``rerun``: ``unchanged_rerun`` below: a new runner over unchanged inputs, model load
+  included, which is what a re-run costs; it becomes the cached re-run once the engine takes
+  the embedding cache.
+
+All methods must reach the same pass rate (printed), which checks that each did the work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from pytest_vlcheck.checklist import load_checklist
+from pytest_vlcheck.checklist.schema import ChecklistTest
+from pytest_vlcheck.engine import ModelRunner, evaluate_test
+from pytest_vlcheck.images.loading import ImageLoader
+from pytest_vlcheck.models.protocol import ModelOptions
+from pytest_vlcheck.models.registry import parse_spec
+from pytest_vlcheck.tasks.caption import CaptionExample
+
+LOAD_THREADS = 8
+SMALL_VIT: dict[str, Any] = {
+    "embed_dim": 512,
+    "vision_cfg": {"image_size": 224, "layers": 4, "width": 768, "patch_size": 32},
+    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 512, "heads": 8, "layers": 4},
+}
+NOUNS = ["man", "woman", "dog", "cat", "horse", "bus", "table", "pizza", "bench", "kite"]
+ADJECTIVES = ["red", "blue", "green", "small", "large", "wooden", "white", "black", "old"]
+VERBS = ["sits on", "stands near", "holds", "looks at", "runs past", "lies under"]
+
+
+@dataclass
+class Setup:
+    """What every method shares: the test, the model spec and options, and the loaded model."""
+
+    test: ChecklistTest
+    spec: str
+    options: ModelOptions
+    scorer: Any
+
+
+def _phrase(rng: random.Random) -> tuple[str, str, str, str]:
+    return rng.choice(ADJECTIVES), rng.choice(NOUNS), rng.choice(VERBS), rng.choice(NOUNS)
+
+
+def write_data(folder: Path, examples: int, images: int, seed: int) -> Path:
+    """Smooth random 640x480 JPEGs (photo-like sizes) and ``checks.yaml`` + ``examples.jsonl``."""
+    rng = random.Random(seed)
+    pixels = np.random.default_rng(seed)
+    (folder / "val2014").mkdir()
+    names = [f"val2014/COCO_val2014_{index:012d}.jpg" for index in range(images)]
+    for name in names:
+        small = pixels.integers(0, 255, (12, 16, 3), dtype=np.uint8)
+        Image.fromarray(small).resize((640, 480), Image.BICUBIC).save(folder / name, quality=90)
+    captions = {name: [_caption(_phrase(rng)) for _ in range(3)] for name in names}
+    with (folder / "examples.jsonl").open("w", encoding="utf-8") as handle:
+        for index in range(examples):
+            name = names[index % images] if index < images else rng.choice(names)
+            adjective, noun, verb, other = _phrase(rng)
+            row = {
+                "id": str(index),
+                "image": name,
+                "caption": rng.choice(captions[name]),
+                "negatives": [f"a {adjective} {other} {verb} a {noun} #{index}"],
+            }
+            handle.write(json.dumps(row) + "\n")
+    (folder / "checks.yaml").write_text(
+        "vlcheck: 1\ntests:\n  - {id: sugarcrepe, capability: order/binding, task: caption,"
+        " threshold: 0.0, examples: examples.jsonl}\n",
+        encoding="utf-8",
+    )
+    return folder / "checks.yaml"
+
+
+def _caption(parts: tuple[str, str, str, str]) -> str:
+    adjective, noun, verb, other = parts
+    return f"a {adjective} {noun} {verb} a {other}"
+
+
+def write_model(folder: Path, arch: str, seed: int) -> str:
+    """A random open_clip model as config JSON + safetensors; returns its ``open_clip:`` spec."""
+    import open_clip
+    import torch
+    from safetensors.torch import save_file
+
+    config = SMALL_VIT if arch == "small" else open_clip.get_model_config(arch)
+    if config is None:
+        raise SystemExit(f"unknown open_clip architecture {arch!r}")
+    torch.manual_seed(seed)
+    model = open_clip.CLIP(**config)
+    (folder / "bench-clip.json").write_text(json.dumps(config), encoding="utf-8")
+    state = {key: value.detach().contiguous() for key, value in model.state_dict().items()}
+    save_file(state, str(folder / "bench-clip.safetensors"))
+    return f"open_clip:{folder / 'bench-clip.json'}@{folder / 'bench-clip.safetensors'}"
+
+
+def _texts(example: CaptionExample) -> tuple[str, ...]:
+    return (example.caption, *example.negatives)
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    rows = rows.astype(np.float64)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def _pass_rate(test: ChecklistTest, image_vec: dict[Any, np.ndarray], text_vec: dict) -> float:
+    correct = 0
+    for example in test.examples:
+        assert isinstance(example, CaptionExample)
+        image = image_vec[example.image.key]
+        true = float(np.float32(image @ text_vec[example.caption]))
+        correct += all(true > float(np.float32(image @ text_vec[n])) for n in example.negatives)
+    return correct / len(test.examples)
+
+
+def _lookahead(
+    pool: ThreadPoolExecutor, work: Callable[[Any], Any], items: Sequence[Any], size: int
+) -> Iterator[list[Any]]:
+    """Results of ``work`` in batches of ``size``; the next batch runs while one is consumed."""
+    batches = [items[start : start + size] for start in range(0, len(items), size)]
+    pending: list[list[Future[Any]]] = [[pool.submit(work, item) for item in batches[0]]]
+    for index in range(len(batches)):
+        if index + 1 < len(batches):
+            pending.append([pool.submit(work, item) for item in batches[index + 1]])
+        yield [future.result() for future in pending[index]]
+
+
+def bare_script(setup: Setup) -> float:
+    """Decode + preprocess in threads, encode each unique input once in batches; pass rate."""
+    import torch
+
+    scorer, size, load = setup.scorer, setup.options.batch_size, ImageLoader()
+    refs = list({ex.image.key: ex.image for ex in setup.test.examples}.values())
+    texts = list(
+        dict.fromkeys(t for ex in setup.test.examples for t in (ex.caption, *ex.negatives))
+    )
+    image_rows, text_rows = [], []
+    with ThreadPoolExecutor(LOAD_THREADS) as pool, torch.inference_mode():
+        for batch in _lookahead(pool, lambda ref: scorer.preprocess(load(ref)), refs, size):
+            pixels = torch.stack(batch).to(scorer.device, dtype=scorer.input_dtype)
+            image_rows.append(scorer.model.encode_image(pixels).float().cpu().numpy())
+        for start in range(0, len(texts), size):
+            tokens = scorer.tokenizer(texts[start : start + size]).to(scorer.device)
+            text_rows.append(scorer.model.encode_text(tokens).float().cpu().numpy())
+    image_vec = dict(zip((r.key for r in refs), _unit(np.concatenate(image_rows)), strict=True))
+    text_vec = dict(zip(texts, _unit(np.concatenate(text_rows)), strict=True))
+    return _pass_rate(setup.test, image_vec, text_vec)
+
+
+def plugin_engine(setup: Setup) -> float:
+    """The plugin's engine on the test, with the already loaded model; pass rate."""
+    # The model load is left out, as for ``bare``; ``unchanged_rerun`` times it.
+    runner = ModelRunner(parse_spec(setup.spec), setup.options, ImageLoader(), _scorer=setup.scorer)
+    runner.prepare([setup.test])
+    return evaluate_test(setup.test, runner).pass_rate
+
+
+def per_example_loop(setup: Setup) -> float:
+    """One example at a time: load, preprocess, encode the image and its texts; pass rate."""
+    import torch
+
+    scorer, load = setup.scorer, ImageLoader()
+    correct = 0
+    with torch.inference_mode():
+        for example in setup.test.examples:
+            pixels = scorer.preprocess(load(example.image)).unsqueeze(0)
+            image = scorer.model.encode_image(pixels.to(scorer.device, dtype=scorer.input_dtype))
+            tokens = scorer.tokenizer([example.caption, *example.negatives]).to(scorer.device)
+            texts = scorer.model.encode_text(tokens)
+            scores = _unit(texts.float().cpu().numpy()) @ _unit(image.float().cpu().numpy())[0]
+            scores = scores.astype(np.float32)
+            correct += bool(np.all(scores[0] > scores[1:]))
+    return correct / len(setup.test.examples)
+
+
+def unchanged_rerun(setup: Setup) -> float:
+    """A re-run over unchanged inputs: a new runner that loads the model and scores the test.
+
+    THE CACHED RE-RUN GOES HERE: once ``ModelRunner`` takes the embedding cache, give this
+    runner the cache the ``plugin`` runs filled (same root) and it should encode nothing and
+    not load the model; until then it encodes everything again, as a re-run does today.
+    """
+    runner = ModelRunner(parse_spec(setup.spec), setup.options, ImageLoader())
+    runner.prepare([setup.test])
+    return evaluate_test(setup.test, runner).pass_rate
+
+
+METHODS: dict[str, Callable[[Setup], float]] = {
+    "bare": bare_script,
+    "plugin": plugin_engine,
+    "loop": per_example_loop,
+    "rerun": unchanged_rerun,
+}
+
+
+def run(setup: Setup, methods: list[str], repeats: int) -> dict[str, list[float]]:
+    """Alternate the methods ``repeats`` times; wall seconds per run, pass rates checked."""
+    walls: dict[str, list[float]] = {name: [] for name in methods}
+    rates: dict[str, float] = {}
+    for _ in range(repeats):
+        for name in methods:
+            started = time.perf_counter()
+            rates[name] = METHODS[name](setup)
+            walls[name].append(time.perf_counter() - started)
+    print("pass rates: " + ", ".join(f"{name} {rate:.4f}" for name, rate in rates.items()))
+    return walls
+
+
+def report(setup: Setup, walls: dict[str, list[float]]) -> None:
+    """Medians, images/s and the ratios the issue asks for."""
+    images = len({ex.image.key for ex in setup.test.examples})
+    texts = len({t for ex in setup.test.examples for t in _texts(ex)})
+    print(f"{len(setup.test.examples)} examples, {images} unique images, {texts} unique texts")
+    medians = {name: statistics.median(values) for name, values in walls.items()}
+    for name, values in walls.items():
+        runs = " ".join(f"{v:.2f}" for v in values)
+        rate = images / medians[name]
+        print(f"{name:<7} median {medians[name]:7.2f} s  {rate:7.1f} images/s  (runs: {runs})")
+    for top, bottom in (("plugin", "bare"), ("loop", "plugin"), ("rerun", "plugin")):
+        if top in medians and bottom in medians:
+            print(f"{top}/{bottom}: {medians[top] / medians[bottom]:.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=600)
+    parser.add_argument("--images", type=int, default=125)
+    parser.add_argument("--arch", default="small", help="'small' or an open_clip model name")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"])
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--methods", default="bare,plugin,loop,rerun")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--torch-threads", type=int, default=0, help="0: torch's default")
+    args = parser.parse_args()
+    if args.torch_threads:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
+    with tempfile.TemporaryDirectory(prefix="vlcheck-bench-") as tmp:
+        folder = Path(tmp)
+        checklist = write_data(folder, args.examples, args.images, args.seed)
+        spec = write_model(folder, args.arch, args.seed)
+        options = ModelOptions(args.device, args.batch_size, args.precision)
+        runner = ModelRunner(parse_spec(spec), options, ImageLoader())
+        setup = Setup(load_checklist(checklist).tests[0], spec, options, runner.scorer)
+        print(f"model {args.arch} on {args.device} ({args.precision}), batch {args.batch_size}")
+        walls = run(setup, args.methods.split(","), args.repeats)
+        report(setup, walls)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,317 @@
+"""Embeddings on disk, so an unchanged re-run encodes nothing.
+
+Storage engine: one SQLite database (``embeddings.sqlite3`` under the cache root) in WAL
+mode. It ships with Python (no new dependency, no native build), every ``put_many`` is one
+transaction (an interrupted run leaves each batch complete or absent, never half-written),
+and SQLite's file locks plus a busy timeout make it safe for several processes at once
+(xdist workers, CI jobs on one runner): WAL lets readers proceed while one writer commits.
+LMDB would need a package and a fixed map size; safetensors shards would need our own
+locking and compaction. SQLite's locks need a local file system (not NFS); a cache folder
+restored from a CI artifact is an ordinary local copy and is fine.
+
+Rows are float32 vectors as raw little-endian bytes with their dtype, shape and a blake2b
+checksum over all three; a row whose checksum, dtype or length does not match is deleted
+and reported as a miss, so it is recomputed and never trusted. No pickle anywhere.
+
+The size bound counts vector bytes (``max_bytes``). Each row has a coarse ``accessed``
+time (seconds) that reads refresh at most once per ``ACCESS_GRANULARITY``; when a write
+takes the total over the bound, the least recently accessed rows go until it is below
+``EVICT_TO`` of the bound. Freed pages are reused by later rows rather than returned to
+the operating system.
+
+The same database holds a stat index (path, size, mtime_ns, inode, ctime_ns -> sha256) so
+an unchanged image or weights file is hashed once, while a changed file at the same path
+gets a new digest. As in git's racy-clean rule, a file modified within
+``RACY_SECONDS`` of being hashed is not indexed (its mtime may not change on a rewrite
+within the file system's timestamp granularity).
+
+Any SQLite error (an unwritable folder, a corrupt database file, a full disk) turns the
+cache off for the rest of the run with one ``CacheWarning``; the run goes on uncached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+DB_NAME = "embeddings.sqlite3"
+SCHEMA_VERSION = 1
+DEFAULT_MAX_BYTES = 2 * 1024**3
+ACCESS_GRANULARITY = 60
+EVICT_TO = 0.9
+RACY_SECONDS = 2.0
+BUSY_TIMEOUT_S = 60.0
+_DTYPE = "<f4"
+_CHUNK = 1 << 20
+_SQL_VARS = 500  # keys per IN (...) query, well under SQLite's variable limit
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS vectors (
+        namespace TEXT NOT NULL, key TEXT NOT NULL, dtype TEXT NOT NULL, shape TEXT NOT NULL,
+        data BLOB NOT NULL, checksum BLOB NOT NULL, nbytes INTEGER NOT NULL,
+        accessed INTEGER NOT NULL, PRIMARY KEY (namespace, key)) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS vectors_accessed ON vectors (accessed)",
+    "CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 0), nbytes INTEGER)",
+    "INSERT OR IGNORE INTO totals VALUES (0, 0)",
+    """CREATE TRIGGER IF NOT EXISTS vectors_ins AFTER INSERT ON vectors BEGIN
+        UPDATE totals SET nbytes = nbytes + NEW.nbytes WHERE id = 0; END""",
+    """CREATE TRIGGER IF NOT EXISTS vectors_del AFTER DELETE ON vectors BEGIN
+        UPDATE totals SET nbytes = nbytes - OLD.nbytes WHERE id = 0; END""",
+    """CREATE TABLE IF NOT EXISTS files (
+        path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+        inode INTEGER NOT NULL, ctime_ns INTEGER NOT NULL, sha256 TEXT NOT NULL)""",
+    f"PRAGMA user_version = {SCHEMA_VERSION}",
+)
+
+
+class CacheWarning(UserWarning):
+    """The embedding cache could not be used; the run continues without it."""
+
+
+def checksum(dtype: str, shape: str, data: bytes) -> bytes:
+    """blake2b-128 over dtype, shape and payload: any torn or flipped byte changes it."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(f"{dtype}|{shape}|".encode("ascii"))
+    digest.update(data)
+    return digest.digest()
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 hex of a file's bytes, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class EmbeddingCache:
+    """Vectors by (namespace, content key) in ``root/embeddings.sqlite3``; see the module doc.
+
+    ``namespace`` says which model, preprocessing and kind produced a vector (see
+    ``content_keys.namespace``); keys are content keys. Thread-safe within a process.
+    """
+
+    def __init__(self, root: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.path = Path(root) / DB_NAME
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._warned = False
+        try:
+            Path(root).mkdir(parents=True, exist_ok=True)
+            self._db = self._open()
+        except (OSError, sqlite3.Error) as exc:
+            self._disable(exc)
+
+    @property
+    def enabled(self) -> bool:
+        """False once an error has turned the cache off for this run."""
+        return self._db is not None
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            # REPLACE fires the delete trigger (keeping ``totals`` right) only with this on.
+            db.execute("PRAGMA recursive_triggers=ON")
+            if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                with _transaction(db):
+                    for statement in _SCHEMA:
+                        db.execute(statement)
+            db.execute("SELECT count(*) FROM totals").fetchone()  # a corrupt file fails here
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _disable(self, exc: BaseException) -> None:
+        if self._db is not None:
+            with suppress(sqlite3.Error):
+                self._db.close()
+            self._db = None
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"{self.path}: embedding cache disabled for this run ({exc}); everything is "
+                "encoded afresh. Delete the file to rebuild the cache.",
+                CacheWarning,
+                stacklevel=3,
+            )
+
+    def _guarded(self, work: Callable[[sqlite3.Connection], T], default: T) -> T:
+        """Run ``work`` under the lock; on a database error, disable the cache and give up."""
+        with self._lock:
+            if self._db is None:
+                return default
+            try:
+                return work(self._db)
+            except sqlite3.Error as exc:
+                self._disable(exc)
+                return default
+
+    def get_many(self, namespace: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """The cached vectors among ``keys``; missing and corrupt entries are left out."""
+        return self._guarded(lambda db: self._get(db, namespace, list(dict.fromkeys(keys))), {})
+
+    def _get(self, db: sqlite3.Connection, namespace: str, keys: list[str]) -> dict[str, Any]:
+        found: dict[str, np.ndarray] = {}
+        bad: list[str] = []
+        stale: list[str] = []
+        now = int(time.time())
+        for chunk in _chunks(keys, _SQL_VARS):
+            marks = ",".join("?" * len(chunk))
+            rows = db.execute(
+                "SELECT key, dtype, shape, data, checksum, accessed FROM vectors "
+                f"WHERE namespace = ? AND key IN ({marks})",
+                (namespace, *chunk),
+            )
+            for key, dtype, shape, data, digest, accessed in rows:
+                vector = _decode(dtype, shape, data, digest)
+                if vector is None:
+                    bad.append(key)
+                    continue
+                found[key] = vector
+                if now - accessed >= ACCESS_GRANULARITY:
+                    stale.append(key)
+        if bad or stale:
+            with _transaction(db):
+                db.executemany(
+                    "DELETE FROM vectors WHERE namespace = ? AND key = ?",
+                    [(namespace, key) for key in bad],
+                )
+                db.executemany(
+                    "UPDATE vectors SET accessed = ? WHERE namespace = ? AND key = ?",
+                    [(now, namespace, key) for key in stale],
+                )
+        return found
+
+    def put_many(self, namespace: str, items: Mapping[str, np.ndarray]) -> None:
+        """Store ``items`` in one transaction, then evict the oldest rows if over the bound."""
+        if not items:
+            return
+        now = int(time.time())
+        rows = [(namespace, key, *_encode(vector), now) for key, vector in items.items()]
+        self._guarded(lambda db: self._put(db, rows), None)
+
+    def _put(self, db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+        with _transaction(db):
+            db.executemany(
+                "INSERT OR REPLACE INTO vectors "
+                "(namespace, key, dtype, shape, data, checksum, nbytes, accessed) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            total = db.execute("SELECT nbytes FROM totals WHERE id = 0").fetchone()[0]
+            if total > self.max_bytes:
+                _evict(db, total - int(self.max_bytes * EVICT_TO))
+
+    def file_digest(self, path: Path) -> str:
+        """sha256 hex of a file's bytes, from the stat index when the file is unchanged."""
+        real = Path(path).resolve()
+        stat = real.stat()
+        identity = (stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns)
+        row = self._guarded(
+            lambda db: db.execute(
+                "SELECT size, mtime_ns, inode, ctime_ns, sha256 FROM files WHERE path = ?",
+                (str(real),),
+            ).fetchone(),
+            None,
+        )
+        if row is not None and tuple(row[:4]) == identity:
+            return str(row[4])
+        digest = sha256_file(real)
+        if time.time() - stat.st_mtime_ns / 1e9 > RACY_SECONDS:
+            self._guarded(
+                lambda db: db.execute(
+                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
+                    (str(real), *identity, digest),
+                ),
+                None,
+            )
+        return digest
+
+    def stored_bytes(self) -> int:
+        """Vector bytes held now (what ``max_bytes`` bounds)."""
+        return self._guarded(
+            lambda db: int(db.execute("SELECT nbytes FROM totals WHERE id = 0").fetchone()[0]), 0
+        )
+
+    def close(self) -> None:
+        """Close the database; later calls behave as a disabled cache."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    def __enter__(self) -> EmbeddingCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy timeout), so two
+    writers never deadlock upgrading read locks; any error rolls the whole batch back."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _evict(db: sqlite3.Connection, excess: int) -> None:
+    """Delete least recently accessed rows until at least ``excess`` bytes are gone."""
+    doomed: list[tuple[str, str]] = []
+    freed = 0
+    for namespace, key, nbytes in db.execute(
+        "SELECT namespace, key, nbytes FROM vectors ORDER BY accessed"
+    ):
+        if freed >= excess:
+            break
+        doomed.append((namespace, key))
+        freed += nbytes
+    db.executemany("DELETE FROM vectors WHERE namespace = ? AND key = ?", doomed)
+
+
+def _encode(vector: np.ndarray) -> tuple[str, str, bytes, bytes, int]:
+    array = np.ascontiguousarray(vector, dtype=_DTYPE)
+    shape = ",".join(str(n) for n in array.shape)
+    data = array.tobytes()
+    return _DTYPE, shape, data, checksum(_DTYPE, shape, data), len(data)
+
+
+def _decode(dtype: str, shape: str, data: bytes, digest: bytes) -> np.ndarray | None:
+    """The stored vector, or None when anything about the row is off."""
+    if dtype != _DTYPE or not isinstance(data, bytes) or checksum(dtype, shape, data) != digest:
+        return None
+    try:
+        dims = tuple(int(n) for n in shape.split(",")) if shape else ()
+    except ValueError:
+        return None
+    if int(np.prod(dims, dtype=np.int64)) * 4 != len(data):
+        return None
+    return np.frombuffer(data, dtype=_DTYPE).reshape(dims).copy()
+
+
+def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
