@@ -8,10 +8,11 @@ same value a live run produced). Per-example outcomes travel beside the row for
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
+
+from pytest_vlcheck.json_checks import JsonChecker
 
 Status = Literal["passed", "failed", "skipped", "error"]
 STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "skipped")
@@ -103,64 +104,14 @@ class CapabilityResult:
     @classmethod
     def from_json(cls, raw: Any, where: str = "result") -> CapabilityResult:
         """Validate a row (unknown keys are ignored: a newer writer may add fields)."""
-        return _parse_result(_Checker(where), raw)
+        return _parse_result(JsonChecker("", ResultFormatError), raw, where)
 
     def with_status(self, status: Status, message: str = "") -> CapabilityResult:
         """The same measurement under pytest's verdict (and a reason when there is none)."""
         return replace(self, status=status, message=self.message or message)
 
 
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-class _Checker:
-    """Builds messages that read ``WHERE.field: what is wrong``."""
-
-    def __init__(self, where: str) -> None:
-        self.where = where
-
-    def fail(self, where: str, message: str) -> ResultFormatError:
-        return ResultFormatError(f"{where}: {message}")
-
-    def text(self, obj: Mapping[str, Any], key: str, where: str, default: str | None = None) -> str:
-        if key not in obj:
-            if default is not None:
-                return default
-            raise self.fail(where, f"missing key {key!r}, expected a string")
-        value = obj[key]
-        if not isinstance(value, str):
-            raise self.fail(f"{where}.{key}", f"expected a string, got {value!r}")
-        return value
-
-    def integer(self, value: Any, where: str) -> int:
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise self.fail(where, f"expected a non-negative integer, got {value!r}")
-        return int(value)
-
-    def number(self, value: Any, where: str) -> float | None:
-        """A number or null; NaN and infinities become None (JSON has no spelling for them)."""
-        if value is None:
-            return None
-        if not _is_number(value):
-            raise self.fail(where, f"expected a number or null, got {value!r}")
-        if isinstance(value, float) and not math.isfinite(value):
-            return None
-        return value
-
-    def mapping(self, value: Any, where: str) -> Mapping[str, Any]:
-        if not isinstance(value, Mapping):
-            raise self.fail(where, f"expected an object, got {type(value).__name__}")
-        return value
-
-    def listing(self, value: Any, where: str) -> list[Any]:
-        if not isinstance(value, list):
-            raise self.fail(where, f"expected a list, got {type(value).__name__}")
-        return value
-
-
-def _parse_result(c: _Checker, raw: Any) -> CapabilityResult:
-    where = c.where
+def _parse_result(c: JsonChecker, raw: Any, where: str) -> CapabilityResult:
     r = c.mapping(raw, where)
     texts = {k: c.text(r, k, where) for k in ("file", "test", "capability", "task", "model")}
     status = c.text(r, "status", where)
@@ -199,7 +150,7 @@ def _parse_result(c: _Checker, raw: Any) -> CapabilityResult:
     )
 
 
-def _slices(c: _Checker, raw: Any, where: str) -> dict[str, dict[str, dict[str, Any]]]:
+def _slices(c: JsonChecker, raw: Any, where: str) -> dict[str, dict[str, dict[str, Any]]]:
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for tag, values in c.mapping(raw, where).items():
         tag_where = f"{where}[{tag!r}]"
@@ -216,7 +167,7 @@ def _slices(c: _Checker, raw: Any, where: str) -> dict[str, dict[str, dict[str, 
     return out
 
 
-def _failure(c: _Checker, raw: Any, where: str) -> FailureExample:
+def _failure(c: JsonChecker, raw: Any, where: str) -> FailureExample:
     f = c.mapping(raw, where)
     lists = {}
     for key in ("images", "texts"):

@@ -17,7 +17,8 @@ from typing import Any
 
 from pytest_vlcheck import __version__
 from pytest_vlcheck.atomic import atomic_write_text
-from pytest_vlcheck.report.loader import ReportFormatError, _Checker
+from pytest_vlcheck.json_checks import JsonChecker, read_json
+from pytest_vlcheck.report.loader import ReportFormatError
 
 __all__ = [
     "BASELINE_VERSION",
@@ -41,11 +42,6 @@ Key = tuple[str, str, str]
 
 class BaselineError(ReportFormatError):
     """A baseline file is missing, malformed or of another format version."""
-
-
-class _BaselineChecker(_Checker):
-    def fail(self, where: str, message: str) -> BaselineError:
-        return BaselineError(f"{self.source}: {where}: {message}")
 
 
 @dataclass(frozen=True)
@@ -84,7 +80,7 @@ class BaselineEntry:
         return doc
 
 
-def _entry(c: _Checker, raw: Any, where: str) -> BaselineEntry:
+def _entry(c: JsonChecker, raw: Any, where: str) -> BaselineEntry:
     obj = c.mapping(raw, where)
     texts = {k: c.text(obj, k, where) for k in _TEXT_KEYS}
     optional: dict[str, str | None] = {}
@@ -143,23 +139,13 @@ class Baseline:
     @classmethod
     def load(cls, path: str | Path) -> Baseline:
         """Read and validate; raises BaselineError ``FILE: where: what, expected what``."""
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise BaselineError(f"{p}: no such file, expected a vlcheck baseline") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BaselineError(f"{p}: cannot read the baseline: {exc}") from None
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise BaselineError(f"{p}:{exc.lineno}: invalid JSON: {exc.msg}") from None
-        return cls.from_document(doc, str(p))
+        doc = read_json(path, "a vlcheck baseline", BaselineError)
+        return cls.from_document(doc, str(path))
 
     @classmethod
     def from_document(cls, doc: Any, source: str) -> Baseline:
         """Validate a parsed baseline document (``source`` names it in errors)."""
-        c = _BaselineChecker(source)
+        c = JsonChecker(source, BaselineError)
         if not isinstance(doc, dict) or "vlcheck_baseline" not in doc:
             raise BaselineError(
                 f'{source}: not a vlcheck baseline: expected a JSON object with "vlcheck_baseline"'
