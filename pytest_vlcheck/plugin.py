@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_vlcheck.checklist import is_checklist_file
+from pytest_vlcheck.engine.evaluate import MISSING_POLICIES
 from pytest_vlcheck.gating import (
     DEFAULT_ALPHA,
     DEFAULT_MAX_DROP,
@@ -26,15 +27,12 @@ from pytest_vlcheck.gating import (
 )
 from pytest_vlcheck.images.loading import set_max_image_pixels
 from pytest_vlcheck.items import SESSION_KEY, ChecklistFile, ChecklistItem, NotAChecklist
-from pytest_vlcheck.models.protocol import ModelOptions
+from pytest_vlcheck.models.protocol import PRECISIONS, ModelOptions
 from pytest_vlcheck.models.registry import ModelSpecError, parse_specs
 from pytest_vlcheck.report.baseline import Baseline
 from pytest_vlcheck.report.loader import ReportFormatError
 from pytest_vlcheck.results import from_transport
 from pytest_vlcheck.session import Settings, VlcheckSession
-
-PRECISIONS = ("fp32", "fp16", "bf16")
-MISSING = ("error", "skip")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -77,7 +75,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--vl-missing",
-        choices=MISSING,
+        choices=MISSING_POLICIES,
         default=None,
         help="unloadable images: error the test (default) or skip those examples",
     )
@@ -195,7 +193,7 @@ def _settings(config: pytest.Config) -> Settings:
     batch_size = _batch_size(config)
     for name, value, choices in (
         ("precision", precision, PRECISIONS),
-        ("missing", missing, MISSING),
+        ("missing", missing, MISSING_POLICIES),
     ):
         if value not in choices:
             raise pytest.UsageError(f"vl_{name} is '{value}'; expected one of {choices}")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.engine import ModelRunner, evaluate_test
+from pytest_vlcheck.engine.evaluate import MissingPolicy
 from pytest_vlcheck.gating import GateSettings, apply_gate, entry_of, run_conditions
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
@@ -26,7 +27,7 @@ class Settings:
     model_options: ModelOptions = field(default_factory=ModelOptions)
     image_root: Path | None = None
     threshold: float | None = None
-    missing: str = "error"
+    missing: MissingPolicy = "error"
     report_dir: Path | None = None
     url_cache_dir: Path | None = None
     rootdir: Path | None = None

@@ -7,6 +7,7 @@ one batched pass); this module only reads scores and asks the test's task kind.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -18,6 +19,8 @@ from pytest_vlcheck.metrics.aggregates import macro_average
 from pytest_vlcheck.results import CapabilityResult, ExampleOutcome, FailureExample, Status
 from pytest_vlcheck.tasks import Example, Judgement, Task, get_task
 
+MissingPolicy = Literal["error", "skip"]
+MISSING_POLICIES: tuple[MissingPolicy, ...] = get_args(MissingPolicy)
 FAILURES_KEPT = 5
 MISSING_LISTED = 5
 
@@ -31,7 +34,7 @@ def evaluate_test(
     runner: ModelRunner,
     *,
     threshold: float | None = None,
-    missing: str = "error",
+    missing: MissingPolicy = "error",
 ) -> CapabilityResult:
     """Judge ``test`` from ``runner``'s scores.
 

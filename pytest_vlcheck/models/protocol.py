@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
 
 import numpy as np
 
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from PIL.Image import Image
 
     from pytest_vlcheck.images.refs import ImageRef
+
+Precision = Literal["fp32", "fp16", "bf16"]
+PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class ModelOptions:
 
     device: str = "auto"
     batch_size: int = 64
-    precision: str = "fp32"
+    precision: Precision = "fp32"
 
 
 @runtime_checkable

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_vlcheck.errors import DeviceError
+from pytest_vlcheck.models.protocol import PRECISIONS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-PRECISIONS = ("fp32", "fp16", "bf16")
 
 # Files that decide what a model computes: weights, configs, tokenizer vocabularies.
 FINGERPRINT_SUFFIXES = frozenset(
