@@ -12,6 +12,7 @@ from pytest_vlcheck.checklist import ChecklistError, ChecklistTest, load_checkli
 from pytest_vlcheck.checklist.yaml_lines import checklist_header_problem
 from pytest_vlcheck.engine import unscored_result
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
+from pytest_vlcheck.prior_eval import junit_properties
 from pytest_vlcheck.report.verdict import verdict_details, verdict_line
 from pytest_vlcheck.results import CapabilityResult, Status
 from pytest_vlcheck.session import VlcheckSession
@@ -107,6 +108,8 @@ class ChecklistItem(pytest.Item):
         fields = self.result.to_json()
         self.user_properties.extend((f"vlcheck_{name}", fields[name]) for name in REPORTED_FIELDS)
         self.user_properties.append(("vlcheck_fingerprint", self.result.fingerprint))
+        if self.result.prior:
+            self.user_properties.extend(junit_properties(self.result.prior))
         unscored = self.result.unscored
         if unscored:
             reasons = ", ".join(f"{count} {reason}" for reason, count in unscored.items())

@@ -144,7 +144,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="report threshold verdicts but fail items only on gate regressions",
     )
+    group.addoption(
+        "--vl-prior",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a text-only language-model prior, repeatable (perplexities averaged): "
+        "hf:NAME_OR_DIR or py:MODULE:FACTORY; adds hard-test accuracy per caption/group test",
+    )
     parser.addini("vl_model", "default --vl-model values", type="linelist", default=[])
+    parser.addini("vl_prior", "default --vl-prior values", type="linelist", default=[])
     for name, default in (
         ("vl_device", "auto"),
         ("vl_batch_size", "64"),
@@ -207,6 +216,7 @@ def _settings(config: pytest.Config) -> Settings:
         rootdir=config.rootpath,
         gates=_gate_settings(config),
         save_baseline=Path(option.vl_save_baseline) if option.vl_save_baseline else None,
+        priors=_prior_specs(config),
         specs=specs,
         model_options=ModelOptions(
             device=option.vl_device or config.getini("vl_device"),
@@ -219,6 +229,19 @@ def _settings(config: pytest.Config) -> Settings:
         report_dir=_report_dir(option.vl_report),
         url_cache_dir=_url_cache_dir(config),
     )
+
+
+def _prior_specs(config: pytest.Config) -> tuple[str, ...]:
+    """``--vl-prior`` values (or the ini's), checked now: a bad spec is a usage error."""
+    from pytest_vlcheck.priors import PriorSpecError, parse_prior_spec
+
+    texts = tuple(config.option.vl_prior or config.getini("vl_prior"))
+    try:
+        for text in texts:
+            parse_prior_spec(text)
+    except PriorSpecError as exc:
+        raise pytest.UsageError(f"--vl-prior: {exc}") from None
+    return texts
 
 
 def _batch_size(config: pytest.Config) -> int:

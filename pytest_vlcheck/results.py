@@ -58,7 +58,9 @@ class CapabilityResult:
     ``criterion`` is a group test's pass criterion; ``score_kind`` says whether the decisive
     scores were similarities or match probabilities; ``message`` says why an errored or
     skipped test has no measurement; ``gate`` holds the comparison with a baseline entry
-    (``report.gate.GateResult`` fields) when the run was gated. ``fingerprint`` (the model's
+    (``report.gate.GateResult`` fields) when the run was gated; ``prior`` holds the
+    linguistic-prior block (``prior_eval.prior_block``; README's matrix.json section) when the
+    run had ``--vl-prior`` or the test a ``hard_threshold``. ``fingerprint`` (the model's
     weights), ``content_hash`` (the test's YAML) and ``outcomes`` travel with the result but
     stay out of ``matrix.json``.
     """
@@ -87,6 +89,7 @@ class CapabilityResult:
     unscored: dict[str, int] = field(default_factory=dict)
     message: str = ""
     gate: dict[str, Any] | None = None
+    prior: dict[str, Any] | None = None
     fingerprint: str = field(default="", compare=False)
     content_hash: str = field(default="", compare=False)
     outcomes: tuple[ExampleOutcome, ...] = field(default=(), compare=False, repr=False)
@@ -95,8 +98,9 @@ class CapabilityResult:
         """The ``matrix.json`` row (plus the outcomes, for the xdist transport)."""
         row = asdict(self)
         transport = {key: row.pop(key) for key in ("fingerprint", "content_hash", "outcomes")}
-        if row["gate"] is None:
-            row.pop("gate")
+        for key in ("gate", "prior"):
+            if row[key] is None:
+                row.pop(key)
         if with_outcomes:
             row.update(transport)
         return row
@@ -147,7 +151,46 @@ def _parse_result(c: JsonChecker, raw: Any, where: str) -> CapabilityResult:
         unscored={k: c.integer(v, f"{where}.unscored[{k!r}]") for k, v in unscored.items()},
         message=c.text(r, "message", where, ""),
         gate=dict(c.mapping(r["gate"], f"{where}.gate")) if r.get("gate") else None,
+        prior=_prior(c, r["prior"], f"{where}.prior") if r.get("prior") is not None else None,
     )
+
+
+PRIOR_NUMBERS = (
+    "prior_accuracy",
+    "accuracy",
+    "hard_accuracy",
+    "hard_ci_low",
+    "hard_ci_high",
+    "linguistic_gap",
+    "hard_threshold",
+)
+PRIOR_COUNTS = ("n", "n_hard", "hard_passed")
+
+
+def _prior(c: JsonChecker, raw: Any, where: str) -> dict[str, Any]:
+    """The prior block: ``applicable`` and ``priors`` always; numbers where applicable."""
+    block = dict(c.mapping(raw, where))
+    if not isinstance(block.get("applicable"), bool):
+        raise c.fail(f"{where}.applicable", "expected true or false")
+    names = c.listing(block.get("priors", []), f"{where}.priors")
+    if not all(isinstance(name, str) for name in names):
+        raise c.fail(f"{where}.priors", "expected a list of prior names")
+    for key in PRIOR_NUMBERS:
+        if key in block:
+            block[key] = c.number(block[key], f"{where}.{key}")
+    if not block["applicable"]:
+        block["reason"] = c.text(block, "reason", where)
+        return block
+    for key in PRIOR_COUNTS:
+        if key not in block:
+            raise c.fail(where, f"missing key {key!r}, expected an integer")
+        block[key] = c.integer(block[key], f"{where}.{key}")
+    met = block.get("hard_threshold_met")
+    if met is not None and not isinstance(met, bool):
+        raise c.fail(f"{where}.hard_threshold_met", "expected true, false or null")
+    if "grid" in block:
+        block["grid"] = dict(c.mapping(block["grid"], f"{where}.grid"))
+    return block
 
 
 def _slices(c: JsonChecker, raw: Any, where: str) -> dict[str, dict[str, dict[str, Any]]]:

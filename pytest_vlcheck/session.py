@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.engine import ModelRunner, evaluate_test
@@ -16,7 +19,11 @@ from pytest_vlcheck.gating import GateSettings, apply_gate, entry_of, run_condit
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec
+from pytest_vlcheck.prior_eval import NO_PRIOR, not_applicable, prior_block
 from pytest_vlcheck.results import CapabilityResult
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.priors import AveragePrior
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,8 @@ class Settings:
     rootdir: Path | None = None
     gates: GateSettings = field(default_factory=GateSettings)
     save_baseline: Path | None = None
+    priors: tuple[str, ...] = ()
+    """``--vl-prior`` specs (already parsed once for errors); several are averaged."""
 
 
 @dataclass
@@ -47,6 +56,9 @@ class VlcheckSession:
     load_failures: dict[str, str] = field(default_factory=dict)
     """Per model that failed to load, the node id whose error explains why."""
     """m: how many test x model items of the whole selection have a baseline entry."""
+    perplexities: dict[str, float] = field(default_factory=dict)
+    """Each caption's averaged prior perplexity, scored once per run."""
+    _prior: AveragePrior | None = None
 
     def runner(self, model: str) -> ModelRunner:
         """The model's runner, made on first use (the model itself loads on first scoring)."""
@@ -71,9 +83,43 @@ class VlcheckSession:
         result = evaluate_test(
             test, runner, threshold=self.settings.threshold, missing=self.settings.missing
         )
-        result = replace(result, file=self.relative(test.file), content_hash=test.content_hash)
+        result = replace(
+            result,
+            file=self.relative(test.file),
+            content_hash=test.content_hash,
+            prior=self.prior_of(test, result),
+        )
+        if result.prior and result.prior.get("hard_threshold_met") is False:
+            result = replace(result, status="failed")
         conditions = run_conditions(self.settings.model_options)
         return apply_gate(result, self.settings.gates, m=self.gated, conditions=conditions)
+
+    def prior_of(self, test: ChecklistTest, result: CapabilityResult) -> dict | None:
+        """The result's prior block; without ``--vl-prior`` only a note on a hard threshold."""
+        if not self.settings.priors:
+            if test.hard_threshold is None:
+                return None
+            return not_applicable((), NO_PRIOR, test.hard_threshold)
+        from pytest_vlcheck.priors import parse_prior_spec
+
+        names = [parse_prior_spec(text).name for text in self.settings.priors]
+        return prior_block(test, result.outcomes, self.perplexity, names)
+
+    def _loaded_prior(self) -> AveragePrior:
+        if self._prior is None:
+            from pytest_vlcheck.priors import load_priors
+
+            self._prior = load_priors(self.settings.priors, self.settings.model_options)
+        return self._prior
+
+    def perplexity(self, texts: list[str]) -> np.ndarray:
+        """Averaged prior perplexities; each unique text is scored once per run."""
+        from pytest_vlcheck.priors import caption_perplexities
+
+        missing = sorted(set(texts) - self.perplexities.keys())
+        if missing:
+            self.perplexities.update(caption_perplexities(self._loaded_prior(), missing))
+        return np.array([self.perplexities[t] for t in texts], dtype=np.float64)
 
     def relative(self, path: Path) -> str:
         """A checklist path as every report writes it: relative to pytest's rootdir (POSIX),

@@ -217,3 +217,147 @@ def test_hf_prior_through_the_spec_and_averaged(tiny_gpt2: Path) -> None:
     assert np.all(ppl > 1.0)
     assert two.perplexity(texts).tolist() == pytest.approx(ppl.tolist(), rel=1e-9)
     assert isinstance(two, AveragePrior) and two.name == "a+b"
+
+
+# ----------------------------------------------------------------------- per-test prior block
+
+
+def _checklist_test(tmp_path: Path, body: str):
+    from pytest_vlcheck.checklist import load_checklist
+
+    path = tmp_path / "c.yaml"
+    path.write_text("vlcheck: 1\ntests:\n" + body)
+    return load_checklist(path).tests[0]
+
+
+def _lookup(table: dict[str, float]):
+    return lambda texts: np.array([table[t] for t in texts])
+
+
+def test_prior_block_caption_by_hand(tmp_path: Path) -> None:
+    from pytest_vlcheck.prior_eval import prior_block
+    from pytest_vlcheck.results import ExampleOutcome
+
+    test = _checklist_test(
+        tmp_path,
+        "  - id: t\n    capability: a/b\n    task: caption\n    threshold: 0.5\n"
+        "    hard_threshold: 0.5\n    examples:\n"
+        + "".join(
+            f"      - {{id: '{i}', image: i{i}.png, caption: c{i}, negatives: [n{i}, m{i}]}}\n"
+            for i in range(4)
+        ),
+    )
+    # The prior prefers the caption of 0 and 1; of 2 it prefers n2; of 3 c3 ties with m3.
+    ppl = {"c0": 2, "n0": 5, "m0": 9, "c1": 3, "n1": 4, "m1": 4, "c2": 6, "n2": 5, "m2": 7}
+    ppl |= {"c3": 4, "n3": 8, "m3": 4}
+    # The model (scores of caption, n, m) is right on 0 and 2, wrong on 1 and 3.
+    rows = {"0": [0.9, 0.1, 0.2], "1": [0.1, 0.9, 0.2], "2": [0.9, 0.1, 0.5], "3": [0.5, 0.5, 0]}
+    outcomes = [ExampleOutcome(i, False, False, [row]) for i, row in rows.items()]
+    block = prior_block(test, outcomes, _lookup(ppl), ["lm"])
+    assert (block["n"], block["n_hard"], block["hard_passed"]) == (4, 2, 1)
+    assert block["accuracy"] == 0.5 and block["prior_accuracy"] == 0.5
+    assert block["hard_accuracy"] == 0.5 and block["linguistic_gap"] == 0.0
+    assert block["hard_threshold_met"] is True
+    grid = block["grid"]
+    assert sum(map(sum, grid["n"])) == 4 and sum(map(sum, grid["passed"])) == 2
+    assert grid["true_edges"][0] == 2 and grid["true_edges"][-1] == 6
+    assert grid["negative_edges"][0] == 4 and grid["negative_edges"][-1] == 5
+
+
+def test_prior_block_group_triplets_by_hand(tmp_path: Path) -> None:
+    from pytest_vlcheck.prior_eval import prior_block
+    from pytest_vlcheck.results import ExampleOutcome
+
+    test = _checklist_test(
+        tmp_path,
+        "  - id: g\n    capability: a/b\n    task: group\n    threshold: 0.5\n"
+        "    hard_threshold: 0.9\n    examples:\n"
+        "      - {id: x, images: [x0.png, x1.png], captions: [xa, xb]}\n"
+        "      - {id: y, images: [y0.png, y1.png], captions: [ya, yb]}\n",
+    )
+    # x: the prior prefers xa (triplet 0 easy, 1 hard); y: a tie (both triplets hard).
+    ppl = {"xa": 5.0, "xb": 8.0, "ya": 7.0, "yb": 7.0}
+    # Model per triplet: x [right, right]; y [wrong (image 0 prefers yb), right].
+    outcomes = [
+        ExampleOutcome("x", True, False, [[0.9, 0.1], [0.2, 0.8]]),
+        ExampleOutcome("y", False, False, [[0.1, 0.9], [0.2, 0.8]]),
+    ]
+    block = prior_block(test, outcomes, _lookup(ppl), ["lm"])
+    assert (block["n"], block["n_hard"], block["hard_passed"]) == (4, 3, 2)
+    assert block["prior_accuracy"] == 0.25 and block["accuracy"] == 0.75
+    assert block["hard_accuracy"] == pytest.approx(2 / 3)
+    assert block["linguistic_gap"] == pytest.approx(0.75 - 2 / 3)
+    assert block["hard_threshold_met"] is False
+
+
+def test_prior_block_is_not_applicable_to_image_tests(tmp_path: Path) -> None:
+    from pytest_vlcheck.prior_eval import junit_properties, prior_block
+    from pytest_vlcheck.results import ExampleOutcome
+
+    test = _checklist_test(
+        tmp_path,
+        "  - id: i\n    capability: a/b\n    task: image\n    threshold: 0.5\n    examples:\n"
+        "      - {id: '0', text: t, image: a.png, distractors: [b.png]}\n",
+    )
+    block = prior_block(
+        test, [ExampleOutcome("0", True, False, [[0.9], [0.1]])], _lookup({}), ["lm"]
+    )
+    assert block["applicable"] is False and "image test" in block["reason"]
+    assert junit_properties(block) == [("vlcheck_prior", f"lm: {block['reason']}")]
+
+
+def test_prior_field_round_trips_and_is_validated() -> None:
+    from dataclasses import replace
+
+    from pytest_vlcheck.results import CapabilityResult, ResultFormatError
+
+    base = CapabilityResult(
+        "f.yaml", "t", "a/b", "caption", "m", 2, 1, 0.5, 0.1, 0.9, 0.5, 0.5, "passed"
+    )
+    block = {
+        "applicable": True,
+        "priors": ["lm"],
+        "n": 2,
+        "accuracy": 0.5,
+        "prior_accuracy": 0.5,
+        "n_hard": 1,
+        "hard_passed": 0,
+        "hard_accuracy": 0.0,
+        "hard_ci_low": 0.0,
+        "hard_ci_high": 0.79,
+        "linguistic_gap": 0.5,
+        "hard_threshold": None,
+        "hard_threshold_met": None,
+        "grid": {"n": [[2]], "passed": [[1]]},
+    }
+    result = replace(base, prior=block)
+    assert CapabilityResult.from_json(result.to_json()) == result
+    assert "prior" not in base.to_json()
+    with pytest.raises(ResultFormatError, match=r"prior\.applicable"):
+        CapabilityResult.from_json({**result.to_json(), "prior": {"applicable": "yes"}})
+    with pytest.raises(ResultFormatError, match="n_hard"):
+        CapabilityResult.from_json({**result.to_json(), "prior": {**block, "n_hard": 1.5}})
+
+
+def test_grid_svg_puts_the_priors_surest_cell_top_left() -> None:
+    from pytest_vlcheck.report.prior_view import grid_svg, prior_verdict_lines
+
+    grid = {
+        "true_edges": [1, 2, 3],
+        "negative_edges": [10, 20, 30],
+        "n": [[1, 4], [0, 2]],
+        "passed": [[0, 3], [0, 1]],
+    }
+    svg = grid_svg(grid, "t")
+    # row 0 (lowest true ppl) starts with column 1 (highest best-negative ppl): 3/4 first
+    cells = [part.split("</text>")[0].rsplit(">", 1)[-1] for part in svg.split("<rect")[1:]]
+    assert cells == ["75.0% (n=4)", "0.0% (n=1)", "50.0% (n=2)", "-"]
+    lines = prior_verdict_lines(
+        {
+            "applicable": False,
+            "priors": [],
+            "hard_threshold": 0.5,
+            "reason": "hard_threshold not applied: no --vl-prior",
+        }
+    )
+    assert lines == ["linguistic prior (no prior): hard_threshold not applied: no --vl-prior"]

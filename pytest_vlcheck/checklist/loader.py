@@ -28,6 +28,7 @@ _TEST_KEYS = (
     "capability",
     "task",
     "threshold",
+    "hard_threshold",
     "description",
     "examples",
     "generate",
@@ -97,6 +98,9 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
     )
     task = get_task(fields.choice("task", TASKS))
     threshold = fields.number("threshold", low=0.0, high=1.0)
+    hard_threshold = (
+        fields.number("hard_threshold", low=0.0, high=1.0) if fields.has("hard_threshold") else None
+    )
     for key, owner in _SETTING_KEYS.items():
         if fields.has(key) and owner is not task:
             fields.fail(f"'{key}' applies to {owner.name} tests only, not '{task.name}'", key)
@@ -108,6 +112,7 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
         capability=capability,
         task=task.name,
         threshold=threshold,
+        hard_threshold=hard_threshold,
         examples=examples,
         file=context.path,
         line=fields.line,

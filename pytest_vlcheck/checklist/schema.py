@@ -40,6 +40,8 @@ class ChecklistTest:
     settings: Mapping[str, Any] = field(default_factory=dict)
     macro: MacroSpec | None = None
     content_hash: str = ""
+    hard_threshold: float | None = None
+    """Minimum hard-test accuracy (seed 001); judged only when a run has a --vl-prior."""
 
     @property
     def capability_parts(self) -> tuple[str, ...]:

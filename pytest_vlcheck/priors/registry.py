@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.priors.average import AveragePrior
 from pytest_vlcheck.priors.protocol import TextPrior
@@ -23,7 +24,7 @@ class PriorSpecError(ValueError):
     """A prior spec that cannot be understood."""
 
 
-class PriorLoadError(RuntimeError):
+class PriorLoadError(VlcheckUserError, RuntimeError):
     """A prior spec was understood but its prior could not be made."""
 
 

@@ -18,6 +18,7 @@ from pytest_vlcheck.report.matrix import (
     measured_rate,
     status_counts,
 )
+from pytest_vlcheck.report.prior_view import prior_html
 from pytest_vlcheck.report.svg import bar_chart, model_colour, radar_chart
 from pytest_vlcheck.tasks import TASKS
 
@@ -254,6 +255,7 @@ def _test_section(index: int, row: Row, names: list[str]) -> list[str]:
             for k in metric_names
         ]
         out += _table(["metric", *map(_e, present)], rows)
+    out += prior_html(row.cells, present)
     out += _slices(row, present)
     out += _failures(row, present)
     out.append("</section>")

@@ -14,6 +14,7 @@ from pytest_vlcheck.report.matrix import (
     measured_rate,
     status_counts,
 )
+from pytest_vlcheck.report.prior_view import prior_markdown
 from pytest_vlcheck.report.terminal import cell_text
 
 __all__ = ["escape_md", "render_markdown"]
@@ -132,6 +133,7 @@ def _test_section(row: Row, names: list[str]) -> list[str]:
             *_table([escape_md(tag), *map(escape_md, present)], body),
             "",
         ]
+    lines += prior_markdown(row.cells, present)
     return lines
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from pytest_vlcheck.report.fmt import ci, pct, value
 from pytest_vlcheck.report.gate import gate_details, gate_of, verdict_suffix
+from pytest_vlcheck.report.prior_view import prior_verdict_lines
 from pytest_vlcheck.tasks import TASKS
 
 SHOWN_FAILURES = 3
@@ -42,6 +43,12 @@ def verdict_line(result: Mapping[str, Any]) -> str:
         )
         if measured_gate.regressed:
             line = "REGRESSED " + line
+    prior = result.get("prior") or {}
+    if prior.get("hard_threshold_met") is False:
+        line += (
+            f"; hard-test accuracy {pct(prior['hard_accuracy'])} < "
+            f"{pct(prior['hard_threshold'])} (hard_threshold)"
+        )
     unscored = sum(result.get("unscored", {}).values())
     if unscored:
         reasons = ", ".join(f"{count} {reason}" for reason, count in result["unscored"].items())
@@ -64,6 +71,7 @@ def verdict_details(result: Mapping[str, Any]) -> list[str]:
         )
     if task in TASKS:
         lines.extend(TASKS[task].verdict_notes(result.get("score_kind", "similarity")))
+    lines.extend(prior_verdict_lines(result.get("prior")))
     if result.get("ties"):
         lines.append(f"{result['ties']} example(s) lost by an exact tie (ties count as wrong)")
     measured_gate = gate_of(result)
