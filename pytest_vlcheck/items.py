@@ -54,7 +54,7 @@ class ChecklistFile(pytest.File):
         try:
             checklist = load_checklist(self.path, image_root=session.settings.image_root)
         except ChecklistError as exc:
-            raise self.CollectError(str(exc)) from None
+            raise self.CollectError(exc.render()) from None
         models: list[str | None] = [s.name for s in session.settings.specs] or [None]
         for test in checklist.tests:
             for model in models:

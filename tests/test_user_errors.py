@@ -404,7 +404,8 @@ def test_infinite_numbers_are_named(tmp_path: Path):
     with pytest.raises(ChecklistError) as info:
         load_checklist(path)
     assert str(info.value) == (
-        f"{path}:6: 'threshold' is .inf (infinite); expected a number from 0 to 1"
+        f"{path}:6: 'threshold' is .inf (infinite); expected a number from 0 to 1\n"
+        f"{path}:7: 'examples' has 0 items; expected at least 1"
     )
     assert "LineList" not in str(info.value)
 

@@ -40,6 +40,8 @@ class ChecklistTest:
     settings: Mapping[str, Any] = field(default_factory=dict)
     macro: MacroSpec | None = None
     content_hash: str = ""
+    examples_file: Path | None = None
+    """The JSON Lines file the examples' lines are in (``examples: x.jsonl``); else None."""
 
     @property
     def capability_parts(self) -> tuple[str, ...]:
