@@ -67,10 +67,8 @@ class NotAChecklist(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Nothing: a collection error naming what is missing."""
-        problem = checklist_header_problem(self.path) or "not a vlcheck checklist"
-        raise self.CollectError(
-            f"{self.path}: {problem}; a checklist is a YAML file whose first key is 'vlcheck: 1'"
-        )
+        problem = checklist_header_problem(self.path) or f"{self.path}: not a checklist"
+        raise self.CollectError(problem)  # the problem names the file and what is expected
 
 
 class ChecklistItem(pytest.Item):
