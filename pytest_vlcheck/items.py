@@ -55,7 +55,7 @@ class ChecklistFile(pytest.File):
         try:
             checklist = load_checklist(self.path, image_root=session.settings.image_root)
         except ChecklistError as exc:
-            raise self.CollectError(str(exc)) from None
+            raise self.CollectError(exc.render()) from None
         models: list[str | None] = [s.name for s in session.settings.specs] or [None]
         for test in checklist.tests:
             for model in models:
@@ -68,10 +68,8 @@ class NotAChecklist(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Nothing: a collection error naming what is missing."""
-        problem = checklist_header_problem(self.path) or "not a vlcheck checklist"
-        raise self.CollectError(
-            f"{self.path}: {problem}; a checklist is a YAML file whose first key is 'vlcheck: 1'"
-        )
+        problem = checklist_header_problem(self.path) or f"{self.path}: not a checklist"
+        raise self.CollectError(problem)  # the problem names the file and what is expected
 
 
 class ChecklistItem(pytest.Item):

@@ -21,7 +21,6 @@ from pytest_vlcheck.checklist.yaml_lines import (
     LineList,
     LineMap,
     checklist_header_problem,
-    read_text_utf8,
 )
 from pytest_vlcheck.errors import (
     ImageError,
@@ -281,20 +280,9 @@ def _reason(path: Path) -> str:
     return info.value.reason
 
 
-def test_image_failures_each_have_a_short_reason(tmp_path: Path):
-    assert _reason(tmp_path / "gone.png") == f"file not found: {tmp_path / 'gone.png'}"
-    loop = tmp_path / "loop.png"
-    loop.symlink_to(loop)
-    assert _reason(loop) == f"symlink loop: {loop} never reaches a file"
+def test_a_folder_is_not_an_image(tmp_path: Path):
+    """Missing, looping, corrupt and truncated images: tests/test_error_families.py."""
     assert _reason(tmp_path) == f"not a file: {tmp_path} (expected an image file)"
-    corrupt = tmp_path / "corrupt.png"
-    corrupt.write_bytes(b"not an image at all")
-    assert _reason(corrupt) == (
-        f"cannot decode {corrupt}: not an image format Pillow reads (or a corrupt file)"
-    )
-    truncated = tmp_path / "truncated.png"
-    truncated.write_bytes(_png(tmp_path / "whole.png").read_bytes()[:45])
-    assert _reason(truncated).startswith(f"cannot decode {truncated}: ")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
@@ -304,23 +292,11 @@ def test_an_unreadable_image(tmp_path: Path):
     assert _reason(locked) == f"cannot read {locked}: permission denied"
 
 
-@pytest.mark.filterwarnings("ignore::PIL.Image.DecompressionBombWarning")
-def test_decompression_bomb_limit_is_clear_and_can_be_raised(tmp_path: Path):
+def test_the_pixel_limit_can_be_raised_and_must_be_positive(tmp_path: Path):
+    """The refusal messages: tests/test_error_families.py (both Pillow's and ours)."""
     image = _png(tmp_path / "big.png", (40, 30))
     before = Image.MAX_IMAGE_PIXELS
     try:
-        set_max_image_pixels(1000)
-        assert _reason(image) == (
-            "image too large to decode safely (40x30 = 1,200 pixels, over the limit of 1,000 "
-            "pixels that guards against decompression bombs); raise the limit with "
-            "--vl-max-image-pixels=N"
-        )
-        set_max_image_pixels(500)  # past twice the limit Pillow itself refuses at open
-        assert _reason(image) == (
-            "image too large to decode safely (1,200 pixels, over the limit of 500 pixels "
-            "that guards against decompression bombs); raise the limit with "
-            "--vl-max-image-pixels=N"
-        )
         set_max_image_pixels(1200)
         assert open_rgb(image).size == (40, 30)
         with pytest.raises(VlcheckUserError, match=r"^--vl-max-image-pixels=0: expected a"):
@@ -329,15 +305,9 @@ def test_decompression_bomb_limit_is_clear_and_can_be_raised(tmp_path: Path):
         Image.MAX_IMAGE_PIXELS = before
 
 
-def test_crop_outside_the_image_says_both_sizes(tmp_path: Path):
+def test_a_crop_past_an_edge_is_clipped(tmp_path: Path):
+    """A crop that misses the image entirely: tests/test_error_families.py."""
     path = _png(tmp_path / "small.png", (20, 10))
-    outside = ImageRef("file", "small.png", str(path), crop=(30.0, 0.0, 5.0, 5.0))
-    with pytest.raises(ImageUnavailable) as info:
-        ImageLoader()(outside)
-    assert info.value.reason == (
-        "crop [30.0, 0.0, 5.0, 5.0] lies outside the 20x10 image small.png; expected a box "
-        "[x, y, w, h] that overlaps it"
-    )
     overhang = ImageRef("file", "small.png", str(path), crop=(-5.0, 5.0, 10.0, 10.0))
     assert ImageLoader()(overhang).size == (5, 5)  # clipped to the image on every side
 
@@ -347,34 +317,10 @@ def test_crop_outside_the_image_says_both_sizes(tmp_path: Path):
 VALID = "vlcheck: 1\ntests:\n  - id: t\n    capability: object/existence\n    task: caption\n"
 
 
-def test_non_utf8_reports_the_line_and_column_of_the_bad_byte(tmp_path: Path):
-    path = tmp_path / "latin.yaml"
-    path.write_bytes(b"vlcheck: 1\ntests:\n  - id: caf\xe9\n")
-    with pytest.raises(ChecklistError) as info:
-        load_checklist(path)
-    assert str(info.value) == (
-        f"{path}:3: not UTF-8 text (byte 0xe9 at column 12); save the file as UTF-8"
-    )
-
-
-def test_a_bom_is_accepted_everywhere(tmp_path: Path):
-    path = tmp_path / "bom.yaml"
-    body = VALID + "    threshold: 0.5\n    examples:\n      - {image: {scene: {}}, "
-    body += "caption: a, negatives: [b]}\n"
-    path.write_bytes(b"\xef\xbb\xbf" + body.encode())
-    assert is_checklist_file(path)
-    assert checklist_header_problem(path) is None
-    assert read_text_utf8(path) == body
-    assert load_checklist(path).tests[0].id == "t"
-
-
 def test_why_a_yaml_file_is_not_a_checklist(tmp_path: Path):
+    """A missing header, named on pytest's command line: tests/test_error_families.py."""
     plain = tmp_path / "config.yaml"
     plain.write_text("tests: []\n")
-    assert checklist_header_problem(plain) == (
-        f"{plain}:1: not a checklist: the 'vlcheck: 1' header is missing; expected a "
-        "top-level 'vlcheck: 1' line within the first 4096 bytes, then 'tests:'"
-    )
     nested = tmp_path / "nested.yaml"
     nested.write_text("suite:\n  vlcheck: 1\n")
     assert checklist_header_problem(nested) == (
@@ -404,7 +350,8 @@ def test_infinite_numbers_are_named(tmp_path: Path):
     with pytest.raises(ChecklistError) as info:
         load_checklist(path)
     assert str(info.value) == (
-        f"{path}:6: 'threshold' is .inf (infinite); expected a number from 0 to 1"
+        f"{path}:6: 'threshold' is .inf (infinite); expected a number from 0 to 1\n"
+        f"{path}:7: 'examples' has 0 items; expected at least 1"
     )
     assert "LineList" not in str(info.value)
 
@@ -415,3 +362,27 @@ def test_wrong_type_messages_say_a_list_not_linelist(tmp_path: Path):
     with pytest.raises(ChecklistError) as info:
         load_checklist(path)
     assert "LineList" not in str(info.value) and "LineMap" not in str(info.value)
+
+
+def test_every_problem_of_a_file_once_in_line_order(tmp_path: Path):
+    path = tmp_path / "many.yaml"
+    path.write_text(
+        "vlcheck: 2\ntests:\n  - id: a\n    capability: x\n    task: caption\n"
+        "    treshold: 0.5\n    examples:\n      - {image: a.png, caption: c}\n"
+        "      - {image: a.png, caption: c, negatives: [d], colour: red}\n"
+    )
+    with pytest.raises(ChecklistError) as info:
+        load_checklist(path)
+    assert [str(e) for e in info.value.errors] == [
+        f"{path}:1: 'vlcheck' is 2; this version of pytest-vlcheck reads format 1",
+        # the misspelt key is told once: no "missing the required key 'threshold'" as well
+        f"{path}:6: unknown key 'treshold' in test 'a' (did you mean 'threshold'?); expected "
+        "one of: capability, criterion, cutoff, description, examples, generate, id, macro, "
+        "task, threshold",
+        f"{path}:8: example 1 of test 'a' is missing the required key 'negatives'",
+        f"{path}:9: unknown key 'colour' in example 2 of test 'a'; expected one of: caption, "
+        "id, image, negatives, tags",
+    ]
+    assert str(info.value) == "\n".join(str(e) for e in info.value.errors)
+    assert info.value.render(limit=2).splitlines()[2:] == ["... and 2 more"]
+    assert (info.value.path, info.value.line) == (path, 1)

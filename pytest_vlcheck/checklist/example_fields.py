@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.checklist.errors import ChecklistError
-from pytest_vlcheck.checklist.fields import Fields, type_name
+from pytest_vlcheck.checklist.fields import Fields, number_text, type_name
 from pytest_vlcheck.images.refs import Crop, ImageRef, canonical_scene
 
 _IMAGE_KEYS = ("path", "url", "scene", "crop", "crop_relative", "sha256")
@@ -106,6 +107,9 @@ def _crop(fields: Fields) -> tuple[Crop | None, bool]:
         or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values)
     ):
         fields.fail(f"'{key}' must be four numbers [x, y, width, height]", key)
+    if not all(math.isfinite(v) for v in values):
+        shown = ", ".join(number_text(v) for v in values)
+        fields.fail(f"'{key}' is [{shown}]; expected four finite numbers", key)
     x, y, w, h = (float(v) for v in values)
     if x < 0 or y < 0 or w <= 0 or h <= 0:
         fields.fail(f"'{key}' is {list(values)}; expected x, y >= 0 and width, height > 0", key)

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pytest_vlcheck.checklist.errors import ChecklistError, did_you_mean
+from pytest_vlcheck.checklist.errors import ChecklistError, closest, did_you_mean
 from pytest_vlcheck.checklist.yaml_lines import LineList, LineMap
 
 _TYPE_NAMES: tuple[tuple[type, str], ...] = (
@@ -72,19 +72,30 @@ class Fields:
         return self.line
 
     def check_keys(self, allowed: Iterable[str], required: Iterable[str] = ()) -> None:
-        """Unknown keys and missing required keys are errors."""
+        """Unknown keys and missing required keys are errors, all reported at once; a missing
+        key that an unknown key misspells is told once, by the unknown key's "did you mean"."""
         allowed = set(allowed)
-        for key in self.data:
-            if key not in allowed:
-                hint = did_you_mean(str(key), allowed)
-                expected = ", ".join(sorted(allowed))
-                self.fail(
-                    f"unknown key '{key}' in {self.where}{hint}; expected one of: {expected}",
-                    str(key),
-                )
-        for key in required:
-            if key not in self.data:
-                self.fail(f"{self.where} is missing the required key '{key}'")
+        expected = ", ".join(sorted(allowed))
+        unknown = [str(key) for key in self.data if key not in allowed]
+        suggested = {closest(key, allowed) for key in unknown}
+        errors = [
+            ChecklistError(
+                self.path,
+                self.line_of(key),
+                f"unknown key '{key}' in {self.where}{did_you_mean(key, allowed)}; "
+                f"expected one of: {expected}",
+            )
+            for key in unknown
+        ]
+        errors += [
+            ChecklistError(
+                self.path, self.line, f"{self.where} is missing the required key '{key}'"
+            )
+            for key in required
+            if key not in self.data and key not in suggested
+        ]
+        if errors:
+            raise ChecklistError.combine(errors)
 
     def has(self, key: str) -> bool:
         """Whether ``key`` is given."""
@@ -121,8 +132,9 @@ class Fields:
         *,
         low: float = -math.inf,
         high: float = math.inf,
+        expected: str = "",
     ) -> float:
-        """A finite number in [low, high]."""
+        """A finite number in [low, high]; ``expected`` words the range in messages."""
         if key not in self.data:
             if default is None:
                 self.fail(f"{self.where} is missing the required key '{key}'")
@@ -130,10 +142,11 @@ class Fields:
         value = self.data[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             self.fail(f"'{key}' must be a number, got {type_name(value)}", key)
+        expected = expected or _range(low, high)
         if not math.isfinite(value):
-            self.fail(f"'{key}' is {number_text(value)}; expected {_range(low, high)}", key)
+            self.fail(f"'{key}' is {number_text(value)}; expected {expected}", key)
         if not low <= value <= high:
-            self.fail(f"'{key}' is {value}; expected {_range(low, high)}", key)
+            self.fail(f"'{key}' is {value}; expected {expected}", key)
         return float(value)
 
     def choice(self, key: str, choices: Iterable[str], default: str | None = None) -> str:

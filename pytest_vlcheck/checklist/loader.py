@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pytest_vlcheck.checklist.errors import ChecklistError
+from pytest_vlcheck.checklist.errors import ChecklistError, ErrorCollector
 from pytest_vlcheck.checklist.example_fields import ParseContext, example_id, parse_tags
 from pytest_vlcheck.checklist.fields import Fields, type_name
 from pytest_vlcheck.checklist.jsonl import SUFFIX as JSONL_SUFFIX
@@ -18,6 +18,7 @@ from pytest_vlcheck.checklist.schema import Checklist, ChecklistTest, MacroSpec
 from pytest_vlcheck.checklist.yaml_lines import checklist_header_problem, load_yaml
 from pytest_vlcheck.tasks import TASKS, Task, get_task
 
+T = TypeVar("T")
 FORMAT_VERSION = 1
 TEST_ID = r"[A-Za-z0-9_.-]+"
 CAPABILITY = r"[a-z][a-z0-9_]*(/[a-z][a-z0-9_]*)*"
@@ -48,65 +49,83 @@ def load_checklist(path: Path | str, *, image_root: Path | str | None = None) ->
     """Load and validate a checklist file.
 
     ``image_root`` (the ``--vl-image-root`` option) overrides the file's own ``image_root``.
-    Raises ``ChecklistError`` (``FILE:LINE: message``) on the first problem found.
+    Raises one ``ChecklistError`` carrying every problem found (``FILE:LINE: message`` each):
+    a broken test or example does not hide the next one's problems.
     """
     path = Path(path)
     top = Fields(path, load_yaml(path), "the checklist file", 1)
-    top.check_keys(_FILE_KEYS, required=("vlcheck", "tests"))
-    version = top.raw("vlcheck")
-    if version != FORMAT_VERSION:
-        top.fail(
-            f"'vlcheck' is {version!r}; this version of pytest-vlcheck reads format "
-            f"{FORMAT_VERSION}",
-            "vlcheck",
+    errors = ErrorCollector()
+    with errors.guard():
+        top.check_keys(_FILE_KEYS, required=("vlcheck", "tests"))
+    if top.has("vlcheck") and top.raw("vlcheck") != FORMAT_VERSION:
+        errors.add(
+            ChecklistError(
+                path,
+                top.line_of("vlcheck"),
+                f"'vlcheck' is {top.raw('vlcheck')!r}; this version of pytest-vlcheck reads "
+                f"format {FORMAT_VERSION}",
+            )
         )
     if image_root is not None:
         image_dir = Path(image_root)
     else:
-        image_dir = path.parent / top.text("image_root", ".")
+        image_dir = path.parent / (errors.attempt(top.text, "image_root", ".") or ".")
     context = ParseContext(path, image_dir)
-    tests_raw = top.items("tests")
+    tests_raw = (errors.attempt(top.items, "tests") if top.has("tests") else None) or []
     tests: list[ChecklistTest] = []
     seen: dict[str, int] = {}
     for index, raw in enumerate(tests_raw):
-        test = _parse_test(context, raw, top.item_line("tests", index))
-        if test.id in seen:
-            raise ChecklistError(
-                path,
-                test.line,
-                f"duplicate test id '{test.id}' (first used "
-                f"on line {seen[test.id]}); test ids must be unique in a file",
-            )
-        seen[test.id] = test.line
-        tests.append(test)
+        with errors.guard():
+            test = _parse_test(context, raw, top.item_line("tests", index))
+            if test.id in seen:
+                raise ChecklistError(
+                    path,
+                    test.line,
+                    f"duplicate test id '{test.id}' (first used "
+                    f"on line {seen[test.id]}); test ids must be unique in a file",
+                )
+            seen[test.id] = test.line
+            tests.append(test)
+    errors.raise_any()
     return Checklist(path=path, tests=tuple(tests))
 
 
 def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
+    """One test; every problem of its keys and examples is reported, not only the first."""
     fields = Fields(context.path, raw, "a test", line)
     if isinstance(fields.data.get("id"), str):
         fields.where = f"test '{fields.data['id']}'"
-    fields.check_keys(
-        (*_TEST_KEYS, *_SETTING_KEYS), required=("id", "capability", "task", "threshold")
-    )
-    test_id = fields.text("id", pattern=TEST_ID, expected="letters, digits, '_', '.' or '-'")
-    fields.where = f"test '{test_id}'"
-    capability = fields.text(
+    errors = ErrorCollector()
+    with errors.guard():
+        fields.check_keys(
+            (*_TEST_KEYS, *_SETTING_KEYS), required=("id", "capability", "task", "threshold")
+        )
+
+    def given(parse: Callable[..., T], key: str, *args: Any, **kwargs: Any) -> T | None:
+        """A key's value; a missing key was reported by ``check_keys`` already."""
+        return errors.attempt(parse, key, *args, **kwargs) if fields.has(key) else None
+
+    test_id = given(fields.text, "id", pattern=TEST_ID, expected="letters, digits, '_', '.' or '-'")
+    if test_id is not None:
+        fields.where = f"test '{test_id}'"
+    capability = given(
+        fields.text,
         "capability",
         pattern=CAPABILITY,
         expected="lowercase segments joined by '/', e.g. attribute/color",
     )
-    task = get_task(fields.choice("task", TASKS))
-    threshold = fields.number("threshold", low=0.0, high=1.0)
-    hard_threshold = (
-        fields.number("hard_threshold", low=0.0, high=1.0) if fields.has("hard_threshold") else None
-    )
-    for key, owner in _SETTING_KEYS.items():
-        if fields.has(key) and owner is not task:
-            fields.fail(f"'{key}' applies to {owner.name} tests only, not '{task.name}'", key)
-    settings = task.parse_settings(fields)
-    raw_examples, lines, source = _example_sources(fields, task.name)
-    examples = _parse_examples(replace(context, path=source), test_id, task, raw_examples, lines)
+    task_name = given(fields.choice, "task", TASKS)
+    threshold = given(fields.number, "threshold", low=0.0, high=1.0)
+    hard_threshold = given(fields.number, "hard_threshold", low=0.0, high=1.0)
+    description = given(fields.text, "description") or ""
+    macro = errors.attempt(_parse_macro, context, fields) if fields.has("macro") else None
+    if task_name is None:
+        errors.raise_any()
+    task = get_task(task_name)
+    settings = errors.attempt(_parse_settings, fields, task)
+    name = test_id or str(fields.data.get("id", "?"))
+    examples, source = errors.attempt(_examples, context, fields, name, task) or ((), None)
+    errors.raise_any()
     return ChecklistTest(
         id=test_id,
         capability=capability,
@@ -116,11 +135,29 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
         examples=examples,
         file=context.path,
         line=fields.line,
-        description=fields.text("description", ""),
+        description=description,
         settings=settings,
-        macro=_parse_macro(context, fields) if fields.has("macro") else None,
+        macro=macro,
         content_hash=_content_hash(raw),
+        examples_file=source if source != context.path else None,
     )
+
+
+def _parse_settings(fields: Fields, task: Task) -> dict[str, Any]:
+    """The test-level keys of ``task``'s kind; another kind's keys are errors."""
+    for key, owner in _SETTING_KEYS.items():
+        if fields.has(key) and owner is not task:
+            fields.fail(f"'{key}' applies to {owner.name} tests only, not '{task.name}'", key)
+    return task.parse_settings(fields)
+
+
+def _examples(
+    context: ParseContext, fields: Fields, test_id: str, task: Task
+) -> tuple[tuple[Any, ...], Path]:
+    """The test's examples, from wherever they are written, and the file they are in."""
+    raw_examples, lines, source = _example_sources(fields, task.name)
+    parsed = _parse_examples(replace(context, path=source), test_id, task, raw_examples, lines)
+    return parsed, source
 
 
 def _content_hash(raw: Any) -> str:
@@ -180,20 +217,24 @@ def _example_sources(fields: Fields, task: str) -> tuple[list[Any], list[int], P
 def _parse_examples(
     context: ParseContext, test_id: str, task: Task, raws: list[Any], lines: list[int]
 ) -> tuple[Any, ...]:
+    """Every example, each one's problems reported (the first problem of each)."""
     examples: list[Any] = []
     ids: dict[str, int] = {}
     keys = (*task.example_keys, *task.optional_example_keys, "id", "tags")
+    errors = ErrorCollector()
     for index, (raw, line) in enumerate(zip(raws, lines, strict=True)):
-        fields = Fields(context.path, raw, f"example {index + 1} of test '{test_id}'", line)
-        fields.check_keys(keys, task.example_keys)
-        tags = parse_tags(fields)
-        example = task.parse_example(context, fields, example_id(fields), tags, fields.line)
-        if example.id in ids:
-            fields.fail(
-                f"duplicate example id '{example.id}' in test '{test_id}' (first on "
-                f"line {ids[example.id]}); example ids must be unique in a test",
-                "id",
-            )
-        ids[example.id] = fields.line
-        examples.append(example)
+        with errors.guard():
+            fields = Fields(context.path, raw, f"example {index + 1} of test '{test_id}'", line)
+            fields.check_keys(keys, task.example_keys)
+            tags = parse_tags(fields)
+            example = task.parse_example(context, fields, example_id(fields), tags, fields.line)
+            if example.id in ids:
+                fields.fail(
+                    f"duplicate example id '{example.id}' in test '{test_id}' (first on "
+                    f"line {ids[example.id]}); example ids must be unique in a test",
+                    "id",
+                )
+            ids[example.id] = fields.line
+            examples.append(example)
+    errors.raise_any()
     return tuple(examples)

@@ -42,6 +42,8 @@ class ChecklistTest:
     content_hash: str = ""
     hard_threshold: float | None = None
     """Minimum hard-test accuracy (seed 001); judged only when a run has a --vl-prior."""
+    examples_file: Path | None = None
+    """The JSON Lines file the examples' lines are in (``examples: x.jsonl``); else None."""
 
     @property
     def capability_parts(self) -> tuple[str, ...]:

@@ -1,4 +1,9 @@
-"""``vlcheck validate PATH...``: load checklists without pytest and report FILE:LINE errors."""
+"""``vlcheck validate PATH...``: load checklists without pytest and report FILE:LINE errors.
+
+Every problem of a file is reported, not only the first; ``--images`` also opens every image
+file (and cuts its crop) the way a run would, so a missing or broken image is found before a
+model is loaded.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,10 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from pytest_vlcheck.checklist import ChecklistError, is_checklist_file, load_checklist
+from pytest_vlcheck.checklist import Checklist, ChecklistError, is_checklist_file, load_checklist
+from pytest_vlcheck.images.loading import ImageLoader, set_max_image_pixels
+from pytest_vlcheck.images.refs import ImageUnavailable
+from pytest_vlcheck.tasks import get_task
 
 
 def add_validate_command(subparsers: argparse._SubParsersAction) -> None:
@@ -15,7 +23,7 @@ def add_validate_command(subparsers: argparse._SubParsersAction) -> None:
         "validate",
         help="check checklist files and print what they hold",
         description="Load every checklist (files, or folders searched for YAML files opening "
-        "with 'vlcheck:') and report FILE:LINE errors; no model is loaded.",
+        "with 'vlcheck:') and report every FILE:LINE error; no model is loaded.",
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     parser.add_argument(
@@ -23,6 +31,20 @@ def add_validate_command(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         default=None,
         help="resolve image paths here (like --vl-image-root)",
+    )
+    parser.add_argument(
+        "--images",
+        action="store_true",
+        default=False,
+        help="also check that every image file exists and decodes, and that its crop "
+        "overlaps it (URL and scene images are not opened)",
+    )
+    parser.add_argument(
+        "--max-image-pixels",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --images: decode images up to N pixels (like --vl-max-image-pixels)",
     )
     parser.set_defaults(handler=_validate)
 
@@ -36,6 +58,11 @@ def _checklist_paths(paths: Sequence[Path]) -> Iterator[Path]:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    if args.max_image_pixels is not None:
+        if args.max_image_pixels < 1:
+            print("vlcheck validate: --max-image-pixels must be at least 1", file=sys.stderr)
+            return 2
+        set_max_image_pixels(args.max_image_pixels)
     failures = 0
     found = 0
     for path in _checklist_paths(args.paths):
@@ -47,8 +74,36 @@ def _validate(args: argparse.Namespace) -> int:
             failures += 1
             continue
         examples = sum(len(test.examples) for test in checklist.tests)
-        print(f"{path}: {len(checklist.tests)} tests, {examples} examples")
+        summary = f"{path}: {len(checklist.tests)} tests, {examples} examples"
+        if args.images:
+            problems, checked = image_problems(checklist)
+            for problem in problems:
+                print(problem, file=sys.stderr)
+            failures += bool(problems)
+            summary += f", {checked} image files checked, {len(problems)} unusable"
+        print(summary)
     if not found:
         print("vlcheck validate: no checklist files found", file=sys.stderr)
         return 2
     return 1 if failures else 0
+
+
+def image_problems(checklist: Checklist) -> tuple[list[str], int]:
+    """``FILE:LINE: IMAGE: reason`` for each image file (with its crop) of ``checklist`` that a
+    run could not use, at its first use; and how many distinct ones were checked."""
+    load = ImageLoader()
+    checked: set[tuple] = set()
+    problems: list[str] = []
+    for test in checklist.tests:
+        task = get_task(test.task)
+        where = test.examples_file or test.file
+        for example in test.examples:
+            for ref in task.grid(example)[0]:
+                if ref.kind != "file" or ref.key in checked:
+                    continue
+                checked.add(ref.key)
+                try:
+                    load(ref)
+                except ImageUnavailable as exc:
+                    problems.append(f"{where}:{example.line}: {ref.describe()}: {exc.reason}")
+    return problems, len(checked)

@@ -19,14 +19,15 @@ from typing import Any
 
 import numpy as np
 
+from pytest_vlcheck.errors import ModelLoadError
 from pytest_vlcheck.models.protocol import MissingScore, ModelOptions, RefPair
 
 _KEYS = {"image", "text", "score", "crop", "crop_relative", "example"}
 PairKey = tuple[str, str, tuple[float, ...] | None, bool]
 
 
-class ScoresFileError(ValueError):
-    """A malformed line of a scores file (``FILE:LINE: message``)."""
+class ScoresFileError(ModelLoadError):
+    """A malformed line of a scores file (``FILE:LINE: message``): a user error, no traceback."""
 
 
 class PrecomputedScores:

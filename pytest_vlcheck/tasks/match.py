@@ -17,6 +17,7 @@ import numpy as np
 from pytest_vlcheck import metrics
 from pytest_vlcheck.checklist.example_fields import ParseContext, image_at
 from pytest_vlcheck.checklist.fields import Fields
+from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.tasks.base import BaseTask
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
@@ -52,8 +53,19 @@ class MatchTask(BaseTask):
     generation = GenerationRules()
 
     def parse_settings(self, fields: Fields) -> dict[str, Any]:
-        """``cutoff``: the decision threshold (default 0.5, for probabilities)."""
-        return {"cutoff": fields.number("cutoff", DEFAULT_CUTOFF)}
+        """``cutoff``: the decision threshold (default 0.5, for probabilities). No scorer gives
+        a score outside [-1, 1] (cosine similarities; probabilities lie in [0, 1]), so a
+        cut-off outside it would judge every pair alike: an error when the file loads."""
+        return {
+            "cutoff": fields.number(
+                "cutoff",
+                DEFAULT_CUTOFF,
+                low=-1.0,
+                high=1.0,
+                expected="a number from -1 to 1 (a cosine similarity; from 0 to 1 for a "
+                "model that gives probabilities)",
+            )
+        }
 
     def parse_example(
         self,
@@ -99,6 +111,12 @@ class MatchTask(BaseTask):
         """Each pair against the cut-off; a non-match scored exactly at it is a tie."""
         cutoff = settings.get("cutoff", DEFAULT_CUTOFF)
         values, kind = scale.match_scores(np.array([g[0, 0] for g in grids], dtype=np.float32))
+        if kind == "probability" and cutoff < 0:
+            raise VlcheckUserError(
+                f"'cutoff' is {cutoff:g}, but this model gives probabilities, which every "
+                "pair would reach; expected a cutoff from 0 to 1 for it (a negative cut-off "
+                "is for cosine similarities)"
+            )
         labels = np.array([e.label for e in examples], dtype=bool)
         correct = metrics.match_correct(values, labels, cutoff)
         ties = ~correct & (np.asarray(values, dtype=np.float32) == np.float32(cutoff))
