@@ -7,6 +7,7 @@ the same way in a serial run and on a pytest-xdist controller.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from pytest_vlcheck.checklist import is_checklist_file
 from pytest_vlcheck.engine.evaluate import MISSING_POLICIES
+from pytest_vlcheck.engine.scoring import ScoringStats
 from pytest_vlcheck.gating import (
     DEFAULT_ALPHA,
     DEFAULT_MAX_DROP,
@@ -34,6 +36,9 @@ from pytest_vlcheck.report.loader import ReportFormatError
 from pytest_vlcheck.results import from_transport
 from pytest_vlcheck.session import Settings, VlcheckSession
 from pytest_vlcheck.sharding import Shard, ShardSpecError, assign_shards, parse_shard
+
+STATS_KEY = "vlcheck_stats"
+"""The key of the scoring stats in an xdist worker's ``workeroutput``."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -375,7 +380,14 @@ class ItemHooks:
             self.state.plan(model, list(tests.values()))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """A shard left with nothing to run (more jobs than tests) is not a failed CI job."""
+        """Send an xdist worker's scoring stats to the controller (which sums them); a shard
+        left with nothing to run (more jobs than tests) is not a failed CI job."""
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[STATS_KEY] = {
+                name: dataclasses.asdict(runner.stats)
+                for name, runner in self.state.runners.items()
+            }
         if self.shard_empty and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
             session.exitstatus = pytest.ExitCode.OK
 
@@ -411,6 +423,16 @@ class ReportHooks:
 
     def __init__(self, state: VlcheckSession) -> None:
         self.state = state
+        self.worker_stats: dict[str, ScoringStats] = {}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """Sum the stats each xdist worker sent, per model, for the controller's stats line."""
+        for name, stats in getattr(node, "workeroutput", {}).get(STATS_KEY, {}).items():
+            total = dataclasses.asdict(self.worker_stats.get(name, ScoringStats()))
+            for key, value in stats.items():
+                total[key] += value
+            self.worker_stats[name] = ScoringStats(**total)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Gather results (on an xdist controller they arrive from the workers)."""
@@ -429,8 +451,8 @@ class ReportHooks:
         rows = [r.to_json() for r in self.state.ordered()]
         for line in format_matrix(self.state.models_meta(), rows, width=width):
             terminalreporter.write_line(line)
-        for name, runner in self.state.runners.items():
-            stats = runner.stats
+        stats_by_model = self.worker_stats or {n: r.stats for n, r in self.state.runners.items()}
+        for name, stats in stats_by_model.items():
             if stats.model_calls:
                 terminalreporter.write_line(
                     f"[{name}] {stats.images_encoded} images, {stats.texts_encoded} texts, "
