@@ -13,7 +13,7 @@ from pytest_vlcheck.checklist.errors import ChecklistError
 from pytest_vlcheck.checklist.example_fields import ParseContext, example_id, parse_tags
 from pytest_vlcheck.checklist.fields import Fields, type_name
 from pytest_vlcheck.checklist.jsonl import SUFFIX as JSONL_SUFFIX
-from pytest_vlcheck.checklist.jsonl import load_jsonl_examples
+from pytest_vlcheck.checklist.jsonl import fast_examples, load_jsonl_examples
 from pytest_vlcheck.checklist.schema import Checklist, ChecklistTest, MacroSpec
 from pytest_vlcheck.checklist.yaml_lines import checklist_header_problem, load_yaml
 from pytest_vlcheck.tasks import TASKS, Task, get_task
@@ -102,7 +102,10 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
             fields.fail(f"'{key}' applies to {owner.name} tests only, not '{task.name}'", key)
     settings = task.parse_settings(fields)
     raw_examples, lines, source = _example_sources(fields, task.name)
-    examples = _parse_examples(replace(context, path=source), test_id, task, raw_examples, lines)
+    source_context = replace(context, path=source)
+    examples = fast_examples(source_context, test_id, task, raw_examples, lines) or (
+        _parse_examples(source_context, test_id, task, raw_examples, lines)
+    )
     return ChecklistTest(
         id=test_id,
         capability=capability,
