@@ -81,3 +81,20 @@ def test_worker_stats_are_summed_per_model() -> None:
         "m": ScoringStats(images_encoded=7, model_seconds=0.75, encode_image_calls=1),
         "n": ScoringStats(texts_encoded=2),
     }
+
+
+@pytest.mark.parametrize(
+    ("count", "worker", "device"),
+    [
+        (1, "gw3", "cuda"),
+        (4, None, "cuda"),
+        (4, "gw0", "cuda:0"),
+        (4, "gw5", "cuda:1"),
+        (2, "gw1", "cuda:1"),
+        (8, "master", "cuda"),
+    ],
+)
+def test_auto_device_spreads_workers_over_gpus(count: int, worker: str | None, device: str) -> None:
+    from pytest_vlcheck.models.torch_utils import auto_cuda_device
+
+    assert auto_cuda_device(count, worker) == device
