@@ -7,6 +7,7 @@ the same way in a serial run and on a pytest-xdist controller.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from pytest_vlcheck.checklist import is_checklist_file
 from pytest_vlcheck.engine.evaluate import MISSING_POLICIES
+from pytest_vlcheck.engine.scoring import ScoringStats
 from pytest_vlcheck.gating import (
     DEFAULT_ALPHA,
     DEFAULT_MAX_DROP,
@@ -33,6 +35,10 @@ from pytest_vlcheck.report.baseline import Baseline
 from pytest_vlcheck.report.loader import ReportFormatError
 from pytest_vlcheck.results import from_transport
 from pytest_vlcheck.session import Settings, VlcheckSession
+from pytest_vlcheck.sharding import Shard, ShardSpecError, assign_shards, parse_shard
+
+STATS_KEY = "vlcheck_stats"
+"""The key of the scoring stats in an xdist worker's ``workeroutput``."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -152,6 +158,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="a text-only language-model prior, repeatable (perplexities averaged): "
         "hf:NAME_OR_DIR or py:MODULE:FACTORY; adds hard-test accuracy per caption/group test",
     )
+    group.addoption(
+        "--vl-shard",
+        default=None,
+        metavar="K/N",
+        help="run only job K of N (CI matrices): tests split by example count, "
+        "deterministically; merge the report folders with 'vlcheck merge'",
+    )
     parser.addini("vl_model", "default --vl-model values", type="linelist", default=[])
     parser.addini("vl_prior", "default --vl-prior values", type="linelist", default=[])
     for name, default in (
@@ -168,10 +181,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "vlcheck: a vision-language checklist test")
     state = VlcheckSession(_settings(config))
     config.stash[SESSION_KEY] = state
+    shard = _shard(config)
     if hasattr(config, "workerinput"):  # an xdist worker runs items and sends their rows
-        config.pluginmanager.register(ItemHooks(state, plan_ahead=False), "vlcheck-items")
+        config.pluginmanager.register(ItemHooks(state, shard, plan_ahead=False), "vlcheck-items")
     else:  # a serial run, or the xdist controller (which runs no items)
-        config.pluginmanager.register(ItemHooks(state, plan_ahead=True), "vlcheck-items")
+        config.pluginmanager.register(ItemHooks(state, shard, plan_ahead=True), "vlcheck-items")
         config.pluginmanager.register(ReportHooks(state), "vlcheck-report")
     if config.option.vl_bundled:
         _add_bundled_checklists(config)
@@ -242,6 +256,17 @@ def _prior_specs(config: pytest.Config) -> tuple[str, ...]:
     except PriorSpecError as exc:
         raise pytest.UsageError(f"--vl-prior: {exc}") from None
     return texts
+
+
+def _shard(config: pytest.Config) -> Shard | None:
+    """``--vl-shard K/N``, or None; a bad value is a usage error."""
+    raw = config.option.vl_shard
+    if raw is None:
+        return None
+    try:
+        return parse_shard(raw)
+    except ShardSpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _batch_size(config: pytest.Config) -> int:
@@ -326,28 +351,68 @@ def _named_on_command_line(config: pytest.Config, path: Path) -> bool:
 class ItemHooks:
     """Where items run (a serial run or an xdist worker): plan, score, attach each result."""
 
-    def __init__(self, state: VlcheckSession, *, plan_ahead: bool) -> None:
+    def __init__(
+        self, state: VlcheckSession, shard: Shard | None = None, *, plan_ahead: bool
+    ) -> None:
         self.state = state
+        self.shard = shard
+        self.shard_empty = False
         self.plan_ahead = plan_ahead
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        """Count m over the whole selection (after ``-k``/``-m``), then keep this shard's
+        items: every shard gates each item as the serial run would."""
+        self.state.count_gated(_model_items(items))
+        if self.shard is None:
+            return
+        groups = {id(item): self._shard_group(item) for item in items}
+        weights: dict[tuple[str, str], int] = {}
+        for item in items:
+            group = groups[id(item)]
+            size = len(item.test.examples) if isinstance(item, ChecklistItem) else 1
+            weights[group] = weights.get(group, 0) + size
+        assignment = assign_shards(weights, self.shard.count)
+        keep = [item for item in items if assignment[groups[id(item)]] == self.shard.index]
+        if len(keep) < len(items):
+            kept = {id(item) for item in keep}
+            config.hook.pytest_deselected(items=[i for i in items if id(i) not in kept])
+            items[:] = keep
+            self.shard_empty = not keep
+
+    def _shard_group(self, item: pytest.Item) -> tuple[str, str]:
+        """A checklist test with all its models, or a test function with all its params;
+        named relative to the rootdir, so jobs on other machines agree."""
+        if isinstance(item, ChecklistItem):
+            return (self.state.relative(item.test.file), item.test.id)
+        return ("", item.nodeid.split("[", 1)[0])
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Plan each model's work from the selected items: a serial run scores it in one pass.
 
         An xdist worker collects every item but runs only some: it scores per item instead.
         """
-        selected = [
-            (item.test, item.model)
-            for item in session.items
-            if isinstance(item, ChecklistItem) and item.model is not None
-        ]
-        self.state.count_gated(selected)
         if not self.plan_ahead:
             return
         planned: dict[str, dict[int, Any]] = {}
-        for test, model in selected:
+        for test, model in _model_items(session.items):
             planned.setdefault(model, {})[id(test)] = test
         for model, tests in planned.items():
             self.state.plan(model, list(tests.values()))
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Send an xdist worker's scoring stats to the controller (which sums them); a shard
+        left with nothing to run (more jobs than tests) is not a failed CI job."""
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[STATS_KEY] = {
+                name: dataclasses.asdict(runner.stats)
+                for name, runner in self.state.runners.items()
+            }
+        if self.shard_empty and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            session.exitstatus = pytest.ExitCode.OK
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
@@ -367,11 +432,30 @@ class ItemHooks:
         return report
 
 
+def _model_items(items: list[pytest.Item]) -> list[tuple[Any, str]]:
+    """(test, model) of every checklist item that has a model."""
+    return [
+        (item.test, item.model)
+        for item in items
+        if isinstance(item, ChecklistItem) and item.model is not None
+    ]
+
+
 class ReportHooks:
     """Where results gather (a serial run or the xdist controller): matrix and report files."""
 
     def __init__(self, state: VlcheckSession) -> None:
         self.state = state
+        self.worker_stats: dict[str, ScoringStats] = {}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """Sum the stats each xdist worker sent, per model, for the controller's stats line."""
+        for name, stats in getattr(node, "workeroutput", {}).get(STATS_KEY, {}).items():
+            total = dataclasses.asdict(self.worker_stats.get(name, ScoringStats()))
+            for key, value in stats.items():
+                total[key] += value
+            self.worker_stats[name] = ScoringStats(**total)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Gather results (on an xdist controller they arrive from the workers)."""
@@ -390,8 +474,8 @@ class ReportHooks:
         rows = [r.to_json() for r in self.state.ordered()]
         for line in format_matrix(self.state.models_meta(), rows, width=width):
             terminalreporter.write_line(line)
-        for name, runner in self.state.runners.items():
-            stats = runner.stats
+        stats_by_model = self.worker_stats or {n: r.stats for n, r in self.state.runners.items()}
+        for name, stats in stats_by_model.items():
             if stats.model_calls:
                 terminalreporter.write_line(
                     f"[{name}] {stats.images_encoded} images, {stats.texts_encoded} texts, "

@@ -148,3 +148,36 @@ def test_pytest_reports_the_bad_jsonl_line(pytester: pytest.Pytester) -> None:
     )
     assert "Traceback" not in result.stdout.str()
     result.assert_outcomes(errors=1)
+
+
+def test_fast_path_builds_what_full_validation_builds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Plain caption lines skip the per-key validation; the examples are the same, and a line
+    the fast path doubts (a bool tag, a float id, a repeated key) goes through full
+    validation and its FILE.jsonl:LINE error."""
+    from pytest_vlcheck.checklist import loader
+
+    rows = [
+        {"image": "red.png", "caption": "a red square", "negatives": ["b", "c"]},
+        {"id": 7, "image": "red.png", "caption": "red", "negatives": ["x"], "tags": {"k": 1.5}},
+        {"id": "s", "image": "sub/blue.png", "caption": 'say "hi": ok', "negatives": ["y"]},
+    ]
+    path = _write(tmp_path, [json.dumps(row) for row in rows])
+    built: list[object] = []
+    real = loader.fast_examples
+    # record what the fast path builds, then let full validation build the same test
+    monkeypatch.setattr(loader, "fast_examples", lambda *args: built.append(real(*args)))
+    fast = load_checklist(path).tests[0].examples
+    assert built == [fast]
+    assert [e.id for e in fast][1:] == ["7", "s"] and fast[1].tags == {"k": "1.5"}
+    monkeypatch.undo()
+    for bad, message in (
+        ('{"id": 1.5, "image": "a.png", "caption": "c", "negatives": ["n"]}', "'id' must be"),
+        ('{"image": "a.png", "caption": "c", "caption": "d", "negatives": ["n"]}', "duplicate key"),
+        ('{"image": "a.png", "caption": "c", "negatives": ["n"], "tags": {"t": [1]}}', "tag 't'"),
+    ):
+        error = _error(_write(tmp_path, [json.dumps(rows[0]), bad]))
+        assert str(error).startswith(f"{tmp_path / 'data' / 'ex.jsonl'}:2: ") and message in str(
+            error
+        )

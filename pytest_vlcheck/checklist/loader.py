@@ -13,7 +13,7 @@ from pytest_vlcheck.checklist.errors import ChecklistError, ErrorCollector
 from pytest_vlcheck.checklist.example_fields import ParseContext, example_id, parse_tags
 from pytest_vlcheck.checklist.fields import Fields, type_name
 from pytest_vlcheck.checklist.jsonl import SUFFIX as JSONL_SUFFIX
-from pytest_vlcheck.checklist.jsonl import load_jsonl_examples
+from pytest_vlcheck.checklist.jsonl import fast_examples, load_jsonl_examples
 from pytest_vlcheck.checklist.schema import Checklist, ChecklistTest, MacroSpec
 from pytest_vlcheck.checklist.yaml_lines import checklist_header_problem, load_yaml
 from pytest_vlcheck.tasks import TASKS, Task, get_task
@@ -156,7 +156,10 @@ def _examples(
 ) -> tuple[tuple[Any, ...], Path]:
     """The test's examples, from wherever they are written, and the file they are in."""
     raw_examples, lines, source = _example_sources(fields, task.name)
-    parsed = _parse_examples(replace(context, path=source), test_id, task, raw_examples, lines)
+    source_context = replace(context, path=source)
+    parsed = fast_examples(source_context, test_id, task, raw_examples, lines) or (
+        _parse_examples(source_context, test_id, task, raw_examples, lines)
+    )
     return parsed, source
 
 

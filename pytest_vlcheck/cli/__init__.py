@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pytest_vlcheck.cli.baseline import add_baseline_command
     from pytest_vlcheck.cli.compare import add_compare_command
     from pytest_vlcheck.cli.import_command import add_import_command
+    from pytest_vlcheck.cli.merge import add_merge_command
     from pytest_vlcheck.cli.render import add_render_command
     from pytest_vlcheck.cli.report import add_report_command
     from pytest_vlcheck.cli.schema import add_schema_command
@@ -41,4 +42,5 @@ def build_parser() -> argparse.ArgumentParser:
     add_schema_command(subparsers)
     add_compare_command(subparsers)
     add_baseline_command(subparsers)
+    add_merge_command(subparsers)
     return parser

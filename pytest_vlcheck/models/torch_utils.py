@@ -53,15 +53,17 @@ class TruncationWarning(UserWarning):
 def resolve_device(name: str) -> str:
     """Turn ``--vl-device`` into a torch device string that is usable on this machine.
 
-    ``auto`` picks cuda, then mps, then cpu. An explicit device that does not exist here is an
-    error rather than a silent fallback, so a CI job asking for a GPU never runs on the CPU.
+    ``auto`` picks cuda (one GPU per xdist worker, round robin), then mps, then cpu. An
+    explicit device that does not exist here is an error rather than a silent fallback, so a
+    CI job asking for a GPU never runs on the CPU.
     """
     import torch
 
     text = (name or "").strip()
     if text in ("", "auto"):
         if torch.cuda.is_available():
-            return "cuda"
+            worker = os.environ.get("PYTEST_XDIST_WORKER")
+            return auto_cuda_device(torch.cuda.device_count(), worker)
         if _mps_available(torch):
             return "mps"
         return "cpu"
@@ -85,6 +87,14 @@ def resolve_device(name: str) -> str:
     if callable(is_available) and is_available():
         return str(device)
     raise DeviceError(f"device {name!r} (--vl-device) is not usable here; {_usable(torch)}")
+
+
+def auto_cuda_device(count: int, worker: str | None) -> str:
+    """``cuda``, or with several GPUs under pytest-xdist ``cuda:K mod N`` for worker ``gwK``,
+    so that ``-n N`` on an N-GPU machine puts one worker (one model copy) on each GPU."""
+    if count > 1 and worker and worker.startswith("gw") and worker[2:].isdigit():
+        return f"cuda:{int(worker[2:]) % count}"
+    return "cuda"
 
 
 _DEVICES = "expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"

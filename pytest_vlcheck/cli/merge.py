@@ -1,0 +1,176 @@
+"""``vlcheck merge INPUT... -o OUT``: join CI shards into what a single run writes.
+
+Report folders (``--vl-report`` of each ``--vl-shard K/N`` job) merge into one folder:
+``matrix.json`` with every result in the serial run's order (file, line, ``--vl-model``
+order), ``samples.jsonl`` in the same order, the ``thumbnails/`` files (named by content, so
+copied as they are), and md / csv / html rendered again from the merged document. Baseline
+files (``--vl-save-baseline`` of each job) merge into one baseline. A test x model found in
+two inputs is an error naming both: shards never overlap, so an overlap means a wrong input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pytest_vlcheck.errors import VlcheckUserError
+from pytest_vlcheck.report.loader import ReportFormatError
+
+__all__ = ["MergeError", "add_merge_command", "merge_baselines", "merge_reports"]
+
+THUMBNAILS = "thumbnails"
+Key = tuple[str, str, str]
+
+
+class MergeError(VlcheckUserError):
+    """The inputs cannot be merged: an overlap, a missing file, models that disagree."""
+
+
+def add_merge_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "merge",
+        help="merge the report folders (or baselines) of CI shards into one",
+        description="Merge --vl-report folders of --vl-shard jobs into one report folder, or "
+        "--vl-save-baseline files into one baseline. A test x model in two inputs is an error.",
+    )
+    parser.add_argument(
+        "inputs", type=Path, nargs="+", metavar="INPUT", help="report folders, or baseline files"
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        help="the merged report folder (or baseline file, when merging baselines)",
+    )
+    parser.set_defaults(handler=_merge)
+
+
+def _merge(args: argparse.Namespace) -> int:
+    inputs: list[Path] = args.inputs
+    try:
+        folders = [path.is_dir() for path in inputs]
+        if all(folders):
+            written = merge_reports(inputs, args.output)
+        elif not any(folders):
+            written = [merge_baselines(inputs, args.output)]
+        else:
+            raise MergeError(
+                "the inputs mix report folders and files; expected only report folders "
+                "(--vl-report) or only baseline files (--vl-save-baseline)"
+            )
+    except (MergeError, ReportFormatError) as exc:
+        print(f"vlcheck merge: {exc}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(path)
+    return 0
+
+
+def _check_disjoint(keys_by_input: list[tuple[Path, list[Key]]], what: str) -> None:
+    """Raise MergeError naming both inputs when one test x model appears twice."""
+    owner: dict[Key, Path] = {}
+    for source, keys in keys_by_input:
+        for key in keys:
+            if key in owner:
+                file, test, model = key
+                raise MergeError(
+                    f"{file}::{test}[{model}] is in both {owner[key]} and {source}; expected "
+                    f"{what} of disjoint shards (each test x model in one input only)"
+                )
+            owner[key] = source
+
+
+def merge_baselines(inputs: list[Path], output: Path) -> Path:
+    """Merge baseline files into ``output`` (written atomically), as one run would save it."""
+    from pytest_vlcheck.report.baseline import Baseline
+
+    baselines = [(path, Baseline.load(path)) for path in inputs]
+    _check_disjoint([(path, b.keys()) for path, b in baselines], "baselines")
+    merged = Baseline(entries=()).merge(e for _, b in baselines for e in b.entries)
+    merged.dump(output)
+    return output
+
+
+def merge_reports(inputs: list[Path], output: Path) -> list[Path]:
+    """Merge report folders into ``output``; returns the paths written."""
+    from pytest_vlcheck.report import read_matrix, write_report
+    from pytest_vlcheck.report.samples import read_samples, write_samples
+
+    documents = []
+    for folder in inputs:
+        matrix = folder / "matrix.json"
+        if not matrix.is_file():
+            raise MergeError(f"{folder}: no matrix.json; expected a folder written by --vl-report")
+        documents.append((folder, *read_matrix(matrix)))
+    _check_disjoint([(f, [_key(r) for r in results]) for f, _, results in documents], "reports")
+    models = _merged_models([(folder, models) for folder, models, _ in documents])
+    order = {m["name"]: i for i, m in enumerate(models)}
+    results = sorted(
+        (r for _, _, rs in documents for r in rs),
+        key=lambda r: (r["file"], r["line"], order[r["model"]]),
+    )
+    with_samples = [folder for folder in inputs if (folder / "samples.jsonl").is_file()]
+    samples = None
+    if with_samples:
+        lacking = [str(folder) for folder in inputs if folder not in with_samples]
+        if lacking:
+            raise MergeError(
+                f"{', '.join(lacking)}: no samples.jsonl, but {with_samples[0]} has one; "
+                "expected every report folder from the same kind of run"
+            )
+        position = {_key(r): i for i, r in enumerate(results)}
+        rows = [row for folder in inputs for row in read_samples(folder / "samples.jsonl")]
+        samples = sorted(rows, key=lambda row: position.get(row.key, len(position)))
+    written = write_report(output, models, results)
+    if samples is not None:
+        write_samples(output / "samples.jsonl", samples)
+        written.append(output / "samples.jsonl")
+    written += _copy_thumbnails(inputs, output / THUMBNAILS)
+    return written
+
+
+def _key(result: dict[str, Any]) -> Key:
+    return (result["file"], result["test"], result["model"])
+
+
+def _merged_models(documents: list[tuple[Path, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+    """Models in first-seen order; a shard that ran none of a model's items has no
+    fingerprint for it, so the first non-empty one wins. Specs must agree."""
+    merged: dict[str, dict[str, Any]] = {}
+    origin: dict[str, Path] = {}
+    for folder, models in documents:
+        for model in models:
+            name = model["name"]
+            if name not in merged:
+                merged[name], origin[name] = dict(model), folder
+                continue
+            if model["spec"] != merged[name]["spec"]:
+                raise MergeError(
+                    f"model '{name}' is '{merged[name]['spec']}' in {origin[name]} but "
+                    f"'{model['spec']}' in {folder}; expected shards of one run"
+                )
+            if not merged[name]["fingerprint"] and model["fingerprint"]:
+                merged[name]["fingerprint"] = model["fingerprint"]
+    return list(merged.values())
+
+
+def _copy_thumbnails(inputs: list[Path], target: Path) -> list[Path]:
+    """Copy every shard's thumbnails (content-named: one name, one content) into ``target``."""
+    from pytest_vlcheck.atomic import atomic_write_bytes
+
+    copied: list[Path] = []
+    for folder in inputs:
+        source = folder / THUMBNAILS
+        if not source.is_dir():
+            continue
+        for path in sorted(p for p in source.rglob("*") if p.is_file()):
+            destination = target / path.relative_to(source)
+            if destination.exists():
+                continue
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(destination, path.read_bytes())
+            copied.append(destination)
+    return copied

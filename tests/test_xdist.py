@@ -1,0 +1,100 @@
+"""pytest-xdist: ``-n 2`` writes what a serial run writes, and the controller prints the summed
+stats line of its workers."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from colour_scorer import SOURCE
+from PIL import Image
+from test_merge import MODELS, SECOND
+from test_plugin import CHECKLIST, COLOURS
+
+from pytest_vlcheck.engine.scoring import ScoringStats
+from pytest_vlcheck.plugin import STATS_KEY, ReportHooks
+from pytest_vlcheck.session import Settings, VlcheckSession
+
+ROOT = Path(__file__).resolve().parents[1]
+STATS_LINE = re.compile(r"\[(\w+)\] (\d+) images, (\d+) texts, 0 pairs in (\d+) model calls")
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    images = pytester.mkdir("images")
+    for name, rgb in COLOURS.items():
+        Image.new("RGB", (16, 16), rgb).save(images / f"{name}.png")
+    pytester.makepyfile(colour_model=SOURCE)
+    pytester.makefile(".yaml", checks=CHECKLIST, second=SECOND)
+    return pytester
+
+
+def stats_lines(result: pytest.RunResult) -> dict[str, tuple[int, ...]]:
+    found = (STATS_LINE.search(line) for line in result.stdout.lines)
+    return {m[1]: (int(m[2]), int(m[3]), int(m[4])) for m in found if m}
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """In process for a serial run; a subprocess under xdist, whose workers import the scorer
+    from the project folder."""
+    if "-n" not in args:
+        pytester.syspathinsert()
+        return pytester.runpytest(*MODELS, "-p", "no:cacheprovider", *args)
+    return pytester.runpytest_subprocess(*MODELS, "-p", "no:cacheprovider", "--rootdir=.", *args)
+
+
+def test_two_workers_write_the_serial_report(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", f"{project.path}:{ROOT}")
+    run(project, "--vl-report=serial").assert_outcomes(passed=10, failed=2)
+    result = run(project, "-n", "2", "--vl-report=parallel")
+    result.assert_outcomes(passed=10, failed=2)
+    for name in ("matrix.json", "samples.jsonl", "report.html"):
+        serial = (project.path / "serial" / name).read_bytes()
+        assert (project.path / "parallel" / name).read_bytes() == serial, name
+
+
+def test_controller_prints_the_workers_stats(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One file under ``--dist loadfile`` runs on one worker, whose cache encodes each unique
+    input once as the serial run does: the summed counts equal the serial ones."""
+    monkeypatch.setenv("PYTHONPATH", f"{project.path}:{ROOT}")
+    serial = stats_lines(run(project, "checks.yaml"))
+    parallel = stats_lines(run(project, "checks.yaml", "-n", "2", "--dist=loadfile"))
+    assert set(serial) == set(parallel) == {"make", "second"}
+    for model, (images, texts, _calls) in serial.items():
+        assert parallel[model][:2] == (images, texts) == (3, 9)
+
+
+def test_worker_stats_are_summed_per_model() -> None:
+    hooks = ReportHooks(VlcheckSession(Settings()))
+    first = {"m": {"images_encoded": 3, "model_seconds": 0.5, "encode_image_calls": 1}}
+    second = {"m": {"images_encoded": 4, "model_seconds": 0.25}, "n": {"texts_encoded": 2}}
+    for output in (first, second, {}):
+        hooks.pytest_testnodedown(SimpleNamespace(workeroutput={STATS_KEY: output}), None)
+    hooks.pytest_testnodedown(SimpleNamespace(), "crashed")  # a worker that died sends nothing
+    assert hooks.worker_stats == {
+        "m": ScoringStats(images_encoded=7, model_seconds=0.75, encode_image_calls=1),
+        "n": ScoringStats(texts_encoded=2),
+    }
+
+
+@pytest.mark.parametrize(
+    ("count", "worker", "device"),
+    [
+        (1, "gw3", "cuda"),
+        (4, None, "cuda"),
+        (4, "gw0", "cuda:0"),
+        (4, "gw5", "cuda:1"),
+        (2, "gw1", "cuda:1"),
+        (8, "master", "cuda"),
+    ],
+)
+def test_auto_device_spreads_workers_over_gpus(count: int, worker: str | None, device: str) -> None:
+    from pytest_vlcheck.models.torch_utils import auto_cuda_device
+
+    assert auto_cuda_device(count, worker) == device
