@@ -34,6 +34,7 @@ class FailureExample:
     texts: list[str]
     scores: list[list[float | None]]
     detail: str
+    thumbnails: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class CapabilityResult:
     unscored: dict[str, int] = field(default_factory=dict)
     message: str = ""
     gate: dict[str, Any] | None = None
+    reference: dict[str, Any] | None = None
     fingerprint: str = field(default="", compare=False)
     content_hash: str = field(default="", compare=False)
     outcomes: tuple[ExampleOutcome, ...] = field(default=(), compare=False, repr=False)
@@ -95,8 +97,9 @@ class CapabilityResult:
         """The ``matrix.json`` row (plus the outcomes, for the xdist transport)."""
         row = asdict(self)
         transport = {key: row.pop(key) for key in ("fingerprint", "content_hash", "outcomes")}
-        if row["gate"] is None:
-            row.pop("gate")
+        for key in ("gate", "reference"):
+            if row[key] is None:
+                row.pop(key)
         if with_outcomes:
             row.update(transport)
         return row
@@ -147,6 +150,9 @@ def _parse_result(c: JsonChecker, raw: Any, where: str) -> CapabilityResult:
         unscored={k: c.integer(v, f"{where}.unscored[{k!r}]") for k, v in unscored.items()},
         message=c.text(r, "message", where, ""),
         gate=dict(c.mapping(r["gate"], f"{where}.gate")) if r.get("gate") else None,
+        reference=(
+            dict(c.mapping(r["reference"], f"{where}.reference")) if r.get("reference") else None
+        ),
     )
 
 
@@ -189,6 +195,7 @@ def _failure(c: JsonChecker, raw: Any, where: str) -> FailureExample:
         texts=lists["texts"],
         scores=scores,
         detail=c.text(f, "detail", where, ""),
+        thumbnails=[str(t) for t in c.listing(f.get("thumbnails", []), f"{where}.thumbnails")],
     )
 
 

@@ -6,6 +6,7 @@ plugin stores one ``VlcheckSession`` in the pytest config's stash.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -16,7 +17,10 @@ from pytest_vlcheck.gating import GateSettings, apply_gate, entry_of, run_condit
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec
+from pytest_vlcheck.report.loader import RunError
 from pytest_vlcheck.results import CapabilityResult
+
+_LOCATED = re.compile(r"^(?P<file>\S.*?):(?P<line>\d+): (?P<message>.+)$")
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,8 @@ class VlcheckSession:
     load_failures: dict[str, str] = field(default_factory=dict)
     """Per model that failed to load, the node id whose error explains why."""
     """m: how many test x model items of the whole selection have a baseline entry."""
+    collection_errors: list[RunError] = field(default_factory=list)
+    """Files that failed to collect, for the report files."""
 
     def runner(self, model: str) -> ModelRunner:
         """The model's runner, made on first use (the model itself loads on first scoring)."""
@@ -95,6 +101,19 @@ class VlcheckSession:
     def record(self, result: CapabilityResult) -> None:
         """Keep a result for the matrix and the report files."""
         self.results.append(result)
+
+    def record_collection_error(self, path: str, text: str) -> None:
+        """Record a file that failed to collect: one error per ``FILE:LINE: message`` line of
+        its report, else the report's last line under the file's path."""
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        located = [m for line in lines if (m := _LOCATED.match(line))]
+        for m in located:
+            self.collection_errors.append(
+                RunError(self.relative(Path(m["file"])), int(m["line"]), m["message"])
+            )
+        if not located:
+            message = lines[-1].removeprefix("E").strip() if lines else "collection failed"
+            self.collection_errors.append(RunError(self.relative(Path(path)), None, message))
 
     def ordered(self) -> list[CapabilityResult]:
         """Results in file, line and ``--vl-model`` order, however xdist delivered them."""
