@@ -27,8 +27,8 @@ from pytest_vlcheck.report.csv_report import render_csv
 from pytest_vlcheck.report.html import render_html, true_marks
 from pytest_vlcheck.report.markdown import escape_md, render_markdown
 from pytest_vlcheck.report.matrix import build_matrix
-from pytest_vlcheck.report.svg import bar_chart, pooled_rate, radar_axes, radar_chart
 from pytest_vlcheck.report.sections import build_report
+from pytest_vlcheck.report.svg import bar_chart, pooled_rate, radar_axes, radar_chart
 from pytest_vlcheck.report.terminal import cell_text
 from pytest_vlcheck.results import CapabilityResult, FailureExample
 
