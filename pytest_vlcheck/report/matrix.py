@@ -22,7 +22,6 @@ __all__ = [
     "build_matrix",
     "matrix_document",
     "matrix_json",
-    "measured_rate",
     "status_counts",
 ]
 
@@ -93,11 +92,6 @@ def build_matrix(models: list[dict[str, Any]], results: list[dict[str, Any]]) ->
         for (cap, file, test), suffix in zip(keys, _suffixes(keys), strict=True)
     ]
     return Matrix(models=list(models), rows=rows)
-
-
-def measured_rate(result: dict[str, Any]) -> float | int | None:
-    """The pass rate to print: None when nothing was measured (n = 0, e.g. skip or error)."""
-    return result["pass_rate"] if result["n"] > 0 else None
 
 
 def status_counts(
