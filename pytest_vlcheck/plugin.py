@@ -447,6 +447,7 @@ class ReportHooks:
     def __init__(self, state: VlcheckSession) -> None:
         self.state = state
         self.worker_stats: dict[str, ScoringStats] = {}
+        self.user_interrupt = False
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
@@ -457,23 +458,36 @@ class ReportHooks:
                 total[key] += value
             self.worker_stats[name] = ScoringStats(**total)
 
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """Tell Ctrl-C apart from pytest stopping after collection errors (both interrupt)."""
+        self.user_interrupt = not isinstance(excinfo.value, pytest.Session.Interrupted)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Gather results (on an xdist controller they arrive from the workers)."""
         row = getattr(report, "vlcheck", None)
         if row is not None:
             self.state.record(from_transport(row))
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """Keep a failed collection's message for the report files (never a silent report)."""
+        if report.failed:
+            path = report.nodeid.split("::")[0] or str(report.fspath)
+            self.state.record_collection_error(path, report.longreprtext)
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Print the capability matrix (capability rows x model columns)."""
         if not self.state.results:
             return
-        from pytest_vlcheck.report import format_matrix
+        from pytest_vlcheck.report import build_report, matrix_lines
 
         terminalreporter.write_sep("=", "vlcheck capability matrix")
         width = shutil.get_terminal_size((100, 20)).columns
         rows = [r.to_json() for r in self.state.ordered()]
-        for line in format_matrix(self.state.models_meta(), rows, width=width):
-            terminalreporter.write_line(line)
+        report = build_report(self.state.models_meta(), rows, self.state.collection_errors)
+        for segments in matrix_lines(report, width=width):
+            for text, colour in segments:
+                terminalreporter.write(text, **({colour: True} if colour else {}))
+            terminalreporter.line("")
         stats_by_model = self.worker_stats or {n: r.stats for n, r in self.state.runners.items()}
         for name, stats in stats_by_model.items():
             if stats.model_calls:
@@ -490,8 +504,10 @@ class ReportHooks:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Write the report files and the baseline, atomically; an interrupted run writes
-        nothing, so the previous files stay as they were."""
-        if exitstatus == pytest.ExitCode.INTERRUPTED:
+        nothing, so the previous files stay as they were. A run stopped by collection errors
+        writes a report that records them (and no baseline)."""
+        stopped_by_errors = bool(self.state.collection_errors) and not self.user_interrupt
+        if exitstatus == pytest.ExitCode.INTERRUPTED and not stopped_by_errors:
             return
         settings = self.state.settings
         results = self.state.ordered()
@@ -500,9 +516,10 @@ class ReportHooks:
             from pytest_vlcheck.report.samples import write_samples
 
             rows = [r.to_json() for r in results]
-            write_report(settings.report_dir, self.state.models_meta(), rows)
+            errors = self.state.collection_errors
+            write_report(settings.report_dir, self.state.models_meta(), rows, errors=errors)
             write_samples(settings.report_dir / "samples.jsonl", sample_rows(results))
-        if settings.save_baseline is not None:
+        if settings.save_baseline is not None and exitstatus != pytest.ExitCode.INTERRUPTED:
             from pytest_vlcheck.report.baseline import git_commit
 
             specs = {spec.name: spec.text for spec in settings.specs}

@@ -34,6 +34,7 @@ class FailureExample:
     texts: list[str]
     scores: list[list[float | None]]
     detail: str
+    thumbnails: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ class CapabilityResult:
     message: str = ""
     gate: dict[str, Any] | None = None
     prior: dict[str, Any] | None = None
+    reference: dict[str, Any] | None = None
     fingerprint: str = field(default="", compare=False)
     content_hash: str = field(default="", compare=False)
     outcomes: tuple[ExampleOutcome, ...] = field(default=(), compare=False, repr=False)
@@ -98,7 +100,7 @@ class CapabilityResult:
         """The ``matrix.json`` row (plus the outcomes, for the xdist transport)."""
         row = asdict(self)
         transport = {key: row.pop(key) for key in ("fingerprint", "content_hash", "outcomes")}
-        for key in ("gate", "prior"):
+        for key in ("gate", "prior", "reference"):
             if row[key] is None:
                 row.pop(key)
         if with_outcomes:
@@ -152,6 +154,9 @@ def _parse_result(c: JsonChecker, raw: Any, where: str) -> CapabilityResult:
         message=c.text(r, "message", where, ""),
         gate=dict(c.mapping(r["gate"], f"{where}.gate")) if r.get("gate") else None,
         prior=_prior(c, r["prior"], f"{where}.prior") if r.get("prior") is not None else None,
+        reference=(
+            dict(c.mapping(r["reference"], f"{where}.reference")) if r.get("reference") else None
+        ),
     )
 
 
@@ -232,6 +237,7 @@ def _failure(c: JsonChecker, raw: Any, where: str) -> FailureExample:
         texts=lists["texts"],
         scores=scores,
         detail=c.text(f, "detail", where, ""),
+        thumbnails=[str(t) for t in c.listing(f.get("thumbnails", []), f"{where}.thumbnails")],
     )
 
 

@@ -6,6 +6,7 @@ plugin stores one ``VlcheckSession`` in the pytest config's stash.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,10 +21,13 @@ from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.prior_eval import NO_PRIOR, not_applicable, prior_block
+from pytest_vlcheck.report.loader import RunError
 from pytest_vlcheck.results import CapabilityResult
 
 if TYPE_CHECKING:
     from pytest_vlcheck.priors import AveragePrior
+
+_LOCATED = re.compile(r"^(?P<file>\S.*?):(?P<line>\d+): (?P<message>.+)$")
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,8 @@ class VlcheckSession:
     perplexities: dict[str, float] = field(default_factory=dict)
     """Each caption's averaged prior perplexity, scored once per run."""
     _prior: AveragePrior | None = None
+    collection_errors: list[RunError] = field(default_factory=list)
+    """Files that failed to collect, for the report files."""
 
     def runner(self, model: str) -> ModelRunner:
         """The model's runner, made on first use (the model itself loads on first scoring)."""
@@ -141,6 +147,19 @@ class VlcheckSession:
     def record(self, result: CapabilityResult) -> None:
         """Keep a result for the matrix and the report files."""
         self.results.append(result)
+
+    def record_collection_error(self, path: str, text: str) -> None:
+        """Record a file that failed to collect: one error per ``FILE:LINE: message`` line of
+        its report, else the report's last line under the file's path."""
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        located = [m for line in lines if (m := _LOCATED.match(line))]
+        for m in located:
+            self.collection_errors.append(
+                RunError(self.relative(Path(m["file"])), int(m["line"]), m["message"])
+            )
+        if not located:
+            message = lines[-1].removeprefix("E").strip() if lines else "collection failed"
+            self.collection_errors.append(RunError(self.relative(Path(path)), None, message))
 
     def ordered(self) -> list[CapabilityResult]:
         """Results in file, line and ``--vl-model`` order, however xdist delivered them."""

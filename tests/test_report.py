@@ -27,6 +27,7 @@ from pytest_vlcheck.report.csv_report import render_csv
 from pytest_vlcheck.report.html import render_html, true_marks
 from pytest_vlcheck.report.markdown import escape_md, render_markdown
 from pytest_vlcheck.report.matrix import build_matrix
+from pytest_vlcheck.report.sections import build_report
 from pytest_vlcheck.report.svg import bar_chart, pooled_rate, radar_axes, radar_chart
 from pytest_vlcheck.report.terminal import cell_text
 from pytest_vlcheck.results import CapabilityResult, FailureExample
@@ -318,7 +319,8 @@ def test_matrix_document_contract():
     results = sample_results()
     results[0]["metrics"]["nan_metric"] = math.nan
     doc = matrix_document(MODELS, results)
-    assert list(doc) == ["vlcheck_report", "models", "results", "summary"]
+    assert list(doc) == ["vlcheck_report", "models", "results", "errors", "summary"]
+    assert doc["errors"] == []
     assert doc["vlcheck_report"] == 1
     assert doc["models"] == MODELS
     assert doc["results"][0]["pass_rate"] == 0.6125  # full precision, no rounding
@@ -419,34 +421,40 @@ def test_write_report_render_error_keeps_old_report(tmp_path):
 # --- terminal -----------------------------------------------------------------------------
 
 
+def _cell(row: dict):
+    """The report model's cell of a single result row."""
+    return build_report(MODELS, [row]).sections[0].cells[0]
+
+
 def test_cell_text():
     rows = sample_results()
-    assert cell_text(rows[0]) == " 61.3% ✗ (n=400)"
-    assert cell_text(rows[1], with_n=False) == " 87.0% ✓"
-    assert cell_text(rows[3]) == "ERROR"
-    assert cell_text(rows[4]) == "skip"
+    assert cell_text(_cell(rows[0])) == " 61.3% ✗ (n=400)"
+    assert cell_text(_cell(rows[1]), with_n=False) == " 87.0% ✓"
+    assert cell_text(_cell(rows[3])) == "ERROR"
+    assert cell_text(_cell(rows[4])) == "skip*"  # 3 examples left unscored
     assert cell_text(None) == "-"
-    assert cell_text(result("m", "t", "c", 1, 1, "passed")) == "100.0% ✓ (n=1)"
+    assert cell_text(_cell(result("clip", "t", "c", 1, 1, "passed"))) == "100.0% ✓ (n=1)"
 
 
 def test_format_matrix_full_width():
-    lines = format_matrix(MODELS, sample_results())
+    lines = format_matrix(build_report(MODELS, sample_results()))
     assert lines == [
         "capability                     threshold  clip              sig|lip",
         "-----------------------------  ---------  ----------------  ----------------",
         "attribute/color (color)        75.0%       61.3% ✗ (n=400)   87.0% ✓ (n=400)",
         "relation/spatial               60.0%       80.0% ✓ (n=100)  ERROR",
-        "object/size                    75.0%      skip               80.0% ✓ (n=50)",
+        "object/size                    75.0%      skip*              80.0% ✓ (n=50)",
         "attribute/color (color-image)  50.0%       95.0% ✓ (n=20)    45.0% ✗ (n=20)",
         "",
         "clip: 2 passed, 1 failed, 0 error, 1 skipped",
         "sig|lip: 2 passed, 1 failed, 1 error, 0 skipped",
+        "* object/size [clip]: 3 example(s) unscored (missing image: 3; --vl-missing=skip)",
     ]
 
 
 @pytest.mark.parametrize("width", [72, 60, 50])
 def test_format_matrix_fits_width(width):
-    lines = format_matrix(MODELS, sample_results(), width=width)
+    lines = format_matrix(build_report(MODELS, sample_results()), width=width)
     table = lines[: lines.index("")]
     assert all(len(line) <= width for line in table), table
     assert "(n=" not in "".join(table)  # dropped first
@@ -455,12 +463,12 @@ def test_format_matrix_fits_width(width):
 
 
 def test_format_matrix_empty_and_unshared_threshold():
-    assert format_matrix(MODELS, []) == []
+    assert format_matrix(build_report(MODELS, [])) == []
     rows = [
         result("clip", "t", "object/size", 10, 5, "failed", threshold=0.6),
         result("sig|lip", "t", "object/size", 10, 9, "passed", threshold=0.8),
     ]
-    lines = format_matrix(MODELS, rows)
+    lines = format_matrix(build_report(MODELS, rows))
     assert "threshold" not in lines[0]
     assert lines[2] == "object/size   50.0% ✗ (n=10)   90.0% ✓ (n=10)"
 
@@ -489,7 +497,7 @@ def small_case() -> tuple[list[dict], list[dict]]:
 
 
 def test_markdown_exact():
-    assert render_markdown(*small_case()).splitlines() == [
+    assert render_markdown(build_report(*small_case())).splitlines() == [
         "# vlcheck capability matrix",
         "",
         "## Models",
@@ -545,27 +553,28 @@ def test_markdown_exact():
 
 def test_markdown_escapes_table_syntax():
     assert escape_md(f"a|b {EVIL}\nnext") == 'a\\|b \\<b\\>\\&" next'
-    text = render_markdown(MODELS, sample_results())
+    text = render_markdown(build_report(MODELS, sample_results()))
     assert "| sig\\|lip |" in text
     assert "<b>" not in text
 
 
 def test_csv_exact_and_metric_union():
-    assert render_csv(*small_case()).splitlines() == [
+    assert render_csv(build_report(*small_case())).splitlines() == [
         "file,test,capability,task,model,status,criterion,n,passed,pass_rate,ci_low,ci_high,"
-        "threshold,chance,unscored,metric.gap,metric.text_score",
+        "threshold,chance,unscored,baseline_model,baseline_delta_pts,baseline_p_corrected,"
+        "reference_model,reference_delta_pts,reference_p_holm,metric.gap,metric.text_score",
         "checklists/basic.yaml,color,attribute/color,caption,clip,failed,,400,245,0.6125,0.5637,"
-        "0.6591,0.75,0.5,0,,0.6125",
+        "0.6591,0.75,0.5,0,,,,,,,,0.6125",
         "checklists/basic.yaml,size_1,object/size,caption,clip,skipped,,0,0,0.0,0.0,0.0,0.75,0.5,"
-        "0,-0.05,",
+        "0,,,,,,,-0.05,",
     ]
-    header = render_csv(MODELS, sample_results()).splitlines()[0].split(",")
+    header = render_csv(build_report(MODELS, sample_results())).splitlines()[0].split(",")
     assert header[-2:] == ["metric.image_score", "metric.text_score"]
 
 
 def test_csv_quotes_special_characters():
     rows = [result("clip", 'a,"b"', "object/size", 1, 1, "passed", criterion="x\ny")]
-    text = render_csv(MODELS, rows)
+    text = render_csv(build_report(MODELS, rows))
     assert '"a,""b"""' in text and '"x\ny"' in text
 
 
@@ -573,7 +582,7 @@ def test_csv_quotes_special_characters():
 
 
 def test_html_is_balanced_escaped_and_self_contained():
-    html = render_html(MODELS, sample_results())
+    html = render_html(build_report(MODELS, sample_results()))
     checker = BalanceChecker()
     checker.feed(html)
     checker.close()

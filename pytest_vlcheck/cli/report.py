@@ -25,15 +25,15 @@ def add_report_command(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from pytest_vlcheck.report import ReportFormatError, read_matrix, write_report
+    from pytest_vlcheck.report import ReportFormatError, read_report, write_report
 
     try:
-        models, results = read_matrix(args.matrix)
+        doc = read_report(args.matrix)
     except (ReportFormatError, OSError) as exc:
         print(f"vlcheck report: {exc}", file=sys.stderr)
         return 2
     directory = args.output or args.matrix.parent
     directory.mkdir(parents=True, exist_ok=True)
-    for path in write_report(directory, models, results):
+    for path in write_report(directory, doc.models, doc.results, errors=doc.errors):
         print(path)
     return 0

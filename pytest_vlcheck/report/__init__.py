@@ -8,25 +8,37 @@ reproduces the original files byte for byte. Pure Python; imports neither pytest
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.atomic import atomic_write_bytes, atomic_write_text
 from pytest_vlcheck.report.csv_report import render_csv
 from pytest_vlcheck.report.html import render_html
-from pytest_vlcheck.report.loader import ReportFormatError, read_matrix, validate_document
+from pytest_vlcheck.report.loader import (
+    ReportFormatError,
+    RunError,
+    parse_document,
+    read_matrix,
+    read_report,
+)
 from pytest_vlcheck.report.markdown import render_markdown
 from pytest_vlcheck.report.matrix import matrix_document, matrix_json
-from pytest_vlcheck.report.terminal import format_matrix
+from pytest_vlcheck.report.sections import build_report
+from pytest_vlcheck.report.terminal import format_matrix, matrix_lines
 
 __all__ = [
     "REPORT_FILES",
     "ReportFormatError",
+    "RunError",
     "atomic_write_bytes",
     "atomic_write_text",
+    "build_report",
     "format_matrix",
     "matrix_document",
+    "matrix_lines",
     "read_matrix",
+    "read_report",
     "render_files",
     "write_report",
 ]
@@ -35,24 +47,37 @@ REPORT_FILES = ("matrix.json", "matrix.md", "matrix.csv", "report.html")
 
 
 def render_files(
-    models: list[dict[str, Any]], results: list[dict[str, Any]], source: str = "<results>"
+    models: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    source: str = "<results>",
+    *,
+    errors: Sequence[RunError] = (),
+    thumbnails: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """File name -> content for every report file, rendered from the serialised document.
 
-    Raises ReportFormatError (naming ``source``) when a result does not fit the contract.
+    ``thumbnails`` (thumbnail file name -> data URI) is embedded into ``report.html`` only;
+    ``matrix.json`` stays free of pixels. Raises ReportFormatError (naming ``source``) when a
+    result does not fit the contract.
     """
-    text = matrix_json(matrix_document(models, results))
-    doc_models, doc_results = validate_document(json.loads(text), source)
+    text = matrix_json(matrix_document(models, results, errors))
+    doc = parse_document(json.loads(text), source)
+    report = build_report(doc.models, doc.results, doc.errors)
     return {
         "matrix.json": text,
-        "matrix.md": render_markdown(doc_models, doc_results),
-        "matrix.csv": render_csv(doc_models, doc_results),
-        "report.html": render_html(doc_models, doc_results),
+        "matrix.md": render_markdown(report),
+        "matrix.csv": render_csv(report),
+        "report.html": render_html(report, thumbnails=thumbnails),
     }
 
 
 def write_report(
-    directory: str | Path, models: list[dict[str, Any]], results: list[dict[str, Any]]
+    directory: str | Path,
+    models: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    *,
+    errors: Sequence[RunError] = (),
+    thumbnails: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """Write the four report files into ``directory`` (created if needed), each atomically.
 
@@ -60,7 +85,7 @@ def write_report(
     file is written, so a rendering error leaves an existing report untouched.
     """
     out = Path(directory)
-    files = render_files(models, results)
+    files = render_files(models, results, errors=errors, thumbnails=thumbnails)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for name in REPORT_FILES:

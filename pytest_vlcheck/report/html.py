@@ -1,25 +1,24 @@
 """``report.html``: one self-contained page (inline CSS and SVG, no scripts, no web assets).
 
-Sections: models, the matrix coloured by verdict, pass-rate charts per model, the capability
-radar, then per test its numbers, metrics, slices and collapsible failure examples. Every piece
-of text from a checklist or a model goes through ``html.escape``.
+A formatter over ``sections.Report``. Sections: the run's errors (first, so nobody misses
+them), models, the matrix coloured by verdict with deltas against the baseline and the first
+model, pass-rate charts per model, the capability radar, then per test its numbers, metrics,
+slices side by side and collapsible failure examples (with their thumbnails when the caller
+passes them as data URIs). Every piece of text from a checklist or a model goes through
+``html.escape``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from html import escape
 from typing import Any
 
 from pytest_vlcheck.report import fmt
-from pytest_vlcheck.report.matrix import (
-    Matrix,
-    Row,
-    build_matrix,
-    measured_rate,
-    status_counts,
-)
 from pytest_vlcheck.report.prior_view import prior_html
+from pytest_vlcheck.report.sections import Cell, Delta, Failures, Report, Section, SliceTable
 from pytest_vlcheck.report.svg import bar_chart, model_colour, radar_chart
+from pytest_vlcheck.results import FailureExample
 from pytest_vlcheck.tasks import TASKS
 
 __all__ = ["render_html", "true_marks"]
@@ -45,6 +44,18 @@ details { margin: 6px 0; } summary { cursor: pointer; font-weight: 600; }
 .example { border-left: 3px solid #d1d5db; padding: 2px 0 2px 10px; margin: 10px 0; }
 .scores td.true, .scores th.true { background: #dcf2dc; }
 .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
+.errors { border: 2px solid #d1495b; background: #fdf2f3; padding: 4px 16px; margin: 16px 0; }
+.errors h2 { margin-top: 8px; border: none; color: #9b1c2c; }
+.delta { display: block; font-size: 12px; }
+.delta-drop { color: #b91c1c; font-weight: 700; } .delta-gain { color: #15803d; font-weight: 700; }
+.matrix td.sig-drop { box-shadow: inset 0 0 0 2px #b91c1c; }
+.matrix td.sig-gain { box-shadow: inset 0 0 0 2px #15803d; }
+.slices { display: flex; flex-wrap: wrap; gap: 0 28px; align-items: flex-start; }
+.slices table { margin-top: 0; } .slices p { margin: 4px 0; }
+.example-body { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
+.thumbs { display: flex; gap: 6px; } .thumbs figure { margin: 0; text-align: center; }
+.thumbs img { max-width: 128px; max-height: 128px; border: 1px solid #d1d5db; }
+.thumbs figcaption { font-weight: 400; font-size: 11px; color: #4b5563; }
 """
 
 _MARK = {"passed": "✓", "failed": "✗", "error": "ERROR", "skipped": "skip"}
@@ -68,15 +79,23 @@ def _td(text: str, cls: str = "", title: str = "") -> str:
     return f"<td{attrs}>{text}</td>"
 
 
-def _row_id(index: int) -> str:
-    return f"t{index + 1}"
+def _errors_section(report: Report) -> list[str]:
+    """Collection errors and errored results with their messages, at the top of the page."""
+    items = [f"<li><code>{_e(e.location)}</code>: {_e(e.message)}</li>" for e in report.errors]
+    items += [
+        f'<li><a href="#{s.anchor}"><code>{_e(s.test_id)}</code></a> [{_e(c.model)}]: '
+        f"{_e(c.result.message or 'error (no message)')}</li>"
+        for s, c in report.result_errors
+    ]
+    if not items:
+        return []
+    return ['<div class="errors">', "<h2>Errors</h2>", "<ul>", *items, "</ul>", "</div>"]
 
 
-def _models_section(matrix: Matrix, results: list[dict[str, Any]]) -> list[str]:
-    counts = status_counts(matrix.models, results)
+def _models_section(report: Report) -> list[str]:
     rows = []
-    for i, m in enumerate(matrix.models):
-        c = counts[m["name"]]
+    for i, m in enumerate(report.models):
+        c = report.counts[m["name"]]
         swatch = f'<span class="swatch" style="background:{model_colour(i)}"></span>'
         rows.append(
             [
@@ -90,44 +109,59 @@ def _models_section(matrix: Matrix, results: list[dict[str, Any]]) -> list[str]:
     return ["<h2>Models</h2>", *_table(header, rows)]
 
 
-def _matrix_cell(result: dict[str, Any] | None) -> str:
-    if result is None:
+def _delta(d: Delta) -> str:
+    cls = f"delta delta-{d.significance}" if d.significance else "delta"
+    what = "base" if d.kind == "gate" else "vs " + d.against
+    return f'<span class="{cls}" title="{_e(d.describe)}">{_e(d.marked)} {_e(what)}</span>'
+
+
+def _matrix_cell(cell: Cell | None) -> str:
+    if cell is None:
         return _td("-", "cell st-missing", "not run")
-    status = result["status"]
-    if status in ("error", "skipped"):
-        return _td(_MARK[status], f"cell st-{status}", status)
-    ci = fmt.ci(result["ci_low"], result["ci_high"]) if result["n"] else fmt.MISSING
+    r = cell.result
+    unscored = (
+        f"<br><small>{cell.unscored} unscored ({_e(cell.unscored_text)})</small>"
+        if cell.unscored
+        else ""
+    )
+    if r.status in ("error", "skipped"):
+        return _td(_MARK[r.status] + unscored, f"cell st-{r.status}", r.message or r.status)
     text = (
-        f"{fmt.pct(measured_rate(result))} {_MARK[status]}<br><small>{ci} · n={result['n']}</small>"
+        f"{fmt.pct(cell.rate)} {_MARK[r.status]}<br><small>{cell.ci_text} · n={r.n}</small>"
+        + unscored
+        + "".join(_delta(d) for d in cell.deltas)
     )
-    return _td(
-        text, f"cell st-{status}", f"{status}: 95% CI {ci}, {result['passed']}/{result['n']}"
-    )
+    cls = f"cell st-{r.status}" + (f" sig-{cell.significance}" if cell.significance else "")
+    return _td(text, cls, f"{r.status}: 95% CI {cell.ci_text}, {r.passed}/{r.n}")
 
 
-def _matrix_section(matrix: Matrix) -> list[str]:
-    names = matrix.model_names
+def _matrix_section(report: Report) -> list[str]:
+    names = report.model_names
     header = ["capability", "test", "threshold", *(_e(n) for n in names)]
-    rows = []
-    for i, row in enumerate(matrix.rows):
-        threshold = row.shared("threshold")
-        rows.append(
-            [
-                _td(f'<a href="#{_row_id(i)}">{_e(row.label)}</a>'),
-                _td(f"<code>{_e(row.test_id)}</code>"),
-                _td(fmt.pct(threshold) if threshold is not None else "-", "num"),
-                *(_matrix_cell(row.cells.get(n)) for n in names),
-            ]
+    rows = [
+        [
+            _td(f'<a href="#{s.anchor}">{_e(s.label)}</a>'),
+            _td(f"<code>{_e(s.test_id)}</code>"),
+            _td(fmt.pct(s.threshold) if s.threshold is not None else "-", "num"),
+            *(_matrix_cell(s.cell(n)) for n in names),
+        ]
+        for s in report.sections
+    ]
+    out = ["<h2>Capability matrix</h2>", *_table(header, rows, "matrix")]
+    if report.deltas:
+        out.append(
+            '<p class="meta">Deltas in points against the baseline (base) and the run\'s first '
+            "model (vs NAME); ▼ red: a significant drop, ▲ green: a significant gain.</p>"
         )
-    return ["<h2>Capability matrix</h2>", *_table(header, rows, "matrix")]
+    return out
 
 
-def _charts_section(matrix: Matrix) -> list[str]:
+def _charts_section(report: Report) -> list[str]:
     out = ["<h2>Pass rates</h2>"]
-    for name in matrix.model_names:
-        out += ["<figure>", f"<figcaption>{_e(name)}</figcaption>", bar_chart(matrix, name)]
-        out.append("</figure>")
-    radar = radar_chart(matrix)
+    for name in report.model_names:
+        out += ["<figure>", f"<figcaption>{_e(name)}</figcaption>"]
+        out += [bar_chart(report.matrix, name), "</figure>"]
+    radar = radar_chart(report.matrix)
     if radar is not None:
         out += ["<h2>Capabilities</h2>", "<figure>", radar, "</figure>"]
     return out
@@ -149,11 +183,28 @@ def _score_at(scores: list[list[Any]], i: int, j: int) -> float | int | None:
     return None
 
 
-def _example(task: str, example: dict[str, Any]) -> list[str]:
-    images, texts, scores = example["images"], example["texts"], example["scores"]
+def _thumbnails(example: FailureExample, thumbnails: Mapping[str, str] | None) -> list[str]:
+    """The example's images as ``<img>`` (data URIs from the caller), in image order."""
+    if not thumbnails:
+        return []
+    out = []
+    for i, name in enumerate(example.thumbnails):
+        uri = thumbnails.get(name)
+        if uri is None:
+            continue
+        ref = example.images[i] if i < len(example.images) else name
+        out.append(
+            f'<figure><img src="{_e(uri)}" alt="{_e(ref)}" loading="lazy">'
+            f"<figcaption>image {i + 1}</figcaption></figure>"
+        )
+    return ['<div class="thumbs">', *out, "</div>"] if out else []
+
+
+def _example(task: str, example: FailureExample, thumbnails: Mapping[str, str] | None) -> list[str]:
+    images, texts, scores = example.images, example.texts, example.scores
     true_texts, true_images, true_cells = true_marks(task, len(images), len(texts))
-    detail = f" — {_e(example['detail'])}" if example["detail"] else ""
-    out = ['<div class="example">', f"<p><b>{_e(example['id'] or 'example')}</b>{detail}</p>"]
+    detail = f" — {_e(example.detail)}" if example.detail else ""
+    out = ['<div class="example">', f"<p><b>{_e(example.id or 'example')}</b>{detail}</p>"]
     header = ["text \\ image"]
     for i, ref in enumerate(images):
         mark = "✓ " if i in true_images else ""
@@ -168,103 +219,105 @@ def _example(task: str, example: dict[str, Any]) -> list[str]:
             cls = "num true" if (i, j) in true_cells else "num"
             cells.append(_td(fmt.score(value), cls, "" if value is None else repr(value)))
         rows.append(cells)
-    out += _table(header, rows, "scores")
-    out.append("</div>")
+    out += [
+        '<div class="example-body">',
+        *_thumbnails(example, thumbnails),
+        *_table(header, rows, "scores"),
+        "</div>",
+        "</div>",
+    ]
     return out
 
 
-def _failures(row: Row, names: list[str]) -> list[str]:
-    out = []
-    for name in names:
-        result = row.cells.get(name)
-        if result is None or not result["failures"]:
-            continue
-        failing = result["n"] - result["passed"]
-        shown = len(result["failures"])
-        out.append("<details>")
-        out.append(
-            f"<summary>{_e(name)}: {shown} failure example{'s' if shown != 1 else ''} "
-            f"(of {failing} failing, {_e(result['status'])})</summary>"
-        )
-        for example in result["failures"]:
-            out += _example(result["task"], example)
-        out.append("</details>")
-    return out
-
-
-def _slices(row: Row, present: list[str]) -> list[str]:
-    out = []
-    tags = list(dict.fromkeys(t for n in present for t in row.cells[n]["slices"]))
-    for tag in tags:
-        values = list(
-            dict.fromkeys(v for n in present for v in row.cells[n]["slices"].get(tag, {}))
-        )
-        rows = []
-        for value in values:
-            cells = [_td(_e(value))]
-            for n in present:
-                s = row.cells[n]["slices"].get(tag, {}).get(value)
-                text = "-" if s is None else f"{fmt.pct(s['pass_rate'])} ({s['passed']}/{s['n']})"
-                cells.append(_td(text, "num"))
-            rows.append(cells)
-        out += [f"<p>Slice by <b>{_e(tag)}</b></p>", *_table([_e(tag), *map(_e, present)], rows)]
-    return out
-
-
-def _test_section(index: int, row: Row, names: list[str]) -> list[str]:
-    present = [n for n in names if n in row.cells]
-    first = row.cells[present[0]]
-    facts = [f"<code>{_e(row.test_id)}</code>", f"task {_e(first['task'])}"]
-    if first["criterion"]:
-        facts.append(f"criterion {_e(first['criterion'])}")
-    chance = row.shared("chance")
-    if chance is not None:
-        facts.append(f"chance {fmt.pct(chance)}")
+def _failures(failures: Failures, thumbnails: Mapping[str, str] | None) -> list[str]:
+    shown = len(failures.examples)
     out = [
-        f'<section id="{_row_id(index)}">',
-        f"<h3>{_e(row.label)}</h3>",
+        "<details>",
+        f"<summary>{_e(failures.model)}: {shown} failure example{'s' if shown != 1 else ''} "
+        f"(of {failures.failing} failing, {_e(failures.status)})</summary>",
+    ]
+    for example in failures.examples:
+        out += _example(failures.task, example, thumbnails)
+    out.append("</details>")
+    return out
+
+
+def _slices(table: SliceTable, models: list[str]) -> list[str]:
+    rows = [
+        [_td(_e(value)), *(_td(table.text(c), "num") for c in cells)]
+        for value, cells in zip(table.values, table.cells, strict=True)
+    ]
+    return [
+        '<div class="slice">',
+        f"<p>Slice by <b>{_e(table.tag)}</b></p>",
+        *_table([_e(table.tag), *map(_e, models)], rows),
+        "</div>",
+    ]
+
+
+def _result_rows(section: Section) -> list[list[str]]:
+    return [
+        [
+            _td(_e(c.model)),
+            _td(_e(c.result.status), f"st-{c.result.status}"),
+            _td(str(c.result.n), "num"),
+            _td(str(c.result.passed), "num"),
+            _td(fmt.pct(c.rate), "num"),
+            _td(c.ci_text, "num"),
+            _td(fmt.pct(c.result.threshold), "num"),
+            _td(_e(c.unscored_text)),
+        ]
+        for c in section.cells
+    ]
+
+
+def _test_section(section: Section, thumbnails: Mapping[str, str] | None) -> list[str]:
+    facts = [f"<code>{_e(section.test_id)}</code>", f"task {_e(section.task)}"]
+    if section.criterion:
+        facts.append(f"criterion {_e(section.criterion)}")
+    if section.chance is not None:
+        facts.append(f"chance {fmt.pct(section.chance)}")
+    out = [
+        f'<section id="{section.anchor}">',
+        f"<h3>{_e(section.label)}</h3>",
         f'<p class="meta">{" · ".join(facts)}</p>',
     ]
     header = ["model", "status", "n", "passed", "pass rate", "95% CI", "threshold", "unscored"]
-    rows = []
-    for n in present:
-        r = row.cells[n]
-        unscored = ", ".join(f"{_e(k)}: {v}" for k, v in r["unscored"].items()) or "-"
-        rows.append(
-            [
-                _td(_e(n)),
-                _td(_e(r["status"]), f"st-{r['status']}"),
-                _td(str(r["n"]), "num"),
-                _td(str(r["passed"]), "num"),
-                _td(fmt.pct(measured_rate(r)), "num"),
-                _td(fmt.ci(r["ci_low"], r["ci_high"]) if r["n"] else fmt.MISSING, "num"),
-                _td(fmt.pct(r["threshold"]), "num"),
-                _td(unscored),
-            ]
-        )
-    out += _table(header, rows)
-    notes = [(n, row.cells[n]["message"]) for n in present if row.cells[n].get("message")]
+    out += _table(header, _result_rows(section))
+    notes = [f"<li><b>{_e(n)}</b>: {_e(message)}</li>" for n, message in section.messages]
+    notes += [
+        f'<li><b>{_e(c.model)}</b>: <span class="delta-{d.significance or "none"}">'
+        f"{_e(d.describe)}</span></li>"
+        for c in section.cells
+        for d in c.deltas
+    ]
     if notes:
-        out.append("<ul>")
-        out += [f"<li><b>{_e(n)}</b>: {_e(message)}</li>" for n, message in notes]
-        out.append("</ul>")
-    metric_names = list(dict.fromkeys(k for n in present for k in row.cells[n]["metrics"]))
-    if metric_names:
+        out += ["<ul>", *notes, "</ul>"]
+    models = section.models
+    if section.metric_names:
         rows = [
-            [_td(_e(k)), *(_td(fmt.value(row.cells[n]["metrics"].get(k)), "num") for n in present)]
-            for k in metric_names
+            [_td(_e(k)), *(_td(fmt.value(v), "num") for v in section.metric(k))]
+            for k in section.metric_names
         ]
-        out += _table(["metric", *map(_e, present)], rows)
-    out += prior_html(row.cells, present)
-    out += _slices(row, present)
-    out += _failures(row, present)
+        out += _table(["metric", *map(_e, models)], rows)
+    out += prior_html(section.priors)
+    if section.slices:
+        out.append('<div class="slices">')
+        for table in section.slices:
+            out += _slices(table, models)
+        out.append("</div>")
+    for failures in section.failures:
+        out += _failures(failures, thumbnails)
     out.append("</section>")
     return out
 
 
-def render_html(models: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
-    """The whole ``report.html`` text (deterministic; no timestamps, no external resources)."""
-    matrix = build_matrix(models, results)
+def render_html(report: Report, *, thumbnails: Mapping[str, str] | None = None) -> str:
+    """The whole ``report.html`` text (deterministic; no timestamps, no external resources).
+
+    ``thumbnails`` maps a failure example's thumbnail file name to its data URI; without it
+    the page shows no images.
+    """
     out = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -276,14 +329,15 @@ def render_html(models: list[dict[str, Any]], results: list[dict[str, Any]]) -> 
         "</head>",
         "<body>",
         "<h1>vlcheck capability report</h1>",
-        *_models_section(matrix, results),
+        *_errors_section(report),
+        *_models_section(report),
     ]
-    if matrix.rows:
-        out += _matrix_section(matrix)
-        out += _charts_section(matrix)
+    if report.sections:
+        out += _matrix_section(report)
+        out += _charts_section(report)
         out.append("<h2>Tests</h2>")
-        for i, row in enumerate(matrix.rows):
-            out += _test_section(i, row, matrix.model_names)
+        for section in report.sections:
+            out += _test_section(section, thumbnails)
     else:
         out.append("<p>No results.</p>")
     out += ["</body>", "</html>", ""]

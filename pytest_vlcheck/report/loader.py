@@ -8,6 +8,7 @@ Validation fills defaults for the optional fields and turns non-finite numbers i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,12 @@ from pytest_vlcheck.results import STATUSES, CapabilityResult, ResultFormatError
 __all__ = [
     "REPORT_VERSION",
     "STATUSES",
+    "ReportDocument",
     "ReportFormatError",
+    "RunError",
+    "parse_document",
     "read_matrix",
+    "read_report",
     "validate_document",
 ]
 
@@ -27,6 +32,43 @@ REPORT_VERSION = 1
 
 class ReportFormatError(ValueError):
     """``matrix.json`` is not a valid vlcheck report; the message names the file and field."""
+
+
+@dataclass(frozen=True)
+class RunError:
+    """A problem that kept part of a run from producing results (a checklist that failed to
+    collect): recorded in ``matrix.json``'s ``errors`` so a report never hides it."""
+
+    file: str
+    line: int | None
+    message: str
+
+    @property
+    def location(self) -> str:
+        """``FILE:LINE`` (or ``FILE`` when the line is unknown)."""
+        return self.file if self.line is None else f"{self.file}:{self.line}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "message": self.message}
+
+
+@dataclass(frozen=True)
+class ReportDocument:
+    """A validated ``matrix.json``: model metadata, result rows and the run's errors."""
+
+    models: list[dict[str, Any]]
+    results: list[dict[str, Any]]
+    errors: list[RunError]
+
+
+def _error(c: JsonChecker, raw: Any, where: str) -> RunError:
+    e = c.mapping(raw, where)
+    line = e.get("line")
+    return RunError(
+        file=c.text(e, "file", where),
+        line=None if line is None else c.integer(line, f"{where}.line"),
+        message=c.text(e, "message", where),
+    )
 
 
 def _model(c: JsonChecker, raw: Any, where: str) -> dict[str, Any]:
@@ -91,11 +133,26 @@ def validate_document(
     return models, results
 
 
-def read_matrix(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Load ``matrix.json``; return ``(models, results)`` ready for the renderers.
+def parse_document(doc: Any, source: str = "matrix.json") -> ReportDocument:
+    """``validate_document`` plus the optional ``errors`` list (absent in older files)."""
+    models, results = validate_document(doc, source)
+    c = JsonChecker(source, ReportFormatError)
+    raw_errors = c.listing(doc.get("errors", []), "errors")
+    errors = [_error(c, e, f"errors[{i}]") for i, e in enumerate(raw_errors)]
+    return ReportDocument(models, results, errors)
+
+
+def read_report(path: str | Path) -> ReportDocument:
+    """Load ``matrix.json`` ready for the renderers.
 
     Raises ReportFormatError with ``PATH:LINE`` for malformed JSON and ``PATH: field`` for a
     document that is not a version-1 vlcheck report.
     """
     doc = read_json(path, "a matrix.json report", ReportFormatError)
-    return validate_document(doc, str(path))
+    return parse_document(doc, str(path))
+
+
+def read_matrix(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(models, results)`` of a ``matrix.json`` (``read_report`` also gives its errors)."""
+    doc = read_report(path)
+    return doc.models, doc.results

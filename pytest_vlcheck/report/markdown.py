@@ -1,26 +1,21 @@
-"""``matrix.md``: the capability matrix as a Markdown table, then per test its numbers,
-metrics and slices. Text from checklists is escaped so it cannot break the tables."""
+"""``matrix.md``: errors first, then the capability matrix as a Markdown table, then per test
+its numbers, deltas, metrics and slices. A formatter over ``sections.Report``; text from
+checklists is escaped so it cannot break the tables."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from pytest_vlcheck.report import fmt
-from pytest_vlcheck.report.matrix import (
-    Matrix,
-    Row,
-    build_matrix,
-    measured_rate,
-    status_counts,
-)
 from pytest_vlcheck.report.prior_view import prior_markdown
+from pytest_vlcheck.report.sections import Cell, Report, Section
 from pytest_vlcheck.report.terminal import cell_text
 
 __all__ = ["escape_md", "render_markdown"]
 
 # ASCII punctuation that means something in (GitHub) Markdown or inline HTML.
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|&~])")
+_STATUSES = ("passed", "failed", "error", "skipped")
 
 
 def escape_md(text: object) -> str:
@@ -35,117 +30,116 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def _matrix_table(matrix: Matrix) -> list[str]:
-    names = matrix.model_names
-    header = ["capability", "test", "threshold", *(escape_md(n) for n in names)]
-    rows = []
-    for row in matrix.rows:
-        threshold = row.shared("threshold")
-        rows.append(
-            [
-                escape_md(row.label),
-                escape_md(row.test_id),
-                fmt.pct(threshold) if threshold is not None else "-",
-                *(cell_text(row.cells.get(n)).strip() for n in names),
-            ]
-        )
-    return _table(header, rows)
-
-
-def _models_table(matrix: Matrix, results: list[dict[str, Any]]) -> list[str]:
-    counts = status_counts(matrix.models, results)
-    rows = []
-    for m in matrix.models:
-        c = counts[m["name"]]
-        rows.append(
-            [
-                escape_md(m["name"]),
-                escape_md(m.get("spec") or "-"),
-                escape_md(m.get("fingerprint") or "-"),
-                *(str(c[s]) for s in ("passed", "failed", "error", "skipped")),
-            ]
-        )
-    header = ["model", "spec", "fingerprint", "passed", "failed", "error", "skipped"]
-    return _table(header, rows)
-
-
-def _unscored(result: dict[str, Any]) -> str:
-    parts = [f"{escape_md(k)}: {v}" for k, v in result["unscored"].items()]
-    return ", ".join(parts) if parts else "-"
-
-
-def _test_section(row: Row, names: list[str]) -> list[str]:
-    present = [n for n in names if n in row.cells]
-    first = row.cells[present[0]]
-    lines = [f"### {escape_md(row.label)}", ""]
-    facts = [f"test {escape_md(row.test_id)}", f"task {escape_md(first['task'])}"]
-    if first.get("criterion"):
-        facts.append(f"criterion {escape_md(first['criterion'])}")
-    chance = row.shared("chance")
-    if chance is not None:
-        facts.append(f"chance {fmt.pct(chance)}")
-    lines += [", ".join(facts), ""]
-    header = ["model", "status", "n", "passed", "pass rate", "95% CI", "threshold", "unscored"]
-    body = [
-        [
-            escape_md(n),
-            r["status"],
-            str(r["n"]),
-            str(r["passed"]),
-            fmt.pct(measured_rate(r)),
-            fmt.ci(r["ci_low"], r["ci_high"]) if r["n"] else fmt.MISSING,
-            fmt.pct(r["threshold"]),
-            _unscored(r),
-        ]
-        for n in present
-        for r in [row.cells[n]]
+def _errors(report: Report) -> list[str]:
+    """Collection errors and errored results, each with its message: never a silent report."""
+    lines = [f"- {escape_md(e.location)}: {escape_md(e.message)}" for e in report.errors]
+    lines += [
+        f"- {escape_md(s.test_id)} \\[{escape_md(c.model)}\\]: "
+        f"{escape_md(c.result.message or 'error (no message)')}"
+        for s, c in report.result_errors
     ]
-    lines += [*_table(header, body), ""]
-    notes = [(n, row.cells[n]["message"]) for n in present if row.cells[n].get("message")]
-    if notes:
-        lines += [*(f"- {escape_md(n)}: {escape_md(message)}" for n, message in notes), ""]
+    return ["## Errors", "", *lines, ""] if lines else []
 
-    metric_names = list(dict.fromkeys(k for n in present for k in row.cells[n]["metrics"]))
-    if metric_names:
-        body = [
-            [escape_md(k), *(fmt.value(row.cells[n]["metrics"].get(k)) for n in present)]
-            for k in metric_names
+
+def _matrix_table(report: Report) -> list[str]:
+    names = report.model_names
+    header = ["capability", "test", "threshold", *(escape_md(n) for n in names)]
+    rows = [
+        [
+            escape_md(s.label),
+            escape_md(s.test_id),
+            fmt.pct(s.threshold) if s.threshold is not None else "-",
+            *(escape_md(cell_text(s.cell(n)).strip()) for n in names),
         ]
-        lines += ["Metrics:", "", *_table(["metric", *map(escape_md, present)], body), ""]
-
-    tags = list(dict.fromkeys(t for n in present for t in row.cells[n]["slices"]))
-    for tag in tags:
-        values = list(
-            dict.fromkeys(v for n in present for v in row.cells[n]["slices"].get(tag, {}))
+        for s in report.sections
+    ]
+    notes = []
+    if report.unscored:
+        notes.append("\\* examples left unscored (`--vl-missing=skip`): see the test's table.")
+    if report.deltas:
+        notes.append(
+            "Deltas in points vs the baseline, then vs the run's first model; "
+            "▼ a significant drop, ▲ a significant gain."
         )
-        body = []
-        for v in values:
-            cells = []
-            for n in present:
-                s = row.cells[n]["slices"].get(tag, {}).get(v)
-                cells.append(
-                    "-" if s is None else f"{fmt.pct(s['pass_rate'])} ({s['passed']}/{s['n']})"
-                )
-            body.append([escape_md(v), *cells])
+    return [*_table(header, rows), "", *notes, *([""] if notes else [])]
+
+
+def _models_table(report: Report) -> list[str]:
+    rows = [
+        [
+            escape_md(m["name"]),
+            escape_md(m.get("spec") or "-"),
+            escape_md(m.get("fingerprint") or "-"),
+            *(str(report.counts[m["name"]][s]) for s in _STATUSES),
+        ]
+        for m in report.models
+    ]
+    header = ["model", "spec", "fingerprint", *_STATUSES]
+    return _table(header, rows)
+
+
+def _result_row(cell: Cell) -> list[str]:
+    r = cell.result
+    return [
+        escape_md(cell.model),
+        r.status,
+        str(r.n),
+        str(r.passed),
+        fmt.pct(cell.rate),
+        cell.ci_text,
+        fmt.pct(r.threshold),
+        escape_md(cell.unscored_text),
+    ]
+
+
+def _facts(section: Section) -> str:
+    facts = [f"test {escape_md(section.test_id)}", f"task {escape_md(section.task)}"]
+    if section.criterion:
+        facts.append(f"criterion {escape_md(section.criterion)}")
+    if section.chance is not None:
+        facts.append(f"chance {fmt.pct(section.chance)}")
+    return ", ".join(facts)
+
+
+def _test_section(section: Section) -> list[str]:
+    lines = [f"### {escape_md(section.label)}", "", _facts(section), ""]
+    header = ["model", "status", "n", "passed", "pass rate", "95% CI", "threshold", "unscored"]
+    lines += [*_table(header, [_result_row(c) for c in section.cells]), ""]
+    notes = [f"- {escape_md(n)}: {escape_md(message)}" for n, message in section.messages]
+    notes += [
+        f"- {escape_md(c.model)}: {escape_md(d.describe)}" for c in section.cells for d in c.deltas
+    ]
+    if notes:
+        lines += [*notes, ""]
+    models = [escape_md(n) for n in section.models]
+    if section.metric_names:
+        body = [
+            [escape_md(k), *(fmt.value(v) for v in section.metric(k))] for k in section.metric_names
+        ]
+        lines += ["Metrics:", "", *_table(["metric", *models], body), ""]
+    for table in section.slices:
+        body = [
+            [escape_md(v), *(table.text(c) for c in cells)]
+            for v, cells in zip(table.values, table.cells, strict=True)
+        ]
         lines += [
-            f"Slice by {escape_md(tag)}:",
+            f"Slice by {escape_md(table.tag)}:",
             "",
-            *_table([escape_md(tag), *map(escape_md, present)], body),
+            *_table([escape_md(table.tag), *models], body),
             "",
         ]
-    lines += prior_markdown(row.cells, present)
+    lines += prior_markdown(section.priors)
     return lines
 
 
-def render_markdown(models: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
+def render_markdown(report: Report) -> str:
     """The whole ``matrix.md`` text (deterministic; no timestamps)."""
-    matrix = build_matrix(models, results)
-    lines = ["# vlcheck capability matrix", "", "## Models", ""]
-    lines += [*_models_table(matrix, results), ""]
-    if not matrix.rows:
+    lines = ["# vlcheck capability matrix", "", *_errors(report), "## Models", ""]
+    lines += [*_models_table(report), ""]
+    if not report.sections:
         return "\n".join([*lines, "No results.", ""])
-    lines += ["## Matrix", "", *_matrix_table(matrix), ""]
+    lines += ["## Matrix", "", *_matrix_table(report)]
     lines += ["## Tests", ""]
-    for row in matrix.rows:
-        lines += _test_section(row, matrix.model_names)
+    for section in report.sections:
+        lines += _test_section(section)
     return "\n".join(lines).rstrip("\n") + "\n"

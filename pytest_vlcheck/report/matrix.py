@@ -10,10 +10,11 @@ import copy
 import json
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_vlcheck.report.loader import REPORT_VERSION, STATUSES
+from pytest_vlcheck.report.loader import REPORT_VERSION, STATUSES, RunError
 
 __all__ = [
     "Matrix",
@@ -21,7 +22,6 @@ __all__ = [
     "build_matrix",
     "matrix_document",
     "matrix_json",
-    "measured_rate",
     "status_counts",
 ]
 
@@ -94,11 +94,6 @@ def build_matrix(models: list[dict[str, Any]], results: list[dict[str, Any]]) ->
     return Matrix(models=list(models), rows=rows)
 
 
-def measured_rate(result: dict[str, Any]) -> float | int | None:
-    """The pass rate to print: None when nothing was measured (n = 0, e.g. skip or error)."""
-    return result["pass_rate"] if result["n"] > 0 else None
-
-
 def status_counts(
     models: list[dict[str, Any]], results: list[dict[str, Any]]
 ) -> dict[str, dict[str, int]]:
@@ -123,8 +118,13 @@ def _finite(obj: Any) -> Any:
     return copy.deepcopy(obj)
 
 
-def matrix_document(models: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ``matrix.json`` document: the contract keys plus a derived per-model ``summary``.
+def matrix_document(
+    models: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    errors: Sequence[RunError] = (),
+) -> dict[str, Any]:
+    """The ``matrix.json`` document: the contract keys, the run's ``errors`` (collection
+    errors, ``[]`` when none) and a derived per-model ``summary``.
 
     Results pass through with full precision (only non-finite floats become null), in the
     order given; rounding happens only in the human-readable formats.
@@ -135,6 +135,7 @@ def matrix_document(models: list[dict[str, Any]], results: list[dict[str, Any]])
         "vlcheck_report": REPORT_VERSION,
         "models": models_out,
         "results": results_out,
+        "errors": [e.to_json() for e in errors],
         "summary": status_counts(models_out, results_out),
     }
 

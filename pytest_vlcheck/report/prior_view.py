@@ -106,13 +106,9 @@ def _row(name: str, block: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _blocks(cells: Mapping[str, Mapping[str, Any]], names: Sequence[str]) -> list[tuple]:
-    return [(n, cells[n]["prior"]) for n in names if cells[n].get("prior")]
-
-
-def prior_markdown(cells: Mapping[str, Mapping[str, Any]], names: Sequence[str]) -> list[str]:
-    """A test section's prior table for ``matrix.md`` ([] when no result has a prior)."""
-    blocks = _blocks(cells, names)
+def prior_markdown(blocks: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    """A test section's prior table for ``matrix.md`` from its (model, prior block) pairs
+    ([] when no result has a prior)."""
     if not blocks:
         return []
     lines = ["Linguistic prior (seed 001; hard = the prior picks a wrong caption):", ""]
@@ -175,9 +171,9 @@ def grid_svg(grid: Mapping[str, Any], title: str) -> str:
     return "\n".join(out)
 
 
-def prior_html(cells: Mapping[str, Mapping[str, Any]], names: Sequence[str]) -> list[str]:
-    """A test section's prior table and one Figure-1 heatmap per model ([] without priors)."""
-    blocks = _blocks(cells, names)
+def prior_html(blocks: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    """A test section's prior table and one Figure-1 heatmap per model, from its (model,
+    prior block) pairs ([] without priors)."""
     if not blocks:
         return []
     out = [

@@ -208,8 +208,9 @@ def _mean_threshold(rows: list[Row]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-_RADAR_WIDTH = 720
-_RADAR_CX = 360
+_RADAR_WIDTH = 800
+_RADAR_CX = 420
+_RADAR_SCALE_X = 34
 _RADAR_CY = 230
 _RADAR_R = 170
 _RADAR_LABEL_CHARS = 26
@@ -245,6 +246,23 @@ def _axis_label(k: int, count: int, label: str) -> str:
     )
 
 
+def _ring_scale() -> list[str]:
+    """The rings' values on a ruler left of the radar, level with where each ring meets the
+    upward spoke: outside the plot, so no model polygon ever covers a label."""
+    x = _RADAR_SCALE_X
+    out = [
+        f'<line x1="{x}" y1="{_RADAR_CY}" x2="{x}" y2="{_RADAR_CY - _RADAR_R}" stroke="#9ca3af"/>'
+    ]
+    for ring in (0.0, 0.25, 0.5, 0.75, 1.0):
+        y = _n(_RADAR_CY - _RADAR_R * ring)
+        out.append(
+            f'<line x1="{x - 4}" y1="{y}" x2="{x}" y2="{y}" stroke="#9ca3af"/>'
+            f'<text x="{x + 4}" y="{_n(_RADAR_CY - _RADAR_R * ring + 4)}" fill="#6b7280">'
+            f"{int(ring * 100)}%</text>"
+        )
+    return out
+
+
 def radar_chart(matrix: Matrix) -> str | None:
     """One radar over the capability axes with a polygon per model (pooled pass rates) and the
     mean threshold dashed; None when there are fewer than three axes."""
@@ -259,14 +277,10 @@ def radar_chart(matrix: Matrix) -> str | None:
         f'height="{height}" viewBox="0 0 {_RADAR_WIDTH} {height}" role="img" {_FONT} '
         'fill="#111827"><title>Pass rate per capability</title>'
     ]
-    ring_labels = []  # drawn last, so the model polygons do not cover them
     for ring in (0.25, 0.5, 0.75, 1.0):
         ring_pts = [_point(k, count, ring) for k in range(count)]
         out.append(f'<polygon points="{_points(ring_pts)}" fill="none" stroke="#e5e7eb"/>')
-        x, y = _point(0, count, ring)
-        ring_labels.append(
-            f'<text x="{_n(x + 4)}" y="{_n(y + 4)}" fill="#6b7280">{int(ring * 100)}%</text>'
-        )
+    out.extend(_ring_scale())
     for k, axis in enumerate(axes):
         x, y = _point(k, count, 1.0)
         out.append(
@@ -298,7 +312,6 @@ def radar_chart(matrix: Matrix) -> str | None:
             _shape(pts, f'fill="{colour}" fill-opacity="0.12" stroke="{colour}" stroke-width="2"')
         )
         out.extend(marks)
-    out.extend(ring_labels)
     y = _RADAR_CY + _RADAR_R + 50
     for m, name in enumerate(names):
         out.append(

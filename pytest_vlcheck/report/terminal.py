@@ -1,18 +1,17 @@
 """The capability matrix as a compact fixed-width table for the pytest terminal summary.
 
-Plain text without colour codes (the plugin decides on colour). The table tries to fit
-``width``: first it drops the ``(n=...)`` part of the cells, then it truncates the row labels,
-then the model headers.
+A formatter over ``sections.Report``. Cells carry a colour name (a significant drop red, a
+significant gain green) that the plugin hands to pytest's terminal writer; ``format_matrix``
+gives the plain lines. The table tries to fit ``width``: first it drops the ``(n=...)`` part
+of the cells, then it truncates the row labels, then the model headers.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from pytest_vlcheck.report import fmt
-from pytest_vlcheck.report.matrix import Matrix, Row, build_matrix, measured_rate, status_counts
+from pytest_vlcheck.report.sections import Cell, Report
 
-__all__ = ["cell_text", "format_matrix"]
+__all__ = ["UNSCORED_MARK", "cell_text", "format_matrix", "matrix_lines"]
 
 _GAP = "  "
 _MIN_LABEL = 12
@@ -20,39 +19,41 @@ _MIN_HEADER = 5
 _LABEL_HEADER = "capability"
 _THRESHOLD_HEADER = "threshold"
 MARKS = {"passed": "✓", "failed": "✗"}
+UNSCORED_MARK = "*"
+COLOURS = {"drop": "red", "gain": "green"}
+
+Segment = tuple[str, str | None]
+"""A piece of a line and its colour (None: the terminal's default)."""
 
 
-def cell_text(result: dict[str, Any] | None, with_n: bool = True) -> str:
-    """One matrix cell: ``61.3% ✗ (n=400)``, ``87.0% ✓``, ``ERROR``, ``skip`` or ``-``."""
-    if result is None:
+def cell_text(cell: Cell | None, with_n: bool = True) -> str:
+    """One matrix cell: ``61.3% ✗ (n=400) -12.5▼``, ``87.0% ✓*``, ``ERROR``, ``skip`` or ``-``;
+    ``*`` marks examples left unscored, then come the deltas (baseline, reference model)."""
+    if cell is None:
         return "-"
-    status = result["status"]
-    if status == "error":
-        return "ERROR"
-    if status == "skipped":
-        return "skip"
-    text = f"{fmt.pct(measured_rate(result)):>6} {MARKS.get(status, '?')}"
+    result = cell.result
+    mark = UNSCORED_MARK if cell.unscored else ""
+    if result.status == "error":
+        return "ERROR" + mark
+    if result.status == "skipped":
+        return "skip" + mark
+    text = f"{fmt.pct(cell.rate):>6} {MARKS.get(result.status, '?')}{mark}"
     if with_n:
-        text += f" (n={result['n']})"
-    return text
+        text += f" (n={result.n})"
+    return " ".join([text, *(d.marked for d in cell.deltas)])
 
 
-def _shared_threshold(row: Row) -> str:
-    threshold = row.shared("threshold")
-    return fmt.pct(threshold) if threshold is not None else "-"
-
-
-def _layout(matrix: Matrix, with_n: bool) -> tuple[list[str], list[list[str]], bool]:
+def _layout(report: Report, with_n: bool) -> tuple[list[str], list[list[str]], bool]:
     """Header and body cells (label, [threshold], models...) before any truncation."""
-    names = matrix.model_names
-    show_threshold = any(row.shared("threshold") is not None for row in matrix.rows)
+    names = report.model_names
+    show_threshold = any(s.threshold is not None for s in report.sections)
     header = [_LABEL_HEADER, *([_THRESHOLD_HEADER] if show_threshold else []), *names]
     body = []
-    for row in matrix.rows:
-        cells = [row.label]
+    for section in report.sections:
+        cells = [section.label]
         if show_threshold:
-            cells.append(_shared_threshold(row))
-        cells.extend(cell_text(row.cells.get(name), with_n) for name in names)
+            cells.append(fmt.pct(section.threshold) if section.threshold is not None else "-")
+        cells.extend(cell_text(section.cell(name), with_n) for name in names)
         body.append(cells)
     return header, body, show_threshold
 
@@ -90,26 +91,70 @@ def _line(cells: list[str], widths: list[int]) -> str:
     return _GAP.join(padded).rstrip()
 
 
-def format_matrix(
-    models: list[dict[str, Any]], results: list[dict[str, Any]], width: int = 100
-) -> list[str]:
-    """Lines of the terminal table plus one count line per model; ``[]`` without results."""
-    if not results:
-        return []
-    matrix = build_matrix(models, results)
-    header, body, show_threshold = _layout(matrix, with_n=True)
-    if _total(_widths(header, body)) > width:
-        header, body, show_threshold = _layout(matrix, with_n=False)
-    first_model = 2 if show_threshold else 1
-    widths = _fit(header, body, first_model, width)
-    lines = [_line(header, widths), _line(["-" * w for w in widths], widths)]
-    for row, cells in zip(matrix.rows, body, strict=True):
-        cells = [fmt.label(row.capability, row.suffix, widths[0]), *cells[1:]]
-        lines.append(_line(cells, widths))
-    lines.append("")
-    for name, c in status_counts(models, results).items():
+def _segments(cells: list[str], widths: list[int], colours: list[str | None]) -> list[Segment]:
+    """A table line as coloured pieces; joined, it equals ``_line(cells, widths)``."""
+    out: list[Segment] = []
+    for text, w, colour in zip(cells, widths, colours, strict=True):
+        out += [(_GAP, None), (fmt.truncate(text, w).ljust(w), colour)]
+    out = out[1:]
+    while out and not out[-1][0].strip():
+        out.pop()
+    if out:
+        out[-1] = (out[-1][0].rstrip(), out[-1][1])
+    return out
+
+
+def _footer(report: Report) -> list[str]:
+    """Per model counts, then what the ``*`` and the deltas in the cells mean."""
+    lines = [
+        f"{name}: {c['passed']} passed, {c['failed']} failed, "
+        f"{c['error']} error, {c['skipped']} skipped"
+        for name, c in report.counts.items()
+    ]
+    for section, cell in report.unscored:
         lines.append(
-            f"{name}: {c['passed']} passed, {c['failed']} failed, "
-            f"{c['error']} error, {c['skipped']} skipped"
+            f"{UNSCORED_MARK} {section.label} [{cell.model}]: {cell.unscored} example(s) "
+            f"unscored ({cell.unscored_text}; --vl-missing=skip)"
+        )
+    kinds = {d.kind: d.against for d in report.deltas}
+    if kinds:
+        against = []
+        if "gate" in kinds:
+            against.append("the baseline")
+        if "reference" in kinds:
+            against.append(f"the first model {kinds['reference']}")
+        lines.append(
+            f"deltas: points vs {' and vs '.join(against)}; ▼ significant drop, ▲ significant gain"
         )
     return lines
+
+
+def matrix_lines(report: Report, width: int = 100) -> list[list[Segment]]:
+    """The terminal table and its footer as coloured pieces; ``[]`` without results."""
+    if not report.sections:
+        return []
+    header, body, show_threshold = _layout(report, with_n=True)
+    if _total(_widths(header, body)) > width:
+        header, body, show_threshold = _layout(report, with_n=False)
+    first_model = 2 if show_threshold else 1
+    widths = _fit(header, body, first_model, width)
+    plain = [None] * len(widths)
+    lines = [
+        _segments(header, widths, plain),
+        _segments(["-" * w for w in widths], widths, plain),
+    ]
+    for section, cells in zip(report.sections, body, strict=True):
+        cells = [fmt.label(section.capability, section.suffix, widths[0]), *cells[1:]]
+        colours = [None] * first_model + [
+            COLOURS.get(cell.significance) if (cell := section.cell(n)) else None
+            for n in report.model_names
+        ]
+        lines.append(_segments(cells, widths, colours))
+    lines.append([])
+    lines += [[(text, None)] for text in _footer(report)]
+    return lines
+
+
+def format_matrix(report: Report, width: int = 100) -> list[str]:
+    """Plain lines of the terminal table plus its footer; ``[]`` without results."""
+    return ["".join(text for text, _ in line) for line in matrix_lines(report, width)]

@@ -1,0 +1,302 @@
+"""The report model: every fact a human-readable report shows, computed once.
+
+``build_report`` turns the validated ``matrix.json`` rows into small frozen values (one
+``Section`` per checklist test, one ``Cell`` per test x model, the deltas against a baseline
+and against the run's first model, the run's errors); the terminal, Markdown, CSV and HTML
+formatters only lay them out, so the four agree by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pytest_vlcheck.report import fmt
+from pytest_vlcheck.report.gate import gate_of, pvalue
+from pytest_vlcheck.report.loader import RunError
+from pytest_vlcheck.report.matrix import Matrix, Row, build_matrix, status_counts
+from pytest_vlcheck.results import CapabilityResult, FailureExample
+
+__all__ = [
+    "REFERENCE_ALPHA",
+    "Cell",
+    "Delta",
+    "Report",
+    "Section",
+    "SliceTable",
+    "build_report",
+]
+
+REFERENCE_ALPHA = 0.05
+"""A reference-model delta is significant when its Holm-adjusted p is below this."""
+
+Significance = Literal["drop", "gain", ""]
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A change in points: against the baseline (``gate``) or the run's first model
+    (``reference``). ``significance`` is ``drop``/``gain`` only when the statistics say so
+    (the gate's verdict; Holm-adjusted p < ``REFERENCE_ALPHA`` for a reference)."""
+
+    kind: Literal["gate", "reference"]
+    against: str
+    delta_pts: float
+    p_value: float | None
+    significance: Significance
+    basis: str = "pass rate"
+
+    @property
+    def points(self) -> str:
+        """Signed points, one decimal, half-up: ``-12.5``, ``+3.0``, ``0.0``."""
+        text = fmt.pct(self.delta_pts / 100)[:-1]
+        return text if text.startswith("-") or text == "0.0" else "+" + text
+
+    @property
+    def marked(self) -> str:
+        """``points`` with ``▼`` (significant drop) or ``▲`` (significant gain)."""
+        return self.points + {"drop": "▼", "gain": "▲", "": ""}[self.significance]
+
+    @property
+    def describe(self) -> str:
+        """One phrase: ``-12.5 pts vs baseline old (corrected p 0.00049, significant drop)``."""
+        what = "baseline" if self.kind == "gate" else "reference"
+        p_name = "corrected p" if self.kind == "gate" else "Holm p"
+        p = "n/a" if self.p_value is None else pvalue(self.p_value)
+        verdict = f", significant {self.significance}" if self.significance else ""
+        basis = "" if self.basis == "pass rate" else f" ({self.basis})"
+        return f"{self.points} pts{basis} vs {what} {self.against} ({p_name} {p}{verdict})"
+
+
+def _gate_delta(result: CapabilityResult) -> Delta | None:
+    measured = gate_of({"gate": result.gate})
+    if measured is None or result.gate is None:
+        return None
+    significance: Significance = (
+        "drop" if measured.regressed else "gain" if measured.improved else ""
+    )
+    # The gate pairs per-example outcomes: its delta is on the (micro) pass rate even when
+    # the threshold judges a macro average.
+    basis = "pass rate" if result.judged == "pass_rate" else "micro pass rate"
+    return Delta(
+        "gate",
+        str(result.gate.get("baseline_model", "?")),
+        measured.delta_pts,
+        measured.p_corrected,
+        significance,
+        basis,
+    )
+
+
+def _reference_delta(result: CapabilityResult) -> Delta | None:
+    ref = result.reference
+    if not ref or not isinstance(ref.get("delta_pts"), (int, float)):
+        return None
+    p_holm = ref.get("p_holm")
+    significance: Significance = ""
+    if isinstance(p_holm, (int, float)) and p_holm < REFERENCE_ALPHA:
+        significance = "drop" if ref["delta_pts"] < 0 else "gain" if ref["delta_pts"] > 0 else ""
+    return Delta(
+        "reference",
+        str(ref.get("model", "?")),
+        float(ref["delta_pts"]),
+        p_holm if isinstance(p_holm, (int, float)) else None,
+        significance,
+    )
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One test x model: the result and its deltas (gate first, then reference)."""
+
+    model: str
+    result: CapabilityResult
+    deltas: tuple[Delta, ...]
+
+    @property
+    def rate(self) -> float | None:
+        """The pass rate to print: None when nothing was measured (n = 0)."""
+        return self.result.pass_rate if self.result.n > 0 else None
+
+    @property
+    def unscored(self) -> int:
+        """Examples left unscored (``--vl-missing=skip``)."""
+        return sum(self.result.unscored.values())
+
+    @property
+    def unscored_text(self) -> str:
+        """``missing image: 3`` (reasons and counts), ``-`` when none."""
+        return ", ".join(f"{k}: {v}" for k, v in self.result.unscored.items()) or "-"
+
+    @property
+    def ci_text(self) -> str:
+        r = self.result
+        return fmt.ci(r.ci_low, r.ci_high) if r.n else fmt.MISSING
+
+    @property
+    def significance(self) -> Significance:
+        """A significant drop in any delta wins over a gain (what a reader must see first)."""
+        kinds = {d.significance for d in self.deltas}
+        return "drop" if "drop" in kinds else "gain" if "gain" in kinds else ""
+
+
+@dataclass(frozen=True)
+class SliceTable:
+    """One tag of a test: per value, per model ``(pass_rate, passed, n)`` or None."""
+
+    tag: str
+    values: tuple[str, ...]
+    cells: tuple[tuple[tuple[float | None, int, int] | None, ...], ...]
+
+    @staticmethod
+    def text(cell: tuple[float | None, int, int] | None) -> str:
+        """``50.0% (5/10)`` or ``-``."""
+        return "-" if cell is None else f"{fmt.pct(cell[0])} ({cell[1]}/{cell[2]})"
+
+
+@dataclass(frozen=True)
+class Failures:
+    """The failure examples one model kept for a test."""
+
+    model: str
+    task: str
+    status: str
+    failing: int
+    examples: tuple[FailureExample, ...]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One checklist test across the models that ran it (``cells`` in column order)."""
+
+    anchor: str
+    label: str
+    capability: str
+    suffix: str
+    test_id: str
+    task: str
+    criterion: str
+    chance: float | None
+    threshold: float | None
+    cells: tuple[Cell, ...]
+    metric_names: tuple[str, ...]
+    slices: tuple[SliceTable, ...]
+    failures: tuple[Failures, ...]
+
+    @property
+    def models(self) -> list[str]:
+        return [c.model for c in self.cells]
+
+    def cell(self, model: str) -> Cell | None:
+        return next((c for c in self.cells if c.model == model), None)
+
+    @property
+    def priors(self) -> list[tuple[str, dict[str, Any]]]:
+        """(model, prior block) for results measured with a ``--vl-prior`` (or a
+        ``hard_threshold`` that could not be applied)."""
+        return [(c.model, c.result.prior) for c in self.cells if c.result.prior]
+
+    @property
+    def messages(self) -> list[tuple[str, str]]:
+        """(model, message) for results that say why they have no measurement."""
+        return [(c.model, c.result.message) for c in self.cells if c.result.message]
+
+    def metric(self, name: str) -> list[float | None]:
+        """One metric across the section's models (None where a model lacks it)."""
+        return [c.result.metrics.get(name) for c in self.cells]
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything the formatters show; ``matrix`` (dict rows) feeds the SVG charts."""
+
+    models: list[dict[str, Any]]
+    sections: tuple[Section, ...]
+    counts: dict[str, dict[str, int]]
+    errors: tuple[RunError, ...]
+    results: tuple[CapabilityResult, ...]
+    matrix: Matrix
+
+    @property
+    def model_names(self) -> list[str]:
+        return [m["name"] for m in self.models]
+
+    @property
+    def result_errors(self) -> list[tuple[Section, Cell]]:
+        """Test x model results that errored, with their message (load failures and such)."""
+        return [(s, c) for s in self.sections for c in s.cells if c.result.status == "error"]
+
+    @property
+    def unscored(self) -> list[tuple[Section, Cell]]:
+        """Test x model results with examples left unscored (``--vl-missing=skip``)."""
+        return [(s, c) for s in self.sections for c in s.cells if c.unscored]
+
+    @property
+    def deltas(self) -> list[Delta]:
+        return [d for s in self.sections for c in s.cells for d in c.deltas]
+
+
+def _slice_tables(results: list[CapabilityResult]) -> tuple[SliceTable, ...]:
+    tags = list(dict.fromkeys(t for r in results for t in r.slices))
+    tables = []
+    for tag in tags:
+        values = tuple(dict.fromkeys(v for r in results for v in r.slices.get(tag, {})))
+        cells = tuple(
+            tuple(_slice_cell(r.slices.get(tag, {}).get(v)) for r in results) for v in values
+        )
+        tables.append(SliceTable(tag, values, cells))
+    return tuple(tables)
+
+
+def _slice_cell(raw: Mapping[str, Any] | None) -> tuple[float | None, int, int] | None:
+    return None if raw is None else (raw["pass_rate"], raw["passed"], raw["n"])
+
+
+def _section(
+    index: int, row: Row, names: list[str], typed: Mapping[int, CapabilityResult]
+) -> Section:
+    results = [typed[id(row.cells[n])] for n in names if n in row.cells]
+    cells = tuple(
+        Cell(r.model, r, tuple(d for d in (_gate_delta(r), _reference_delta(r)) if d))
+        for r in results
+    )
+    first = results[0]
+    return Section(
+        anchor=f"t{index + 1}",
+        label=row.label,
+        capability=row.capability,
+        suffix=row.suffix,
+        test_id=row.test_id,
+        task=first.task,
+        criterion=first.criterion,
+        chance=row.shared("chance"),
+        threshold=row.shared("threshold"),
+        cells=cells,
+        metric_names=tuple(dict.fromkeys(k for r in results for k in r.metrics)),
+        slices=_slice_tables(results),
+        failures=tuple(
+            Failures(r.model, r.task, r.status, r.n - r.passed, tuple(r.failures))
+            for r in results
+            if r.failures
+        ),
+    )
+
+
+def build_report(
+    models: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    errors: Sequence[RunError] = (),
+) -> Report:
+    """The report model of validated ``matrix.json`` rows (``loader.validate_document``)."""
+    matrix = build_matrix(models, results)
+    names = matrix.model_names
+    typed = {id(r): CapabilityResult.from_json(r) for r in results}
+    return Report(
+        models=list(models),
+        sections=tuple(_section(i, row, names, typed) for i, row in enumerate(matrix.rows)),
+        counts=status_counts(models, results),
+        errors=tuple(errors),
+        results=tuple(typed[id(r)] for r in results),
+        matrix=matrix,
+    )
