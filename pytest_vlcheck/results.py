@@ -27,6 +27,8 @@ class FailureExample:
     """A failing example as the report shows it: the score of every image x text it used.
 
     ``scores[i][j]`` is s(images[i], texts[j]); the task kind says which pairings are true.
+    ``thumbnails`` names one JPEG per image under ``REPORT_DIR/thumbnails/`` (empty without a
+    report folder or when an image could not be loaded), so ``matrix.json`` stays free of pixels.
     """
 
     id: str
@@ -34,6 +36,7 @@ class FailureExample:
     texts: list[str]
     scores: list[list[float | None]]
     detail: str
+    thumbnails: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,9 @@ class CapabilityResult:
     ``criterion`` is a group test's pass criterion; ``score_kind`` says whether the decisive
     scores were similarities or match probabilities; ``message`` says why an errored or
     skipped test has no measurement; ``gate`` holds the comparison with a baseline entry
-    (``report.gate.GateResult`` fields) when the run was gated. ``fingerprint`` (the model's
+    (``report.gate.GateResult`` fields) when the run was gated; ``reference`` holds the paired
+    comparison with the run's first model (``pytest_vlcheck.reference``) for every other model
+    of a run with several. ``fingerprint`` (the model's
     weights), ``content_hash`` (the test's YAML) and ``outcomes`` travel with the result but
     stay out of ``matrix.json``.
     """
@@ -87,6 +92,7 @@ class CapabilityResult:
     unscored: dict[str, int] = field(default_factory=dict)
     message: str = ""
     gate: dict[str, Any] | None = None
+    reference: dict[str, Any] | None = None
     fingerprint: str = field(default="", compare=False)
     content_hash: str = field(default="", compare=False)
     outcomes: tuple[ExampleOutcome, ...] = field(default=(), compare=False, repr=False)
@@ -95,8 +101,9 @@ class CapabilityResult:
         """The ``matrix.json`` row (plus the outcomes, for the xdist transport)."""
         row = asdict(self)
         transport = {key: row.pop(key) for key in ("fingerprint", "content_hash", "outcomes")}
-        if row["gate"] is None:
-            row.pop("gate")
+        for key in ("gate", "reference"):
+            if row[key] is None:
+                row.pop(key)
         if with_outcomes:
             row.update(transport)
         return row
@@ -147,7 +154,33 @@ def _parse_result(c: JsonChecker, raw: Any, where: str) -> CapabilityResult:
         unscored={k: c.integer(v, f"{where}.unscored[{k!r}]") for k, v in unscored.items()},
         message=c.text(r, "message", where, ""),
         gate=dict(c.mapping(r["gate"], f"{where}.gate")) if r.get("gate") else None,
+        reference=_reference(c, r["reference"], f"{where}.reference")
+        if r.get("reference")
+        else None,
     )
+
+
+def _reference(c: JsonChecker, raw: Any, where: str) -> dict[str, Any]:
+    """A ``reference`` delta: the first model's name, the delta, mid-p and Holm p (or null),
+    the examples paired and the discordant counts ``[lost, gained]``."""
+    r = c.mapping(raw, where)
+    for key in ("delta_pts", "n_paired", "discordant"):
+        if key not in r:
+            raise c.fail(where, f"missing key {key!r}")
+    discordant = c.listing(r["discordant"], f"{where}.discordant")
+    if len(discordant) != 2:
+        raise c.fail(f"{where}.discordant", f"expected [lost, gained], got {discordant!r}")
+    delta = c.number(r["delta_pts"], f"{where}.delta_pts")
+    if delta is None:
+        raise c.fail(f"{where}.delta_pts", "expected a number of points, got null")
+    return {
+        "model": c.text(r, "model", where),
+        "delta_pts": delta,
+        "p_value": c.number(r.get("p_value"), f"{where}.p_value"),
+        "p_holm": c.number(r.get("p_holm"), f"{where}.p_holm"),
+        "n_paired": c.integer(r["n_paired"], f"{where}.n_paired"),
+        "discordant": [c.integer(x, f"{where}.discordant[{i}]") for i, x in enumerate(discordant)],
+    }
 
 
 def _slices(c: JsonChecker, raw: Any, where: str) -> dict[str, dict[str, dict[str, Any]]]:
@@ -175,6 +208,9 @@ def _failure(c: JsonChecker, raw: Any, where: str) -> FailureExample:
         if not all(isinstance(s, str) for s in items):
             raise c.fail(f"{where}.{key}", "expected a list of strings")
         lists[key] = list(items)
+    thumbnails = c.listing(f.get("thumbnails", []), f"{where}.thumbnails")
+    if not all(isinstance(s, str) for s in thumbnails):
+        raise c.fail(f"{where}.thumbnails", "expected a list of file names")
     rows = c.listing(f.get("scores", []), f"{where}.scores")
     scores = [
         [
@@ -189,6 +225,7 @@ def _failure(c: JsonChecker, raw: Any, where: str) -> FailureExample:
         texts=lists["texts"],
         scores=scores,
         detail=c.text(f, "detail", where, ""),
+        thumbnails=list(thumbnails),
     )
 
 
