@@ -34,6 +34,6 @@ def _report(args: argparse.Namespace) -> int:
         return 2
     directory = args.output or args.matrix.parent
     directory.mkdir(parents=True, exist_ok=True)
-    for path in write_report(directory, models, results):
+    for path in write_report(directory, models, results, thumbnail_source=args.matrix.parent):
         print(path)
     return 0

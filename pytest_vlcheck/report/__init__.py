@@ -8,6 +8,7 @@ reproduces the original files byte for byte. Pure Python; imports neither pytest
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from pytest_vlcheck.report.loader import ReportFormatError, read_matrix, validat
 from pytest_vlcheck.report.markdown import render_markdown
 from pytest_vlcheck.report.matrix import matrix_document, matrix_json
 from pytest_vlcheck.report.terminal import format_matrix
+from pytest_vlcheck.report.thumbnails import copy_thumbnails, thumbnail_data_uris, thumbnail_names
 
 __all__ = [
     "REPORT_FILES",
@@ -35,11 +37,15 @@ REPORT_FILES = ("matrix.json", "matrix.md", "matrix.csv", "report.html")
 
 
 def render_files(
-    models: list[dict[str, Any]], results: list[dict[str, Any]], source: str = "<results>"
+    models: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    source: str = "<results>",
+    thumbnails: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """File name -> content for every report file, rendered from the serialised document.
 
-    Raises ReportFormatError (naming ``source``) when a result does not fit the contract.
+    ``thumbnails`` (file name -> data URI) is embedded into ``report.html``. Raises
+    ReportFormatError (naming ``source``) when a result does not fit the contract.
     """
     text = matrix_json(matrix_document(models, results))
     doc_models, doc_results = validate_document(json.loads(text), source)
@@ -47,21 +53,30 @@ def render_files(
         "matrix.json": text,
         "matrix.md": render_markdown(doc_models, doc_results),
         "matrix.csv": render_csv(doc_models, doc_results),
-        "report.html": render_html(doc_models, doc_results),
+        "report.html": render_html(doc_models, doc_results, thumbnails=thumbnails),
     }
 
 
 def write_report(
-    directory: str | Path, models: list[dict[str, Any]], results: list[dict[str, Any]]
+    directory: str | Path,
+    models: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    *,
+    thumbnail_source: Path | None = None,
 ) -> list[Path]:
     """Write the four report files into ``directory`` (created if needed), each atomically.
 
+    The failures' thumbnails are read from ``thumbnail_source/thumbnails/`` (default: the
+    report's own folder), embedded into ``report.html`` and copied beside the new files.
     Returns the paths in the order of REPORT_FILES. Everything is rendered before the first
     file is written, so a rendering error leaves an existing report untouched.
     """
     out = Path(directory)
-    files = render_files(models, results)
+    source = out if thumbnail_source is None else thumbnail_source
+    names = thumbnail_names(results)
+    files = render_files(models, results, thumbnails=thumbnail_data_uris(source, names))
     out.mkdir(parents=True, exist_ok=True)
+    copy_thumbnails(source, out, names)
     paths = []
     for name in REPORT_FILES:
         path = out / name

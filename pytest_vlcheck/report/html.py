@@ -7,6 +7,7 @@ of text from a checklist or a model goes through ``html.escape``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from html import escape
 from typing import Any
 
@@ -148,7 +149,7 @@ def _score_at(scores: list[list[Any]], i: int, j: int) -> float | int | None:
     return None
 
 
-def _example(task: str, example: dict[str, Any]) -> list[str]:
+def _example(task: str, example: dict[str, Any], thumbnails: Mapping[str, str]) -> list[str]:
     images, texts, scores = example["images"], example["texts"], example["scores"]
     true_texts, true_images, true_cells = true_marks(task, len(images), len(texts))
     detail = f" — {_e(example['detail'])}" if example["detail"] else ""
@@ -167,12 +168,14 @@ def _example(task: str, example: dict[str, Any]) -> list[str]:
             cls = "num true" if (i, j) in true_cells else "num"
             cells.append(_td(fmt.score(value), cls, "" if value is None else repr(value)))
         rows.append(cells)
+    uris = [thumbnails[n] for n in example.get("thumbnails", ()) if n in thumbnails]
+    out += [f'<img src="{_e(u)}" alt="thumbnail" class="thumb">' for u in uris]
     out += _table(header, rows, "scores")
     out.append("</div>")
     return out
 
 
-def _failures(row: Row, names: list[str]) -> list[str]:
+def _failures(row: Row, names: list[str], thumbnails: Mapping[str, str]) -> list[str]:
     out = []
     for name in names:
         result = row.cells.get(name)
@@ -186,7 +189,7 @@ def _failures(row: Row, names: list[str]) -> list[str]:
             f"(of {failing} failing, {_e(result['status'])})</summary>"
         )
         for example in result["failures"]:
-            out += _example(result["task"], example)
+            out += _example(result["task"], example, thumbnails)
         out.append("</details>")
     return out
 
@@ -210,7 +213,9 @@ def _slices(row: Row, present: list[str]) -> list[str]:
     return out
 
 
-def _test_section(index: int, row: Row, names: list[str]) -> list[str]:
+def _test_section(
+    index: int, row: Row, names: list[str], thumbnails: Mapping[str, str]
+) -> list[str]:
     present = [n for n in names if n in row.cells]
     first = row.cells[present[0]]
     facts = [f"<code>{_e(row.test_id)}</code>", f"task {_e(first['task'])}"]
@@ -255,12 +260,17 @@ def _test_section(index: int, row: Row, names: list[str]) -> list[str]:
         ]
         out += _table(["metric", *map(_e, present)], rows)
     out += _slices(row, present)
-    out += _failures(row, present)
+    out += _failures(row, present, thumbnails)
     out.append("</section>")
     return out
 
 
-def render_html(models: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
+def render_html(
+    models: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    *,
+    thumbnails: Mapping[str, str] | None = None,
+) -> str:
     """The whole ``report.html`` text (deterministic; no timestamps, no external resources)."""
     matrix = build_matrix(models, results)
     out = [
@@ -281,7 +291,7 @@ def render_html(models: list[dict[str, Any]], results: list[dict[str, Any]]) -> 
         out += _charts_section(matrix)
         out.append("<h2>Tests</h2>")
         for i, row in enumerate(matrix.rows):
-            out += _test_section(i, row, matrix.model_names)
+            out += _test_section(i, row, matrix.model_names, thumbnails or {})
     else:
         out.append("<p>No results.</p>")
     out += ["</body>", "</html>", ""]
