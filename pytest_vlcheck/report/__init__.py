@@ -1,8 +1,10 @@
 """Report files for a vlcheck run: ``matrix.json`` (the contract) plus md, csv and html views.
 
 Rendering is a pure function of ``matrix.json``: ``render_files`` serialises the document
-first and renders every human format from the parsed JSON, so ``vlcheck report matrix.json``
-reproduces the original files byte for byte. Pure Python; imports neither pytest nor torch.
+first and renders every human format from the parsed JSON (``report.html`` also embeds the
+thumbnails the JSON names, from the ``thumbnails/`` folder beside it), so ``vlcheck report
+matrix.json`` reproduces the original files byte for byte. Pure Python; imports neither pytest
+nor torch.
 """
 
 from __future__ import annotations
