@@ -27,6 +27,8 @@ class FailureExample:
     """A failing example as the report shows it: the score of every image x text it used.
 
     ``scores[i][j]`` is s(images[i], texts[j]); the task kind says which pairings are true.
+    ``thumbnails`` names one JPEG per image under ``REPORT_DIR/thumbnails/`` (empty without a
+    report folder or when an image could not be loaded), so ``matrix.json`` stays free of pixels.
     """
 
     id: str
@@ -61,7 +63,9 @@ class CapabilityResult:
     skipped test has no measurement; ``gate`` holds the comparison with a baseline entry
     (``report.gate.GateResult`` fields) when the run was gated; ``prior`` holds the
     linguistic-prior block (``prior_eval.prior_block``; README's matrix.json section) when the
-    run had ``--vl-prior`` or the test a ``hard_threshold``. ``fingerprint`` (the model's
+    run had ``--vl-prior`` or the test a ``hard_threshold``; ``reference`` holds the paired
+    comparison with the run's first model (``pytest_vlcheck.reference``) for every other model
+    of a run with several. ``fingerprint`` (the model's
     weights), ``content_hash`` (the test's YAML) and ``outcomes`` travel with the result but
     stay out of ``matrix.json``.
     """
@@ -223,6 +227,9 @@ def _failure(c: JsonChecker, raw: Any, where: str) -> FailureExample:
         if not all(isinstance(s, str) for s in items):
             raise c.fail(f"{where}.{key}", "expected a list of strings")
         lists[key] = list(items)
+    thumbnails = c.listing(f.get("thumbnails", []), f"{where}.thumbnails")
+    if not all(isinstance(s, str) for s in thumbnails):
+        raise c.fail(f"{where}.thumbnails", "expected a list of file names")
     rows = c.listing(f.get("scores", []), f"{where}.scores")
     scores = [
         [
@@ -237,7 +244,7 @@ def _failure(c: JsonChecker, raw: Any, where: str) -> FailureExample:
         texts=lists["texts"],
         scores=scores,
         detail=c.text(f, "detail", where, ""),
-        thumbnails=[str(t) for t in c.listing(f.get("thumbnails", []), f"{where}.thumbnails")],
+        thumbnails=list(thumbnails),
     )
 
 

@@ -21,7 +21,9 @@ from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.prior_eval import NO_PRIOR, not_applicable, prior_block
+from pytest_vlcheck.reference import with_reference
 from pytest_vlcheck.report.loader import RunError
+from pytest_vlcheck.report.thumbnails import THUMBNAIL_DIR
 from pytest_vlcheck.results import CapabilityResult
 
 if TYPE_CHECKING:
@@ -86,8 +88,13 @@ class VlcheckSession:
         """
         runner = self.runner(model)
         runner.prepare(self.planned.pop(model, None) or [test])
+        report_dir = self.settings.report_dir
         result = evaluate_test(
-            test, runner, threshold=self.settings.threshold, missing=self.settings.missing
+            test,
+            runner,
+            threshold=self.settings.threshold,
+            missing=self.settings.missing,
+            thumbnail_dir=None if report_dir is None else report_dir / THUMBNAIL_DIR,
         )
         result = replace(
             result,
@@ -162,9 +169,13 @@ class VlcheckSession:
             self.collection_errors.append(RunError(self.relative(Path(path)), None, message))
 
     def ordered(self) -> list[CapabilityResult]:
-        """Results in file, line and ``--vl-model`` order, however xdist delivered them."""
+        """Results in file, line and ``--vl-model`` order, however xdist delivered them, each
+        later model compared with the first (``reference``: needs every result, so here)."""
         order = {spec.name: index for index, spec in enumerate(self.settings.specs)}
-        return sorted(self.results, key=lambda r: (r.file, r.line, order.get(r.model, len(order))))
+        ordered = sorted(
+            self.results, key=lambda r: (r.file, r.line, order.get(r.model, len(order)))
+        )
+        return with_reference(ordered, [spec.name for spec in self.settings.specs])
 
     def models_meta(self) -> list[dict[str, str]]:
         """``matrix.json``'s models: name, spec and fingerprint, in ``--vl-model`` order."""

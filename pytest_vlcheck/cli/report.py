@@ -34,6 +34,8 @@ def _report(args: argparse.Namespace) -> int:
         return 2
     directory = args.output or args.matrix.parent
     directory.mkdir(parents=True, exist_ok=True)
-    for path in write_report(directory, doc.models, doc.results, errors=doc.errors):
+    for path in write_report(
+        directory, doc.models, doc.results, errors=doc.errors, thumbnail_source=args.matrix.parent
+    ):
         print(path)
     return 0

@@ -7,6 +7,7 @@ one batched pass); this module only reads scores and asks the test's task kind.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal, get_args
 
 import numpy as np
@@ -16,6 +17,7 @@ from pytest_vlcheck.checklist.schema import ChecklistTest, MacroSpec
 from pytest_vlcheck.engine.scoring import ModelRunner, Unscorable
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.metrics.aggregates import macro_average
+from pytest_vlcheck.report.thumbnails import write_thumbnails
 from pytest_vlcheck.results import CapabilityResult, ExampleOutcome, FailureExample, Status
 from pytest_vlcheck.tasks import Example, Judgement, Task, get_task
 
@@ -35,12 +37,14 @@ def evaluate_test(
     *,
     threshold: float | None = None,
     missing: MissingPolicy = "error",
+    thumbnail_dir: Path | None = None,
 ) -> CapabilityResult:
     """Judge ``test`` from ``runner``'s scores.
 
     ``threshold`` overrides the test's own (``--vl-threshold``). ``missing`` is ``error``
     (unavailable images fail the whole test with their names) or ``skip`` (score the rest,
-    count the others as unscored).
+    count the others as unscored). With ``thumbnail_dir``, the kept failures' images are
+    written there as thumbnails (``report.thumbnails``).
     """
     task = get_task(test.task)
     grids: list[np.ndarray] = []
@@ -87,7 +91,7 @@ def evaluate_test(
         metrics=extra,
         judged="macro_average" if test.macro is not None and test.macro.judge else "pass_rate",
         slices=metrics.slice_rates(judgement.correct, [e.tags for e in scored]),
-        failures=_failures(task, scored, grids, judgement.correct),
+        failures=_failures(task, scored, grids, judgement.correct, runner, thumbnail_dir),
         unscored={"image unavailable": len(lost)} if lost else {},
         fingerprint=runner.fingerprint,
         outcomes=_outcomes(scored, grids, judgement),
@@ -122,9 +126,15 @@ def _outcomes(
 
 
 def _failures(
-    task: Task, examples: Sequence[Example], grids: list[np.ndarray], correct: np.ndarray
+    task: Task,
+    examples: Sequence[Example],
+    grids: list[np.ndarray],
+    correct: np.ndarray,
+    runner: ModelRunner,
+    thumbnail_dir: Path | None,
 ) -> list[FailureExample]:
-    """The first few failing examples with every score they involved."""
+    """The first few failing examples with every score they involved (and their images'
+    thumbnails when there is a folder for them)."""
     out = []
     for example, grid, ok in zip(examples, grids, correct, strict=True):
         if ok:
@@ -137,6 +147,11 @@ def _failures(
                 texts=list(texts),
                 scores=[[float(v) for v in row] for row in grid],
                 detail=task.describe_failure(example, grid),
+                thumbnails=(
+                    []
+                    if thumbnail_dir is None
+                    else write_thumbnails(refs, runner.load_image, thumbnail_dir)
+                ),
             )
         )
         if len(out) == FAILURES_KEPT:

@@ -1,8 +1,10 @@
 """Report files for a vlcheck run: ``matrix.json`` (the contract) plus md, csv and html views.
 
 Rendering is a pure function of ``matrix.json``: ``render_files`` serialises the document
-first and renders every human format from the parsed JSON, so ``vlcheck report matrix.json``
-reproduces the original files byte for byte. Pure Python; imports neither pytest nor torch.
+first and renders every human format from the parsed JSON (``report.html`` also embeds the
+thumbnails the JSON names, from the ``thumbnails/`` folder beside it), so ``vlcheck report
+matrix.json`` reproduces the original files byte for byte. Pure Python; imports neither pytest
+nor torch.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pytest_vlcheck.report.markdown import render_markdown
 from pytest_vlcheck.report.matrix import matrix_document, matrix_json
 from pytest_vlcheck.report.sections import build_report
 from pytest_vlcheck.report.terminal import format_matrix, matrix_lines
+from pytest_vlcheck.report.thumbnails import copy_thumbnails, thumbnail_data_uris, thumbnail_names
 
 __all__ = [
     "REPORT_FILES",
@@ -77,16 +80,23 @@ def write_report(
     results: list[dict[str, Any]],
     *,
     errors: Sequence[RunError] = (),
-    thumbnails: Mapping[str, str] | None = None,
+    thumbnail_source: Path | None = None,
 ) -> list[Path]:
     """Write the four report files into ``directory`` (created if needed), each atomically.
 
+    The failures' thumbnails are read from ``thumbnail_source/thumbnails/`` (default: the
+    report's own folder), embedded into ``report.html`` and copied beside the new files.
     Returns the paths in the order of REPORT_FILES. Everything is rendered before the first
     file is written, so a rendering error leaves an existing report untouched.
     """
     out = Path(directory)
-    files = render_files(models, results, errors=errors, thumbnails=thumbnails)
+    source = out if thumbnail_source is None else thumbnail_source
+    names = thumbnail_names(results)
+    files = render_files(
+        models, results, errors=errors, thumbnails=thumbnail_data_uris(source, names)
+    )
     out.mkdir(parents=True, exist_ok=True)
+    copy_thumbnails(source, out, names)
     paths = []
     for name in REPORT_FILES:
         path = out / name

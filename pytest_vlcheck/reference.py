@@ -1,0 +1,74 @@
+"""Several models in one run: each later ``--vl-model`` compared with the first, per test.
+
+"Compare two checkpoints" without a baseline file: examples are paired by id, the change is
+tested with the exact McNemar mid-p, and Holm adjusts the p-values over every test x model
+compared in the run. It reports; it never changes an item's verdict. Pure: no pytest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeGuard
+
+from pytest_vlcheck.metrics.paired import holm, mcnemar_midp
+from pytest_vlcheck.results import CapabilityResult
+
+__all__ = ["discordant_pairs", "reference_delta", "with_reference"]
+
+
+def discordant_pairs(
+    reference: Mapping[str, bool], other: Mapping[str, bool]
+) -> tuple[int, int, int]:
+    """``(n_paired, lost, gained)``: the example ids both runs scored, those right in the
+    reference and wrong in ``other``, and those wrong in the reference and right in ``other``."""
+    paired = [i for i in other if i in reference]
+    lost = sum(1 for i in paired if reference[i] and not other[i])
+    gained = sum(1 for i in paired if not reference[i] and other[i])
+    return len(paired), lost, gained
+
+
+def _measured(result: CapabilityResult | None) -> TypeGuard[CapabilityResult]:
+    return result is not None and result.status in ("passed", "failed") and result.n > 0
+
+
+def reference_delta(reference: CapabilityResult, other: CapabilityResult) -> dict[str, Any]:
+    """``other`` against the reference model on the same test, before Holm (``p_holm`` None).
+
+    ``p_value`` is None when no example id is shared (nothing to pair).
+    """
+    n_paired, lost, gained = discordant_pairs(
+        {o.id: o.correct for o in reference.outcomes}, {o.id: o.correct for o in other.outcomes}
+    )
+    # rounded like the gate's delta, so 0.48 vs 0.50 reads -2.0, not -2.0000000000000018
+    delta = round(100.0 * ((other.pass_rate or 0.0) - (reference.pass_rate or 0.0)), 9)
+    return {
+        "model": reference.model,
+        "delta_pts": delta,
+        "p_value": mcnemar_midp(lost, gained) if n_paired else None,
+        "p_holm": None,
+        "n_paired": n_paired,
+        "discordant": [lost, gained],
+    }
+
+
+def with_reference(
+    results: Sequence[CapabilityResult], models: Sequence[str]
+) -> list[CapabilityResult]:
+    """``results`` (same order) with ``reference`` set on every measured result of a model
+    after ``models[0]`` whose test the first model measured too; Holm runs over all of them."""
+    if len(models) < 2:
+        return list(results)
+    first = {(r.file, r.test): r for r in results if r.model == models[0]}
+    deltas: dict[int, dict[str, Any]] = {}
+    for index, result in enumerate(results):
+        ref = first.get((result.file, result.test))
+        if result.model != models[0] and _measured(ref) and _measured(result):
+            deltas[index] = reference_delta(ref, result)
+    tested = [i for i, d in deltas.items() if d["p_value"] is not None]
+    for i, p in zip(tested, holm([deltas[i]["p_value"] for i in tested]), strict=True):
+        deltas[i]["p_holm"] = p
+    return [
+        dataclasses.replace(r, reference=deltas[i]) if i in deltas else r
+        for i, r in enumerate(results)
+    ]
