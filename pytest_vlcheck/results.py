@@ -159,7 +159,7 @@ def _parse_result(c: JsonChecker, raw: Any, where: str) -> CapabilityResult:
         gate=dict(c.mapping(r["gate"], f"{where}.gate")) if r.get("gate") else None,
         prior=_prior(c, r["prior"], f"{where}.prior") if r.get("prior") is not None else None,
         reference=(
-            dict(c.mapping(r["reference"], f"{where}.reference")) if r.get("reference") else None
+            _reference(c, r["reference"], f"{where}.reference") if r.get("reference") else None
         ),
     )
 
@@ -200,6 +200,29 @@ def _prior(c: JsonChecker, raw: Any, where: str) -> dict[str, Any]:
     if "grid" in block:
         block["grid"] = dict(c.mapping(block["grid"], f"{where}.grid"))
     return block
+
+
+def _reference(c: JsonChecker, raw: Any, where: str) -> dict[str, Any]:
+    """A ``reference`` delta: the first model's name, the delta, mid-p and Holm p (or null),
+    the examples paired and the discordant counts ``[lost, gained]``."""
+    r = c.mapping(raw, where)
+    for key in ("delta_pts", "n_paired", "discordant"):
+        if key not in r:
+            raise c.fail(where, f"missing key {key!r}")
+    discordant = c.listing(r["discordant"], f"{where}.discordant")
+    if len(discordant) != 2:
+        raise c.fail(f"{where}.discordant", f"expected [lost, gained], got {discordant!r}")
+    delta = c.number(r["delta_pts"], f"{where}.delta_pts")
+    if delta is None:
+        raise c.fail(f"{where}.delta_pts", "expected a number of points, got null")
+    return {
+        "model": c.text(r, "model", where),
+        "delta_pts": delta,
+        "p_value": c.number(r.get("p_value"), f"{where}.p_value"),
+        "p_holm": c.number(r.get("p_holm"), f"{where}.p_holm"),
+        "n_paired": c.integer(r["n_paired"], f"{where}.n_paired"),
+        "discordant": [c.integer(x, f"{where}.discordant[{i}]") for i, x in enumerate(discordant)],
+    }
 
 
 def _slices(c: JsonChecker, raw: Any, where: str) -> dict[str, dict[str, dict[str, Any]]]:

@@ -65,14 +65,15 @@ def test_overlapping_inputs_name_both(runs: Path, capsys: pytest.CaptureFixture[
 
 
 def test_thumbnails_are_copied(runs: Path) -> None:
-    for shard, name in (("s1", "aa.png"), ("s2", "bb.png")):
-        (runs / shard / "thumbnails").mkdir()
-        (runs / shard / "thumbnails" / name).write_bytes(name.encode())
-    (runs / "s2" / "thumbnails" / "aa.png").write_bytes(b"aa.png")  # same name, same content
+    def listing(folder: str) -> dict[str, bytes]:
+        found = (runs / folder / "thumbnails").glob("*.jpg")
+        return {p.name: p.read_bytes() for p in found}
+
+    shards = {**listing("s1"), **listing("s2")}
+    assert shards and listing("serial") == shards
     assert main(["merge", "s1", "s2", "-o", "merged"]) == 0
-    copied = sorted(p.name for p in (runs / "merged" / "thumbnails").iterdir())
-    assert copied == ["aa.png", "bb.png"]
-    assert (runs / "merged" / "thumbnails" / "bb.png").read_bytes() == b"bb.png"
+    assert listing("merged") == shards
+    assert "data:image/jpeg;base64," in (runs / "merged" / "report.html").read_text()
 
 
 def test_bad_inputs_are_one_message(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:

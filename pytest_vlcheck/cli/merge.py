@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.report.loader import ReportFormatError
 
+if TYPE_CHECKING:
+    from pytest_vlcheck.report.samples import SampleRow
+
 __all__ = ["MergeError", "add_merge_command", "merge_baselines", "merge_reports"]
 
-THUMBNAILS = "thumbnails"
 Key = tuple[str, str, str]
 
 
@@ -96,40 +100,72 @@ def merge_baselines(inputs: list[Path], output: Path) -> Path:
 
 def merge_reports(inputs: list[Path], output: Path) -> list[Path]:
     """Merge report folders into ``output``; returns the paths written."""
-    from pytest_vlcheck.report import read_matrix, write_report
+    from pytest_vlcheck.report import read_report, write_report
     from pytest_vlcheck.report.samples import read_samples, write_samples
+    from pytest_vlcheck.report.thumbnails import copy_thumbnails, thumbnail_names
 
     documents = []
     for folder in inputs:
         matrix = folder / "matrix.json"
         if not matrix.is_file():
             raise MergeError(f"{folder}: no matrix.json; expected a folder written by --vl-report")
-        documents.append((folder, *read_matrix(matrix)))
-    _check_disjoint([(f, [_key(r) for r in results]) for f, _, results in documents], "reports")
-    models = _merged_models([(folder, models) for folder, models, _ in documents])
+        documents.append((folder, read_report(matrix)))
+    _check_disjoint([(f, [_key(r) for r in doc.results]) for f, doc in documents], "reports")
+    models = _merged_models([(folder, doc.models) for folder, doc in documents])
     order = {m["name"]: i for i, m in enumerate(models)}
     results = sorted(
-        (r for _, _, rs in documents for r in rs),
+        (r for _, doc in documents for r in doc.results),
         key=lambda r: (r["file"], r["line"], order[r["model"]]),
     )
-    with_samples = [folder for folder in inputs if (folder / "samples.jsonl").is_file()]
-    samples = None
-    if with_samples:
-        lacking = [str(folder) for folder in inputs if folder not in with_samples]
-        if lacking:
-            raise MergeError(
-                f"{', '.join(lacking)}: no samples.jsonl, but {with_samples[0]} has one; "
-                "expected every report folder from the same kind of run"
-            )
-        position = {_key(r): i for i, r in enumerate(results)}
-        rows = [row for folder in inputs for row in read_samples(folder / "samples.jsonl")]
-        samples = sorted(rows, key=lambda row: position.get(row.key, len(position)))
-    written = write_report(output, models, results)
+    errors = list(dict.fromkeys(e for _, doc in documents for e in doc.errors))
+    samples = _merged_samples(inputs, results, read_samples)
+    if samples is not None:
+        results = _with_reference(results, samples, [m["name"] for m in models])
+    for folder, doc in documents:
+        copy_thumbnails(folder, output, thumbnail_names(doc.results))
+    written = write_report(output, models, results, errors=errors)
     if samples is not None:
         write_samples(output / "samples.jsonl", samples)
         written.append(output / "samples.jsonl")
-    written += _copy_thumbnails(inputs, output / THUMBNAILS)
     return written
+
+
+def _merged_samples(
+    inputs: list[Path], results: list[dict[str, Any]], read: Callable[[Path], list[SampleRow]]
+) -> list[SampleRow] | None:
+    """Every folder's ``samples.jsonl`` rows in the merged results' order (None when the
+    runs wrote none; some folders without one is an error)."""
+    with_samples = [folder for folder in inputs if (folder / "samples.jsonl").is_file()]
+    if not with_samples:
+        return None
+    lacking = [str(folder) for folder in inputs if folder not in with_samples]
+    if lacking:
+        raise MergeError(
+            f"{', '.join(lacking)}: no samples.jsonl, but {with_samples[0]} has one; "
+            "expected every report folder from the same kind of run"
+        )
+    position = {_key(r): i for i, r in enumerate(results)}
+    rows = [row for folder in inputs for row in read(folder / "samples.jsonl")]
+    return sorted(rows, key=lambda row: position.get(row.key, len(position)))
+
+
+def _with_reference(
+    results: list[dict[str, Any]], samples: list[SampleRow], models: list[str]
+) -> list[dict[str, Any]]:
+    """Reference-model deltas computed again over the merged run: Holm's correction runs over
+    every compared test x model of the run, which no single shard saw."""
+    from pytest_vlcheck.reference import with_reference
+    from pytest_vlcheck.results import CapabilityResult, ExampleOutcome
+
+    outcomes: dict[Key, list[ExampleOutcome]] = {}
+    for row in samples:
+        outcome = ExampleOutcome(row.example, row.correct, row.tie, [list(r) for r in row.scores])
+        outcomes.setdefault(row.key, []).append(outcome)
+    typed = [
+        replace(CapabilityResult.from_json(r), outcomes=tuple(outcomes.get(_key(r), ())))
+        for r in results
+    ]
+    return [r.to_json() for r in with_reference(typed, models)]
 
 
 def _key(result: dict[str, Any]) -> Key:
@@ -155,22 +191,3 @@ def _merged_models(documents: list[tuple[Path, list[dict[str, Any]]]]) -> list[d
             if not merged[name]["fingerprint"] and model["fingerprint"]:
                 merged[name]["fingerprint"] = model["fingerprint"]
     return list(merged.values())
-
-
-def _copy_thumbnails(inputs: list[Path], target: Path) -> list[Path]:
-    """Copy every shard's thumbnails (content-named: one name, one content) into ``target``."""
-    from pytest_vlcheck.atomic import atomic_write_bytes
-
-    copied: list[Path] = []
-    for folder in inputs:
-        source = folder / THUMBNAILS
-        if not source.is_dir():
-            continue
-        for path in sorted(p for p in source.rglob("*") if p.is_file()):
-            destination = target / path.relative_to(source)
-            if destination.exists():
-                continue
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(destination, path.read_bytes())
-            copied.append(destination)
-    return copied
