@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_vlcheck import fixture
 from pytest_vlcheck.checklist import is_checklist_file
 from pytest_vlcheck.engine.evaluate import MISSING_POLICIES
 from pytest_vlcheck.gating import (
@@ -159,6 +160,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "vlcheck: a vision-language checklist test")
     state = VlcheckSession(_settings(config))
     config.stash[SESSION_KEY] = state
+    config.pluginmanager.register(fixture, "vlcheck-fixture")  # vl_model and its hooks
     if hasattr(config, "workerinput"):  # an xdist worker runs items and sends their rows
         config.pluginmanager.register(ItemHooks(state, plan_ahead=False), "vlcheck-items")
     else:  # a serial run, or the xdist controller (which runs no items)
@@ -318,6 +320,7 @@ class ItemHooks:
             if isinstance(item, ChecklistItem) and item.model is not None
         ]
         self.state.count_gated(selected)
+        self.state.count_python_gated(fixture.python_gate_keys(self.state, session.items))
         if not self.plan_ahead:
             return
         planned: dict[str, dict[int, Any]] = {}
@@ -341,6 +344,10 @@ class ItemHooks:
             if report.when == "setup" and call.excinfo is not None:
                 message = str(call.excinfo.value).splitlines()[0]
             report.vlcheck = item.outcome(status, message).to_json(with_outcomes=True)
+        elif fixture.uses_vl_model(item):
+            rows = fixture.python_rows(self.state, item, report, call)
+            if rows is not None:
+                report.vlcheck = rows
         return report
 
 
@@ -353,8 +360,8 @@ class ReportHooks:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Gather results (on an xdist controller they arrive from the workers)."""
         row = getattr(report, "vlcheck", None)
-        if row is not None:
-            self.state.record(from_transport(row))
+        for one in [row] if isinstance(row, dict) else row or []:  # a list: a Python test's
+            self.state.record(from_transport(one))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Print the capability matrix (capability rows x model columns)."""

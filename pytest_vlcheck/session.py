@@ -44,9 +44,12 @@ class VlcheckSession:
     planned: dict[str, list[ChecklistTest]] = field(default_factory=dict)
     results: list[CapabilityResult] = field(default_factory=list)
     gated: int = 0
+    """m: how many test x model items of the whole selection have a baseline entry."""
+    python_gated: int = 0
+    """The part of m that Python tests add: baseline entries of the selected ``vl_model``
+    tests (one per ``evaluate`` row the baseline holds for them)."""
     load_failures: dict[str, str] = field(default_factory=dict)
     """Per model that failed to load, the node id whose error explains why."""
-    """m: how many test x model items of the whole selection have a baseline entry."""
 
     def runner(self, model: str) -> ModelRunner:
         """The model's runner, made on first use (the model itself loads on first scoring)."""
@@ -67,13 +70,15 @@ class VlcheckSession:
         plan (an xdist worker scores only the items it runs) is scored on its own.
         """
         runner = self.runner(model)
-        runner.prepare(self.planned.pop(model, None) or [test])
+        planned = self.planned.pop(model, [])
+        runner.prepare(planned if any(t is test for t in planned) else [*planned, test])
         result = evaluate_test(
             test, runner, threshold=self.settings.threshold, missing=self.settings.missing
         )
         result = replace(result, file=self.relative(test.file), content_hash=test.content_hash)
         conditions = run_conditions(self.settings.model_options)
-        return apply_gate(result, self.settings.gates, m=self.gated, conditions=conditions)
+        m = self.gated + self.python_gated
+        return apply_gate(result, self.settings.gates, m=m, conditions=conditions)
 
     def relative(self, path: Path) -> str:
         """A checklist path as every report writes it: relative to pytest's rootdir (POSIX),
@@ -90,6 +95,24 @@ class VlcheckSession:
             1
             for test, model in items
             if entry_of(gates, self.relative(test.file), test.id, model) is not None
+        )
+
+    def count_python_gated(self, tests: list[tuple[str, str, str]]) -> None:
+        """Add the baseline entries of selected Python tests to m: ``tests`` holds (file
+        relative to the rootdir, test key, model); an entry belongs to a test when it is the
+        key itself or one of its named ``evaluate`` rows (``KEY::NAME``)."""
+        gates = self.settings.gates
+        if gates.baseline is None:
+            return
+        names: dict[str, set[str]] = {}
+        for entry in gates.baseline.entries:
+            names.setdefault(entry.file, set()).add(entry.test)
+        self.python_gated = sum(
+            1
+            for file, key, model in tests
+            for name in names.get(file, ())
+            if (name == key or name.startswith(f"{key}::"))
+            and entry_of(gates, file, name, model) is not None
         )
 
     def record(self, result: CapabilityResult) -> None:
