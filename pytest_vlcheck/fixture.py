@@ -276,7 +276,8 @@ def python_rows(
     capability = marked_capability(item)
     if not rows and capability is not None:
         status = "error" if report.when == "setup" and report.failed else report.outcome
-        message = str(call.excinfo.value).splitlines()[0] if call.excinfo is not None else ""
+        error = call.excinfo.value if call.excinfo is not None else None
+        message = "" if error is None else (str(error) or type(error).__name__).splitlines()[0]
         rows = [_unmeasured(state, item, model, capability).with_status(status, message)]
     return [row.to_json(with_outcomes=True) for row in rows] or None
 

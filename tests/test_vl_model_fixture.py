@@ -183,12 +183,16 @@ def test_marker_selects_by_capability(project: pytest.Pytester) -> None:
         @pytest.mark.vlcheck(capability="relation/spatial")
         def test_broken(vl_model):
             raise ValueError("oops")
+
+        @pytest.mark.vlcheck(capability="relation/spatial")
+        def test_bare(vl_model):
+            assert False
         """
     )
     args = ["--vl-model=py:counting_model:make", "--vl-report=rep", "-p", "no:cacheprovider"]
     result = project.runpytest(*args, "-m", "relation", "--strict-markers")
-    result.assert_outcomes(passed=1, failed=1)  # only the marked tests
-    result = project.runpytest(*args, "-k", "spatial and not broken")
+    result.assert_outcomes(passed=1, failed=2)  # only the marked tests
+    result = project.runpytest(*args, "-k", "spatial and not broken and not bare")
     result.assert_outcomes(passed=1)
     result = project.runpytest(*args, "-k", "color")
     result.assert_outcomes(passed=2)  # the YAML item and test_color
@@ -197,6 +201,7 @@ def test_marker_selects_by_capability(project: pytest.Pytester) -> None:
     assert [(r["test"], r["status"], r["n"]) for r in rows] == [
         ("test_probe", "passed", 0),
         ("test_broken", "failed", 0),
+        ("test_bare", "failed", 0),
     ]
     assert rows[1]["message"] == "oops"
 
