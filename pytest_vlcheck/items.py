@@ -46,6 +46,30 @@ class VerdictFailure(AssertionError):
         self.result = result
 
 
+def add_capability_marks(item: pytest.Item, capability_parts: tuple[str, ...]) -> None:
+    """``-m attribute`` selects by the capability's first segment, ``-k color`` by any (for
+    checklist items and for Python tests marked ``@pytest.mark.vlcheck(capability=...)``)."""
+    first = capability_parts[0]
+    if first not in {line.split(":")[0] for line in item.config.getini("markers")}:
+        item.config.addinivalue_line("markers", f"{first}: vlcheck capability '{first}/...'")
+    item.add_marker("vlcheck")
+    item.add_marker(first)
+    item.extra_keyword_matches.update(capability_parts)
+
+
+def result_properties(result: CapabilityResult) -> list[tuple[str, Any]]:
+    """The ``vlcheck_*`` user properties (JUnit XML) of one result."""
+    fields = result.to_json()
+    properties = [(f"vlcheck_{name}", fields[name]) for name in REPORTED_FIELDS]
+    properties.append(("vlcheck_fingerprint", result.fingerprint))
+    if result.prior:
+        properties.extend(junit_properties(result.prior))
+    if result.unscored:
+        reasons = ", ".join(f"{count} {reason}" for reason, count in result.unscored.items())
+        properties.append(("vlcheck_unscored", f"{sum(result.unscored.values())} ({reasons})"))
+    return properties
+
+
 class ChecklistFile(pytest.File):
     """A checklist YAML file."""
 
@@ -83,13 +107,7 @@ class ChecklistItem(pytest.Item):
         self._add_capability_marks()
 
     def _add_capability_marks(self) -> None:
-        """``-m attribute`` selects by the capability's first segment, ``-k color`` by any."""
-        first = self.test.capability_parts[0]
-        if first not in {line.split(":")[0] for line in self.config.getini("markers")}:
-            self.config.addinivalue_line("markers", f"{first}: vlcheck capability '{first}/...'")
-        self.add_marker("vlcheck")
-        self.add_marker(first)
-        self.extra_keyword_matches.update(self.test.capability_parts)
+        add_capability_marks(self, self.test.capability_parts)
 
     def setup(self) -> None:
         """Score the test (the model's whole plan on its first item); errors land here."""
@@ -103,17 +121,7 @@ class ChecklistItem(pytest.Item):
             if first != self.nodeid:
                 raise ModelLoadError(f"model '{self.model}' failed to load (see {first})") from None
             raise exc
-        fields = self.result.to_json()
-        self.user_properties.extend((f"vlcheck_{name}", fields[name]) for name in REPORTED_FIELDS)
-        self.user_properties.append(("vlcheck_fingerprint", self.result.fingerprint))
-        if self.result.prior:
-            self.user_properties.extend(junit_properties(self.result.prior))
-        unscored = self.result.unscored
-        if unscored:
-            reasons = ", ".join(f"{count} {reason}" for reason, count in unscored.items())
-            self.user_properties.append(
-                ("vlcheck_unscored", f"{sum(unscored.values())} ({reasons})")
-            )
+        self.user_properties.extend(result_properties(self.result))
 
     def runtest(self) -> None:
         """Pass when the pass rate reaches the threshold."""

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from pytest_vlcheck import fixture
 from pytest_vlcheck.checklist import is_checklist_file
 from pytest_vlcheck.engine.evaluate import MISSING_POLICIES
 from pytest_vlcheck.engine.scoring import ScoringStats
@@ -182,6 +183,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = VlcheckSession(_settings(config))
     config.stash[SESSION_KEY] = state
     shard = _shard(config)
+    config.pluginmanager.register(fixture, "vlcheck-fixture")  # vl_model and its hooks
     if hasattr(config, "workerinput"):  # an xdist worker runs items and sends their rows
         config.pluginmanager.register(ItemHooks(state, shard, plan_ahead=False), "vlcheck-items")
     else:  # a serial run, or the xdist controller (which runs no items)
@@ -366,6 +368,7 @@ class ItemHooks:
         """Count m over the whole selection (after ``-k``/``-m``), then keep this shard's
         items: every shard gates each item as the serial run would."""
         self.state.count_gated(_model_items(items))
+        self.state.count_python_gated(fixture.python_gate_keys(self.state, items))
         if self.shard is None:
             return
         groups = {id(item): self._shard_group(item) for item in items}
@@ -429,6 +432,10 @@ class ItemHooks:
             if report.when == "setup" and call.excinfo is not None:
                 message = str(call.excinfo.value).splitlines()[0]
             report.vlcheck = item.outcome(status, message).to_json(with_outcomes=True)
+        elif fixture.uses_vl_model(item):
+            rows = fixture.python_rows(self.state, item, report, call)
+            if rows is not None:
+                report.vlcheck = rows
         return report
 
 
@@ -465,8 +472,8 @@ class ReportHooks:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Gather results (on an xdist controller they arrive from the workers)."""
         row = getattr(report, "vlcheck", None)
-        if row is not None:
-            self.state.record(from_transport(row))
+        for one in [row] if isinstance(row, dict) else row or []:  # a list: a Python test's
+            self.state.record(from_transport(one))
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Keep a failed collection's message for the report files (never a silent report)."""

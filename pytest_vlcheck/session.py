@@ -59,9 +59,12 @@ class VlcheckSession:
     planned: dict[str, list[ChecklistTest]] = field(default_factory=dict)
     results: list[CapabilityResult] = field(default_factory=list)
     gated: int = 0
+    """m: how many test x model items of the whole selection have a baseline entry."""
+    python_gated: int = 0
+    """The part of m that Python tests add: baseline entries of the selected ``vl_model``
+    tests (one per ``evaluate`` row the baseline holds for them)."""
     load_failures: dict[str, str] = field(default_factory=dict)
     """Per model that failed to load, the node id whose error explains why."""
-    """m: how many test x model items of the whole selection have a baseline entry."""
     perplexities: dict[str, float] = field(default_factory=dict)
     """Each caption's averaged prior perplexity, scored once per run."""
     _prior: AveragePrior | None = None
@@ -87,7 +90,8 @@ class VlcheckSession:
         plan (an xdist worker scores only the items it runs) is scored on its own.
         """
         runner = self.runner(model)
-        runner.prepare(self.planned.pop(model, None) or [test])
+        planned = self.planned.pop(model, [])
+        runner.prepare(planned if any(t is test for t in planned) else [*planned, test])
         report_dir = self.settings.report_dir
         result = evaluate_test(
             test,
@@ -105,7 +109,8 @@ class VlcheckSession:
         if result.prior and result.prior.get("hard_threshold_met") is False:
             result = replace(result, status="failed")
         conditions = run_conditions(self.settings.model_options)
-        return apply_gate(result, self.settings.gates, m=self.gated, conditions=conditions)
+        m = self.gated + self.python_gated
+        return apply_gate(result, self.settings.gates, m=m, conditions=conditions)
 
     def prior_of(self, test: ChecklistTest, result: CapabilityResult) -> dict | None:
         """The result's prior block; without ``--vl-prior`` only a note on a hard threshold."""
@@ -149,6 +154,24 @@ class VlcheckSession:
             1
             for test, model in items
             if entry_of(gates, self.relative(test.file), test.id, model) is not None
+        )
+
+    def count_python_gated(self, tests: list[tuple[str, str, str]]) -> None:
+        """Add the baseline entries of selected Python tests to m: ``tests`` holds (file
+        relative to the rootdir, test key, model); an entry belongs to a test when it is the
+        key itself or one of its named ``evaluate`` rows (``KEY::NAME``)."""
+        gates = self.settings.gates
+        if gates.baseline is None:
+            return
+        names: dict[str, set[str]] = {}
+        for entry in gates.baseline.entries:
+            names.setdefault(entry.file, set()).add(entry.test)
+        self.python_gated = sum(
+            1
+            for file, key, model in tests
+            for name in names.get(file, ())
+            if (name == key or name.startswith(f"{key}::"))
+            and entry_of(gates, file, name, model) is not None
         )
 
     def record(self, result: CapabilityResult) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from pytest_vlcheck.errors import UserCodeError, VlcheckUserError
+from pytest_vlcheck.errors import ScorerProtocolError, UserCodeError, VlcheckUserError
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.models.protocol import (
     DualEncoder,
@@ -124,20 +124,22 @@ class ModelRunner:
 
     def prepare(self, tests: Iterable[ChecklistTest]) -> None:
         """Score, in batches, everything ``tests`` need that is not cached yet."""
+        self.prepare_grids(get_task(t.task).grid(e) for t in tests for e in t.examples)
+
+    def prepare_grids(self, grids: Iterable[Grid]) -> None:
+        """Score, in batches, every (image, text) pair of ``grids`` not cached yet (also for
+        grids that belong to no checklist test: the ``vl_model`` fixture's ``score``)."""
         if self.mode == "refs":
             return  # reference lookups are cheap and per example: done in ``grid``
         images: dict[ImageKey, ImageRef] = {}
         texts: dict[str, None] = {}
         pairs: dict[tuple[ImageKey, str], None] = {}
-        for test in tests:
-            task = get_task(test.task)
-            for example in test.examples:
-                refs, example_texts = task.grid(example)
-                for ref in refs:
-                    images.setdefault(ref.key, ref)
-                    for text in example_texts:
-                        pairs.setdefault((ref.key, text))
-                texts.update(dict.fromkeys(example_texts))
+        for refs, example_texts in grids:
+            for ref in refs:
+                images.setdefault(ref.key, ref)
+                for text in example_texts:
+                    pairs.setdefault((ref.key, text))
+            texts.update(dict.fromkeys(example_texts))
         if self.mode == "dual":
             self._encode_texts([t for t in texts if t not in self._text_vectors])
             self._encode_images(
@@ -172,6 +174,31 @@ class ModelRunner:
             for j, text in enumerate(texts):
                 out[i, j] = self._pair_scores[(ref.key, text)]
         return out
+
+    def text_vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-norm float64 embeddings of ``texts`` (a dual encoder's), each encoded once."""
+        self._require_dual("encode_texts")
+        self._encode_texts([t for t in dict.fromkeys(texts) if t not in self._text_vectors])
+        return np.stack([self._text_vectors[t] for t in texts])
+
+    def image_vectors(self, refs: Sequence[ImageRef]) -> np.ndarray | Unscorable:
+        """Unit-norm float64 embeddings of ``refs`` (a dual encoder's), each encoded once; or
+        which images could not be loaded, and why."""
+        self._require_dual("encode_images")
+        unique = {r.key: r for r in refs if r.key not in self._image_vectors}
+        self._encode_images([r for k, r in unique.items() if k not in self.unavailable])
+        missing = tuple(r for r in refs if r.key in self.unavailable)
+        if missing:
+            return Unscorable(missing, tuple(self.unavailable[r.key] for r in missing))
+        return np.stack([self._image_vectors[r.key] for r in refs])
+
+    def _require_dual(self, method: str) -> None:
+        if self.mode != "dual":
+            kind = "scores pairs only (score_pairs)" if self.mode == "pairs" else "looks scores up"
+            raise ScorerProtocolError(
+                f"model '{self.spec.text}' {kind}: {method} needs a dual encoder (encode_images "
+                "and encode_texts); use score(images, texts) instead"
+            )
 
     def match_scores(self, scores: np.ndarray) -> tuple[np.ndarray, str]:
         """Scores for a ``match`` decision and their kind (``probability`` or ``similarity``).
