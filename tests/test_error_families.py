@@ -1,6 +1,6 @@
 """Every family of user mistake (issue 8), end to end through pytest: one exact message, no
 traceback of vlcheck's, the exit code, and an earlier report and baseline left intact when the
-run stops early.
+run is refused (usage errors), or a report that records the errors when collection fails.
 
 One good run per module writes the report and baseline every case starts from; cases that
 need torch (model files, devices) run pytest in a subprocess, the rest in-process.
@@ -447,11 +447,17 @@ def test_error_family(
         assert any(_matches(candidate, pattern) for candidate in output), (pattern, text)
     assert "pytest_vlcheck/" not in text and "INTERNALERROR" not in text
     assert text.count("Traceback") == (1 if case.user_traceback else 0), text
-    if case.ret in (INTERRUPTED, USAGE):
-        assert _kept(root) == before  # a run that stops early leaves the earlier files
+    if case.ret == USAGE:
+        assert _kept(root) == before  # a run refused before it starts leaves every file
         assert sorted(p.name for p in (root / "rep").iterdir()) == sorted(
             [*{Path(n).name for n in KEPT if n.startswith("rep/")}, "samples.jsonl"]
         )
+    elif case.ret == INTERRUPTED:  # stopped by collection errors: the report says which
+        assert _kept(root)["base.json"] == before["base.json"]
+        errors = json.loads((root / "rep" / "matrix.json").read_text())["errors"]
+        reported = {f"{root}/{e['file']}:{e['line']}: {e['message']}" for e in errors}
+        first = case.lines[0].replace("{root}", str(root))
+        assert any(_matches(line, first) for line in reported), (first, reported)
     elif case.ret == FAILED:
         rows = json.loads((root / "rep" / "matrix.json").read_text())["results"]
         assert rows and {row["status"] for row in rows} == {"error"}
