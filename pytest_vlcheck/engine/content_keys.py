@@ -18,7 +18,7 @@ from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.models.protocol import Digest
 from pytest_vlcheck.models.torch_utils import fingerprint_path
 
-KINDS = ("image", "text", "pair", "nll")
+KINDS = ("image", "text", "pair", "nll", "meta")
 
 
 def _sha256_text(text: str) -> str:
@@ -57,8 +57,9 @@ def pair_key(image: str, text: str) -> str:
 
 
 def namespace(model_fingerprint: str, preprocessing: str, kind: str) -> str:
-    """Which model, preprocessing and kind (``image``, ``text``, ``pair``, ``nll``) made a
-    vector; an empty fingerprint cannot name weights, so it is refused."""
+    """Which model, preprocessing and kind (``image``, ``text``, ``pair``, ``nll``; ``meta``
+    for what the engine remembers of the model) made a vector; an empty fingerprint cannot
+    name weights, so it is refused."""
     if kind not in KINDS:
         raise ValueError(f"unknown cache kind {kind!r}; expected one of {', '.join(KINDS)}")
     if not model_fingerprint:
