@@ -176,6 +176,7 @@ class ModelRunner:
             except Exception as exc:
                 self._load_error = exc
                 raise
+        if self._mode is None:
             self._mode = _scoring_mode(self._scorer)
             self._remember_model()
         return self._scorer
