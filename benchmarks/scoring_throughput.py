@@ -18,9 +18,10 @@ Methods, each run ``--repeats`` times, alternating, in one invocation (medians r
 - ``plugin``: the engine (``ModelRunner`` + ``evaluate_test``) on a freshly loaded checklist.
 - ``loop``: one example at a time (load, preprocess, encode the image and its texts), the way
   research evaluators are written.
-- ``rerun``: ``unchanged_rerun`` below: a new runner over unchanged inputs, model load
-  included, which is what a re-run costs; it becomes the cached re-run once the engine takes
-  the embedding cache.
+- ``plugin`` runs with the embedding cache on, each time into a fresh cache folder (so it
+  pays for hashing the images and writing the vectors, as a first run does).
+- ``rerun``: the cached re-run: a new runner from the spec alone over the cache the last
+  ``plugin`` run filled; it must encode nothing and never build the model.
 
 All methods must reach the same pass rate (printed), which checks that each did the work.
 """
@@ -45,6 +46,7 @@ from PIL import Image
 from pytest_vlcheck.checklist import load_checklist
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.engine import ModelRunner, evaluate_test
+from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import parse_spec
@@ -69,6 +71,13 @@ class Setup:
     spec: str
     options: ModelOptions
     scorer: Any
+    cache_root: Path
+    runs: int = 0
+
+    def fresh_cache(self) -> Path:
+        """A new, empty cache folder for a first run."""
+        self.runs += 1
+        return self.cache_root / f"run-{self.runs}"
 
 
 def _phrase(rng: random.Random) -> tuple[str, str, str, str]:
@@ -180,11 +189,15 @@ def bare_script(setup: Setup) -> float:
 
 
 def plugin_engine(setup: Setup) -> float:
-    """The plugin's engine on the test, with the already loaded model; pass rate."""
-    # The model load is left out, as for ``bare``; ``unchanged_rerun`` times it.
-    runner = ModelRunner(parse_spec(setup.spec), setup.options, ImageLoader(), _scorer=setup.scorer)
-    runner.prepare([setup.test])
-    return evaluate_test(setup.test, runner).pass_rate
+    """The plugin's engine on the test, with the already loaded model and a fresh embedding
+    cache (hashing and cache writes included); pass rate."""
+    # The model load is left out, as for ``bare``.
+    with EmbeddingCache(setup.fresh_cache()) as cache:
+        runner = ModelRunner(
+            parse_spec(setup.spec), setup.options, ImageLoader(), cache=cache, _scorer=setup.scorer
+        )
+        runner.prepare([setup.test])
+        return evaluate_test(setup.test, runner).pass_rate
 
 
 def per_example_loop(setup: Setup) -> float:
@@ -206,15 +219,15 @@ def per_example_loop(setup: Setup) -> float:
 
 
 def unchanged_rerun(setup: Setup) -> float:
-    """A re-run over unchanged inputs: a new runner that loads the model and scores the test.
-
-    THE CACHED RE-RUN GOES HERE: once ``ModelRunner`` takes the embedding cache, give this
-    runner the cache the ``plugin`` runs filled (same root) and it should encode nothing and
-    not load the model; until then it encodes everything again, as a re-run does today.
-    """
-    runner = ModelRunner(parse_spec(setup.spec), setup.options, ImageLoader())
-    runner.prepare([setup.test])
-    return evaluate_test(setup.test, runner).pass_rate
+    """The cached re-run: a new runner from the spec over the last ``plugin`` run's cache;
+    it must build no model and encode nothing."""
+    with EmbeddingCache(setup.cache_root / f"run-{setup.runs}") as cache:
+        runner = ModelRunner(parse_spec(setup.spec), setup.options, ImageLoader(), cache=cache)
+        runner.prepare([setup.test])
+        rate = evaluate_test(setup.test, runner).pass_rate
+    if runner.stats.model_calls or runner._scorer is not None:
+        raise SystemExit(f"the cached re-run built the model or encoded: {runner.stats}")
+    return rate
 
 
 METHODS: dict[str, Callable[[Setup], float]] = {
@@ -249,6 +262,7 @@ def report(setup: Setup, walls: dict[str, list[float]]) -> None:
         rate = images / medians[name]
         print(f"{name:<7} median {medians[name]:7.2f} s  {rate:7.1f} images/s  (runs: {runs})")
     for top, bottom in (("plugin", "bare"), ("loop", "plugin"), ("rerun", "plugin")):
+        # rerun/plugin is the cached re-run over the first run (cached/first)
         if top in medians and bottom in medians:
             print(f"{top}/{bottom}: {medians[top] / medians[bottom]:.2f}x")
 
@@ -276,7 +290,8 @@ def main() -> None:
         spec = write_model(folder, args.arch, args.seed)
         options = ModelOptions(args.device, args.batch_size, args.precision)
         runner = ModelRunner(parse_spec(spec), options, ImageLoader())
-        setup = Setup(load_checklist(checklist).tests[0], spec, options, runner.scorer)
+        test = load_checklist(checklist).tests[0]
+        setup = Setup(test, spec, options, runner.scorer, folder / "caches")
         print(f"model {args.arch} on {args.device} ({args.precision}), batch {args.batch_size}")
         walls = run(setup, args.methods.split(","), args.repeats)
         report(setup, walls)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,9 @@ import pytest
 
 from pytest_vlcheck import fixture
 from pytest_vlcheck.checklist import is_checklist_file
+from pytest_vlcheck.engine.embedding_cache import parse_size
 from pytest_vlcheck.engine.evaluate import MISSING_POLICIES
+from pytest_vlcheck.engine.progress import stderr_writer
 from pytest_vlcheck.engine.scoring import ScoringStats
 from pytest_vlcheck.gating import (
     DEFAULT_ALPHA,
@@ -90,7 +93,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--vl-cache-dir",
         default=None,
         metavar="DIR",
-        help="where downloaded URL images are kept (default: pytest's cache dir)",
+        help="root of the embedding cache and of downloaded URL images (default: pytest's "
+        "cache dir)",
+    )
+    group.addoption(
+        "--vl-no-cache",
+        action="store_true",
+        default=None,
+        help="encode everything: do not read or write the embedding cache",
+    )
+    group.addoption(
+        "--vl-cache-size",
+        default=None,
+        metavar="SIZE",
+        help="bound on the embedding cache, e.g. 500MB, 2GB (default 2GB); the least "
+        "recently used entries are evicted",
     )
     group.addoption(
         "--vl-bundled",
@@ -173,14 +190,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         ("vl_batch_size", "64"),
         ("vl_precision", "fp32"),
         ("vl_missing", "error"),
+        ("vl_cache_size", "2GB"),
     ):
         parser.addini(name, f"default for --{name.replace('_', '-')}", default=default)
+    parser.addini("vl_no_cache", "default for --vl-no-cache", type="bool", default=False)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Parse the options into the run's settings (bad values are usage errors)."""
     config.addinivalue_line("markers", "vlcheck: a vision-language checklist test")
     state = VlcheckSession(_settings(config))
+    capture = config.pluginmanager.getplugin("capturemanager")
+    state.progress = stderr_writer(capture.global_and_fixture_disabled if capture else nullcontext)
     config.stash[SESSION_KEY] = state
     shard = _shard(config)
     config.pluginmanager.register(fixture, "vlcheck-fixture")  # vl_model and its hooks
@@ -244,6 +265,8 @@ def _settings(config: pytest.Config) -> Settings:
         missing=missing,
         report_dir=_report_dir(option.vl_report),
         url_cache_dir=_url_cache_dir(config),
+        embedding_cache_dir=_embedding_cache_dir(config),
+        embedding_cache_bytes=_cache_size(config),
     )
 
 
@@ -269,6 +292,29 @@ def _shard(config: pytest.Config) -> Shard | None:
         return parse_shard(raw)
     except ShardSpecError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def _embedding_cache_dir(config: pytest.Config) -> Path | None:
+    """``--vl-cache-dir`` (the embedding cache sits beside the URL images), else pytest's
+    cache dir; None with ``--vl-no-cache``."""
+    if config.option.vl_no_cache or config.getini("vl_no_cache"):
+        return None
+    if config.option.vl_cache_dir:
+        return Path(config.option.vl_cache_dir).resolve()
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        return Path(cache.mkdir("vlcheck-embeddings"))
+    return config.rootpath / ".vlcheck_cache" / "embeddings"
+
+
+def _cache_size(config: pytest.Config) -> int:
+    raw, where = config.option.vl_cache_size, "--vl-cache-size"
+    if raw is None:
+        raw, where = config.getini("vl_cache_size"), "vl_cache_size (ini)"
+    try:
+        return parse_size(raw)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{where}: {exc}") from None
 
 
 def _batch_size(config: pytest.Config) -> int:
@@ -497,10 +543,11 @@ class ReportHooks:
             terminalreporter.line("")
         stats_by_model = self.worker_stats or {n: r.stats for n, r in self.state.runners.items()}
         for name, stats in stats_by_model.items():
-            if stats.model_calls:
+            if stats.model_calls or stats.cached:
                 terminalreporter.write_line(
                     f"[{name}] {stats.images_encoded} images, {stats.texts_encoded} texts, "
-                    f"{stats.pairs_scored} pairs in {stats.model_calls} model calls; "
+                    f"{stats.pairs_scored} pairs in {stats.model_calls} model calls, "
+                    f"{stats.cached} cached; "
                     f"{stats.model_seconds:.1f} s in the model, {stats.load_seconds:.1f} s "
                     f"waiting for images"
                 )

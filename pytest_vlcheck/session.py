@@ -15,7 +15,9 @@ import numpy as np
 
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.engine import ModelRunner, evaluate_test
+from pytest_vlcheck.engine.embedding_cache import DEFAULT_MAX_BYTES, EmbeddingCache
 from pytest_vlcheck.engine.evaluate import MissingPolicy
+from pytest_vlcheck.engine.progress import Writer
 from pytest_vlcheck.gating import GateSettings, apply_gate, entry_of, run_conditions
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
@@ -48,6 +50,9 @@ class Settings:
     save_baseline: Path | None = None
     priors: tuple[str, ...] = ()
     """``--vl-prior`` specs (already parsed once for errors); several are averaged."""
+    embedding_cache_dir: Path | None = None
+    """Root of the embedding cache (``--vl-cache-dir``); None turns it off (``--vl-no-cache``)."""
+    embedding_cache_bytes: int = DEFAULT_MAX_BYTES
 
 
 @dataclass
@@ -65,6 +70,9 @@ class VlcheckSession:
     tests (one per ``evaluate`` row the baseline holds for them)."""
     load_failures: dict[str, str] = field(default_factory=dict)
     """Per model that failed to load, the node id whose error explains why."""
+    progress: Writer | None = None
+    """Where runners draw their progress line (None: silent)."""
+    _cache: EmbeddingCache | None = None
     perplexities: dict[str, float] = field(default_factory=dict)
     """Each caption's averaged prior perplexity, scored once per run."""
     _prior: AveragePrior | None = None
@@ -76,8 +84,21 @@ class VlcheckSession:
         if model not in self.runners:
             spec = next(s for s in self.settings.specs if s.name == model)
             loader = ImageLoader(self.settings.url_cache_dir)
-            self.runners[model] = ModelRunner(spec, self.settings.model_options, loader)
+            self.runners[model] = ModelRunner(
+                spec,
+                self.settings.model_options,
+                loader,
+                cache=self.embedding_cache(),
+                progress=self.progress,
+            )
         return self.runners[model]
+
+    def embedding_cache(self) -> EmbeddingCache | None:
+        """The run's embedding cache, opened on first use and shared by every model."""
+        root = self.settings.embedding_cache_dir
+        if self._cache is None and root is not None:
+            self._cache = EmbeddingCache(root, max_bytes=self.settings.embedding_cache_bytes)
+        return self._cache
 
     def plan(self, model: str, tests: list[ChecklistTest]) -> None:
         """Tests to score together, in one batched pass, when the model's first item runs."""

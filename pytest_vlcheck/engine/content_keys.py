@@ -11,19 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 from pytest_vlcheck.engine.embedding_cache import sha256_file
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
+from pytest_vlcheck.models.protocol import Digest
+from pytest_vlcheck.models.torch_utils import fingerprint_path
 
-# The member list and the hub-blob rule are fingerprint_path's own, so the values agree.
-from pytest_vlcheck.models.torch_utils import _fingerprint_members, _is_sha256_hex
-
-Digest = Callable[[Path], str]
-"""sha256 hex of a file's bytes."""
-
-KINDS = ("image", "text", "pair", "nll")
+KINDS = ("image", "text", "pair", "nll", "meta")
 
 
 def _sha256_text(text: str) -> str:
@@ -62,8 +57,9 @@ def pair_key(image: str, text: str) -> str:
 
 
 def namespace(model_fingerprint: str, preprocessing: str, kind: str) -> str:
-    """Which model, preprocessing and kind (``image``, ``text``, ``pair``, ``nll``) made a
-    vector; an empty fingerprint cannot name weights, so it is refused."""
+    """Which model, preprocessing and kind (``image``, ``text``, ``pair``, ``nll``; ``meta``
+    for what the engine remembers of the model) made a vector; an empty fingerprint cannot
+    name weights, so it is refused."""
     if kind not in KINDS:
         raise ValueError(f"unknown cache kind {kind!r}; expected one of {', '.join(KINDS)}")
     if not model_fingerprint:
@@ -72,25 +68,5 @@ def namespace(model_fingerprint: str, preprocessing: str, kind: str) -> str:
 
 
 def file_fingerprint(path: str | Path, digest: Digest = sha256_file) -> str:
-    """The same value as ``models.torch_utils.fingerprint_path`` (a drop-in), but each file is
-    hashed through ``digest``, so with ``EmbeddingCache.file_digest`` an unchanged 600 MB
-    checkpoint is read once, not on every run."""
-    target = Path(path)
-    if target.is_file():
-        return _weights_digest(target, digest)
-    if not target.is_dir():
-        raise FileNotFoundError(f"cannot fingerprint {str(path)!r}: no such file or directory")
-    combined = hashlib.sha256()
-    for rel in _fingerprint_members(target):
-        combined.update(rel.encode("utf-8"))
-        combined.update(b"\0")
-        combined.update(_weights_digest(target / rel, digest).encode("ascii"))
-        combined.update(b"\n")
-    return combined.hexdigest()
-
-
-def _weights_digest(path: Path, digest: Digest) -> str:
-    real = path.resolve()
-    # A Hugging Face cache blob is named by the sha256 of its content: no need to read it.
-    is_blob = real.parent.name == "blobs" and _is_sha256_hex(real.name)
-    return real.name if is_blob else digest(real)
+    """``models.torch_utils.fingerprint_path`` with each file hashed through ``digest``."""
+    return fingerprint_path(path, digest)

@@ -19,6 +19,9 @@ takes the total over the bound, the least recently accessed rows go until it is 
 ``EVICT_TO`` of the bound. Freed pages are reused by later rows rather than returned to
 the operating system.
 
+A small ``meta`` table keeps JSON text per key (what a model is, so a re-run can score
+from cached vectors without building it; see ``engine.scoring``).
+
 The same database holds a stat index (path, size, mtime_ns, inode, ctime_ns -> sha256) so
 an unchanged image or weights file is hashed once, while a changed file at the same path
 gets a new digest. As in git's racy-clean rule, a file modified within
@@ -32,6 +35,7 @@ cache off for the rest of the run with one ``CacheWarning``; the run goes on unc
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 import threading
 import time
@@ -46,7 +50,7 @@ import numpy as np
 T = TypeVar("T")
 
 DB_NAME = "embeddings.sqlite3"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_MAX_BYTES = 2 * 1024**3
 ACCESS_GRANULARITY = 60
 EVICT_TO = 0.9
@@ -71,8 +75,22 @@ _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS files (
         path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
         inode INTEGER NOT NULL, ctime_ns INTEGER NOT NULL, sha256 TEXT NOT NULL)""",
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     f"PRAGMA user_version = {SCHEMA_VERSION}",
 )
+
+
+_SIZE_UNITS = {"": 1, "B": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """Bytes from ``500M``, ``2GB``, ``1.5GiB`` or a plain number (binary units); ValueError
+    with the expected forms otherwise."""
+    match = _SIZE.fullmatch(str(text))
+    if match is None or float(match.group(1)) <= 0:
+        raise ValueError(f"{text!r} is not a size; expected e.g. 500MB, 2GB or a number of bytes")
+    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2).upper()])
 
 
 class CacheWarning(UserWarning):
@@ -244,6 +262,19 @@ class EmbeddingCache:
                 None,
             )
         return digest
+
+    def get_meta(self, key: str) -> str | None:
+        """The JSON text stored under ``key``, or None."""
+        row = self._guarded(
+            lambda db: db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone(), None
+        )
+        return None if row is None else str(row[0])
+
+    def put_meta(self, key: str, value: str) -> None:
+        """Store (or replace) ``value`` under ``key``."""
+        self._guarded(
+            lambda db: db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value)), None
+        )
 
     def stored_bytes(self) -> int:
         """Vector bytes held now (what ``max_bytes`` bounds)."""

@@ -7,7 +7,12 @@ MODULE is imported from the current directory or ``sys.path``. How FACTORY is ca
   first parameter is positional, e.g. ``def make(options)`` or ``def make(opts=None)``;
 - ``FACTORY(options=options)`` when it has a keyword-only parameter named ``options``.
 
-``def make(**kwargs)`` and ``def make(*args)`` are called with nothing. An exception raised
+``def make(**kwargs)`` and ``def make(*args)`` are called with nothing.
+
+A factory may declare its scorer's fingerprint without being built, as the attribute
+``FACTORY.vlcheck_fingerprint``: a string, or a function of no arguments returning one (e.g.
+hashing a checkpoint), equal to the scorer's own ``fingerprint``. With it, a re-run whose
+embeddings are all in the embedding cache never calls FACTORY. An exception raised
 while importing MODULE or inside FACTORY is the user's: it becomes ``UserCodeError`` with a
 traceback trimmed to their frames.
 """
@@ -22,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_vlcheck.errors import ModelLoadError, UserCodeError
-from pytest_vlcheck.models.protocol import ModelOptions
+from pytest_vlcheck.models.protocol import Digest, ModelIdentity, ModelOptions
 
 
 def load(body: str, options: ModelOptions) -> Any:
@@ -44,6 +49,23 @@ def load(body: str, options: ModelOptions) -> Any:
         return factory(*args, **kwargs)
     except Exception as exc:  # the user's code: its own error, its own frames
         raise UserCodeError.from_exception(exc, f"{spec}: the factory {factory_name}()") from exc
+
+
+FINGERPRINT_ATTRIBUTE = "vlcheck_fingerprint"
+
+
+def identify(body: str, options: ModelOptions, digest: Digest) -> ModelIdentity | None:
+    """The fingerprint FACTORY declares (see the module docstring), or None."""
+    module_name, sep, factory_name = body.rpartition(":")
+    if not sep or not module_name:
+        return None
+    factory = getattr(_import(module_name, f"py:{body}"), factory_name, None)
+    declared = getattr(factory, FINGERPRINT_ATTRIBUTE, None)
+    if callable(declared):
+        declared = declared()
+    if not isinstance(declared, str) or not declared:
+        return None
+    return ModelIdentity(declared, "py")
 
 
 def factory_arguments(

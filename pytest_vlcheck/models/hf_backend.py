@@ -24,10 +24,17 @@ from __future__ import annotations
 
 import inspect
 import os
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_vlcheck.errors import ModelFileNotFoundError, ModelLoadError, WeightsUnavailableError
+from pytest_vlcheck.errors import (
+    ModelFileNotFoundError,
+    ModelLoadError,
+    VlcheckUserError,
+    WeightsUnavailableError,
+)
+from pytest_vlcheck.models.protocol import Digest, ModelIdentity
 from pytest_vlcheck.models.torch_utils import (
     EmbeddingOutputs,
     TruncationLog,
@@ -165,6 +172,11 @@ class HfSigmoidScorer(HfDualScorer):
     def match_probability(self, similarities: np.ndarray) -> np.ndarray:
         """sigmoid(exp(logit_scale) * cosine + logit_bias), elementwise, as fp32."""
         return calibrated_sigmoid(similarities, self.logit_scale, self.logit_bias)
+
+    @property
+    def sigmoid_calibration(self) -> tuple[float, float]:
+        """(scale, bias) of ``match_probability``, for cached similarities."""
+        return self.logit_scale, self.logit_bias
 
 
 class HfItmScorer(_HfModel):
@@ -322,6 +334,20 @@ def _resolve_source(body: str, spec: str) -> tuple[str, bool]:
             "save_pretrained, or a hub name ORG/NAME"
         )
     return text, False
+
+
+def identify(body: str, options: ModelOptions, digest: Digest) -> ModelIdentity | None:
+    """The fingerprint ``load`` would give, without transformers or torch: a local directory,
+    or a hub name whose files are in the local hub cache (else None)."""
+    try:
+        source, local = _resolve_source(body, f"hf:{body}")
+    except VlcheckUserError:
+        return None
+    preprocessing = f"transformers {metadata.version('transformers')}"
+    if local:
+        return ModelIdentity(fingerprint_path(source, digest), preprocessing)
+    fingerprint = _fingerprint(body, source, local)
+    return None if fingerprint == f"hf:{body}" else ModelIdentity(fingerprint, preprocessing)
 
 
 def _fetch_error(

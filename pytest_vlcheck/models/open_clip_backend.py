@@ -27,6 +27,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ from pytest_vlcheck.errors import (
     VlcheckUserError,
     WeightsUnavailableError,
 )
+from pytest_vlcheck.models.protocol import Digest, ModelIdentity
 from pytest_vlcheck.models.torch_utils import (
     EmbeddingOutputs,
     TruncationLog,
@@ -108,16 +110,26 @@ class OpenClipScorer(EmbeddingOutputs):
 
     def encode_images(self, images: list[Image]) -> np.ndarray:
         """Raw fp32 image embeddings [N, D] through the model's eval transform."""
+        if not images:
+            return self._empty()
+        return self.encode_preprocessed([self.preprocess_image(image) for image in images])
+
+    def preprocess_image(self, image: Image) -> Any:
+        """The model's eval transform of one image (thread-safe: the engine runs it in its
+        loader pool, overlapping the model)."""
+        return self.preprocess(image)
+
+    def encode_preprocessed(self, pixels: list[Any]) -> np.ndarray:
+        """Raw fp32 embeddings [N, D] of images already through ``preprocess_image``."""
         import torch
 
-        if not images:
+        if not pixels:
             return self._empty()
         parts = []
         with torch.inference_mode():
-            for batch in chunked(images, self.batch_size):
-                pixels = torch.stack([self.preprocess(image) for image in batch])
-                pixels = pixels.to(device=self.device, dtype=self.input_dtype)
-                parts.append(to_float32_numpy(self.model.encode_image(pixels)))
+            for batch in chunked(pixels, self.batch_size):
+                stacked = torch.stack(list(batch)).to(device=self.device, dtype=self.input_dtype)
+                parts.append(to_float32_numpy(self.model.encode_image(stacked)))
         return concat_rows(parts)
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
@@ -166,6 +178,35 @@ class OpenClipSigmoidScorer(OpenClipScorer):
     def match_probability(self, similarities: np.ndarray) -> np.ndarray:
         """sigmoid(exp(logit_scale) * cosine + logit_bias), elementwise, as fp32."""
         return calibrated_sigmoid(similarities, self.logit_scale, self.logit_bias)
+
+    @property
+    def sigmoid_calibration(self) -> tuple[float, float]:
+        """(scale, bias) of ``match_probability``, so the engine can apply it to cached
+        similarities without building the model."""
+        return self.logit_scale, self.logit_bias
+
+
+def identify(body: str, options: ModelOptions, digest: Digest) -> ModelIdentity | None:
+    """The fingerprint ``load`` would give, from local files only (no open_clip, no torch):
+    a model-config JSON or registry name with a local weights file, or ``local-dir:``.
+    Pretrained tags and ``hf-hub:`` need open_clip's tables: None (the model is loaded)."""
+    arch, pretrained = split_spec(body, lambda name: Path(name).is_file())
+    preprocessing = f"open_clip {metadata.version('open_clip_torch')}"
+    if arch.startswith("local-dir:") and pretrained is None:
+        folder = Path(arch[len("local-dir:") :])
+        if not folder.is_dir():
+            return None
+        return ModelIdentity(fingerprint_path(folder, digest), preprocessing)
+    if arch.startswith(SCHEMA_PREFIXES) or pretrained is None:
+        return None
+    weights = Path(pretrained).expanduser()
+    if not weights.is_file():
+        return None
+    fingerprint = fingerprint_path(weights, digest)
+    if Path(arch).is_file():  # a model-config JSON: its digest joins the weights'
+        return ModelIdentity(f"{fingerprint}:{fingerprint_path(arch, digest)[:16]}", preprocessing)
+    # A registry architecture: the weights' hash alone does not say which (quickgelu or not).
+    return ModelIdentity(fingerprint, f"{preprocessing} {arch.replace('/', '-')}")
 
 
 def load(body: str, options: ModelOptions) -> OpenClipScorer:

@@ -12,7 +12,7 @@ method, instead of a numpy error deep inside the engine.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
 
@@ -21,6 +21,8 @@ import numpy as np
 from pytest_vlcheck.errors import ScorerProtocolError, VlcheckUserError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from PIL.Image import Image
 
     from pytest_vlcheck.images.refs import ImageRef
@@ -41,6 +43,22 @@ class ModelOptions:
     device: str = "auto"
     batch_size: int = 64
     precision: Precision = "fp32"
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """What a model computes, known without building it: the embedding cache's namespace.
+
+    ``fingerprint`` equals the loaded scorer's own; ``preprocessing`` names what turns
+    inputs into model inputs beyond the weights (library version, architecture).
+    """
+
+    fingerprint: str
+    preprocessing: str
+
+
+Digest = Callable[["Path"], str]
+"""sha256 hex of a file's bytes (``EmbeddingCache.file_digest`` remembers unchanged files)."""
 
 
 @runtime_checkable

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.errors import ModelLoadError, ModelSpecError, UserCodeError, VlcheckUserError
-from pytest_vlcheck.models.protocol import ModelOptions, check_scorer
+from pytest_vlcheck.models.protocol import Digest, ModelIdentity, ModelOptions, check_scorer
 
 __all__ = ["ModelLoadError", "ModelSpec", "ModelSpecError", "load_scorer", "parse_spec"]
 
@@ -148,6 +148,23 @@ def load_scorer(spec: ModelSpec, options: ModelOptions) -> Any:
         ) from None
     check_scorer(scorer, spec.text)
     return scorer
+
+
+def identify(spec: ModelSpec, options: ModelOptions, digest: Digest) -> ModelIdentity | None:
+    """The model's identity without building it (no torch), or None when the backend cannot
+    tell it without loading (hub tags it has not seen, entry points, ``scores:``).
+
+    Backends answer through their own ``identify(body, options, digest)``. Any failure is
+    None: loading the model then reports the problem in its own words.
+    """
+    if spec.scheme not in BACKENDS:
+        return None
+    try:
+        module = importlib.import_module(BACKENDS[spec.scheme])
+        backend_identify = getattr(module, "identify", None)
+        return None if backend_identify is None else backend_identify(spec.body, options, digest)
+    except Exception:  # the load that follows explains it
+        return None
 
 
 def _naming_spec(exc: VlcheckUserError, spec: ModelSpec) -> VlcheckUserError:

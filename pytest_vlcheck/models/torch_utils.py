@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_vlcheck.errors import DeviceError
-from pytest_vlcheck.models.protocol import PRECISIONS
+from pytest_vlcheck.models.protocol import PRECISIONS, Digest
 
 if TYPE_CHECKING:
     import numpy as np
@@ -175,25 +175,36 @@ def torch_dtype(precision: str) -> torch.dtype:
     return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
 
 
-def fingerprint_path(path: str | os.PathLike[str]) -> str:
+def fingerprint_path(path: str | os.PathLike[str], digest: Digest | None = None) -> str:
     """sha256 hex of a weights file, or of a directory's weight/config/tokenizer files.
 
     For a directory, every file whose suffix is in ``FINGERPRINT_SUFFIXES`` (searched
     recursively, hidden entries skipped) contributes its relative name and its own sha256, in
-    sorted order, so renaming or editing any of them changes the result.
+    sorted order, so renaming or editing any of them changes the result. Files are hashed
+    through ``digest`` when given (``EmbeddingCache.file_digest`` reads an unchanged 600 MB
+    checkpoint once, not on every run), else through a per-process memo.
     """
+    hash_file = _file_sha256 if digest is None else digest
     target = Path(path)
     if target.is_file():
-        return _file_sha256(target)
+        return _weights_digest(target, hash_file)
     if not target.is_dir():
         raise FileNotFoundError(f"cannot fingerprint {str(path)!r}: no such file or directory")
-    digest = hashlib.sha256()
+    combined = hashlib.sha256()
     for rel in _fingerprint_members(target):
-        digest.update(rel.encode("utf-8"))
-        digest.update(b"\0")
-        digest.update(_file_sha256(target / rel).encode("ascii"))
-        digest.update(b"\n")
-    return digest.hexdigest()
+        combined.update(rel.encode("utf-8"))
+        combined.update(b"\0")
+        combined.update(_weights_digest(target / rel, hash_file).encode("ascii"))
+        combined.update(b"\n")
+    return combined.hexdigest()
+
+
+def _weights_digest(path: Path, hash_file: Digest) -> str:
+    real = path.resolve()
+    # A Hugging Face cache blob is named by the sha256 of its content: no need to read it.
+    return (
+        real.name if real.parent.name == "blobs" and _is_sha256_hex(real.name) else hash_file(real)
+    )
 
 
 def _fingerprint_members(root: Path) -> list[str]:
@@ -207,11 +218,7 @@ def _fingerprint_members(root: Path) -> list[str]:
     return sorted(members)
 
 
-def _file_sha256(path: Path) -> str:
-    real = path.resolve()
-    # A Hugging Face cache blob is named by the sha256 of its content: no need to read it.
-    if real.parent.name == "blobs" and _is_sha256_hex(real.name):
-        return real.name
+def _file_sha256(real: Path) -> str:
     stat = real.stat()
     key = (str(real), stat.st_size, stat.st_mtime_ns)
     cached = _HASH_CACHE.get(key)
