@@ -438,7 +438,8 @@ def test_error_family(
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", Image.MAX_IMAGE_PIXELS)
     pytester.syspathinsert()
     run = pytester.runpytest_subprocess if case.subprocess else pytester.runpytest
-    result = run("-p", "no:cacheprovider", *GOOD[1:], *case.args)
+    # no embedding cache: each mistake must be met while decoding, as on a first run
+    result = run("-p", "no:cacheprovider", "--vl-no-cache", *GOOD[1:], *case.args)
     output = result.stdout.lines + result.stderr.lines
     text = "\n".join(output)
     assert result.ret == case.ret, text

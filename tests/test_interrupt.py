@@ -52,6 +52,7 @@ ARGS = (
     "--vl-model=py:colour_model:blocking",
     "--vl-report=rep",
     "--vl-save-baseline=base.json",
+    "--vl-no-cache",  # the interrupted run must score, not read the good run's embeddings
 )
 
 

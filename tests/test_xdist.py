@@ -63,8 +63,10 @@ def test_controller_prints_the_workers_stats(
     """One file under ``--dist loadfile`` runs on one worker, whose cache encodes each unique
     input once as the serial run does: the summed counts equal the serial ones."""
     monkeypatch.setenv("PYTHONPATH", f"{project.path}:{ROOT}")
-    serial = stats_lines(run(project, "checks.yaml"))
-    parallel = stats_lines(run(project, "checks.yaml", "-n", "2", "--dist=loadfile"))
+    serial = stats_lines(run(project, "checks.yaml", "--vl-no-cache"))
+    parallel = stats_lines(
+        run(project, "checks.yaml", "--vl-no-cache", "-n", "2", "--dist=loadfile")
+    )
     assert set(serial) == set(parallel) == {"make", "second"}
     for model, (images, texts, _calls) in serial.items():
         assert parallel[model][:2] == (images, texts) == (3, 9)

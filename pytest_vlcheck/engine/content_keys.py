@@ -40,8 +40,9 @@ def image_key(ref: ImageRef, digest: Digest = sha256_file) -> str:
     if ref.kind == "file":
         try:
             source = "file:" + digest(Path(ref.location))
-        except OSError as exc:
-            raise ImageUnavailable(f"cannot read {ref.location}: {exc.strerror or exc}") from None
+        except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+            reason = getattr(exc, "strerror", None) or exc
+            raise ImageUnavailable(f"cannot read {ref.location}: {reason}") from None
     elif ref.kind == "url":
         source = f"url:{ref.location}#{ref.sha256 or ''}"
     else:
