@@ -3,8 +3,8 @@
 A capability a test measures on ``tiny`` but also on its random twin is not learned (or the
 test does not measure what it says). Write the weights and run them like any checkpoint::
 
-    python -m tiny_training.random_twin /tmp/tiny_random.safetensors --seed 0
-    pytest checklists --vl-model=random=open_clip:pytest_vlcheck/tiny/tiny.json@/tmp/tiny_random.safetensors
+    python -m tiny_training.random_twin random.safetensors --seed 0
+    pytest checklists --vl-model=random=open_clip:pytest_vlcheck/tiny/tiny.json@random.safetensors
 """
 
 from __future__ import annotations
