@@ -196,6 +196,7 @@ def test_end_to_end_row_has_no_chance_level(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
     (row,) = json.loads((pytester.path / "report" / "matrix.json").read_text())["results"]
     assert row["chance"] is None
+    assert "no chance level" in (pytester.path / "report" / "matrix.md").read_text()
     assert (row["n"], row["passed"]) == (3, 2)  # the swapped paraphrase flips the choice
     assert row["metrics"] == {
         "consistent_and_right": pytest.approx(1 / 3),

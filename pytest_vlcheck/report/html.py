@@ -219,6 +219,8 @@ def _test_section(index: int, row: Row, names: list[str]) -> list[str]:
     chance = row.shared("chance")
     if chance is not None:
         facts.append(f"chance {fmt.pct(chance)}")
+    elif first.get("chance", 0) is None:
+        facts.append("no chance level")
     out = [
         f'<section id="{_row_id(index)}">',
         f"<h3>{_e(row.label)}</h3>",

@@ -83,6 +83,8 @@ def _test_section(row: Row, names: list[str]) -> list[str]:
     chance = row.shared("chance")
     if chance is not None:
         facts.append(f"chance {fmt.pct(chance)}")
+    elif first.get("chance", 0) is None:
+        facts.append("no chance level")
     lines += [", ".join(facts), ""]
     header = ["model", "status", "n", "passed", "pass rate", "95% CI", "threshold", "unscored"]
     body = [

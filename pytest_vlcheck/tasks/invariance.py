@@ -234,7 +234,9 @@ class InvarianceTask(BaseTask):
 
     def verdict_notes(self, score_kind: str) -> list[str]:
         """Why the row shows no chance level."""
-        return ["no chance level: a model that ignores the image is perfectly consistent"]
+        return [
+            "consistency has no chance level: a model blind to the image never changes its choice"
+        ]
 
 
 def _perturbed_texts(
