@@ -391,7 +391,7 @@ def test_bundled_truths_hold_and_negatives_do_not(name, test):
     # them only "differs from the truth" is checked (as ARO defines its negatives).
     shuffled = "shuffle" in json.dumps(test["generate"])
     for e in examples:
-        if test["task"] == "caption":
+        if test["task"] in ("caption", "invariance"):
             scene = e["image"]["scene"]
             assert holds(e["caption"], scene) is True, (e["id"], e["caption"])
             assert e["caption"] not in e["negatives"]
@@ -404,6 +404,12 @@ def test_bundled_truths_hold_and_negatives_do_not(name, test):
             for text in e["text"] if isinstance(e["text"], list) else [e["text"]]:
                 assert holds(text, e["image"]["scene"]) is True
                 assert all(holds(text, d["scene"]) is False for d in e["distractors"])
+        elif test["task"] == "directional":
+            assert holds(e["text"], e["image"]["scene"]) is True
+            if "changed_image" in e:  # the named object left out: the text no longer holds
+                changed = e["changed_image"]["scene"]
+                shown = [o for o in changed["objects"] if not o.get("hidden")]
+                assert holds(e["text"], dict(changed, objects=shown)) is False
         elif test["task"] == "group":
             (i0, i1), (c0, c1) = e["images"], e["captions"]
             assert holds(c0, i0["scene"]) and holds(c1, i1["scene"])
@@ -417,7 +423,7 @@ def test_bundled_truths_hold_and_negatives_do_not(name, test):
 MIRRORED = [
     (n, t)
     for n, t in bundled_specs()
-    if t["task"] != "group" and "shuffle" not in json.dumps(t["generate"])
+    if t["task"] not in ("group", "directional") and "shuffle" not in json.dumps(t["generate"])
 ]
 
 
@@ -426,7 +432,7 @@ def test_bundled_sets_are_balanced(name, test):
     """Each candidate is the truth once per role it plays as a negative: blind scorers get
     chance. (Group tests are symmetric by construction; ARO shuffles cannot be mirrored.)"""
     examples = expand(test["generate"], test["task"])
-    if test["task"] == "caption":
+    if test["task"] in ("caption", "invariance"):
         truths = Counter(e["caption"] for e in examples)
         negatives = Counter(n for e in examples for n in e["negatives"])
         k = len(examples[0]["negatives"])
@@ -455,7 +461,7 @@ def test_bundled_files_load_and_live_in_the_package_dir():
             assert len(test.examples) >= 200, (path.name, test.id)
             capabilities.add(test.capability)
             kinds.add(test.task)
-    assert kinds == {"caption", "image", "group", "match"}
+    assert kinds == {"caption", "image", "group", "match", "invariance", "directional"}
     assert {
         "object/existence",
         "object/location",

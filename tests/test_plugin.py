@@ -313,9 +313,10 @@ def test_bundled_checklists_are_collected_and_run(pytester: pytest.Pytester) -> 
     pytester.makepyfile(colour_model=SOURCE)
     pytester.syspathinsert()
     result = pytester.runpytest("--vl-bundled", "--collect-only", "-q")
-    result.stdout.fnmatch_lines(["*attribute.yaml::color", "*16 tests collected*"])
+    result.stdout.fnmatch_lines(["*attribute.yaml::color", "*20 tests collected*"])
     # the fake model sees some colours and reads only red, green and blue: it beats chance on
-    # part of the colour tests and ties (so fails) every spatial example
+    # part of the colour tests and ties (so fails) every spatial example; most candidates of
+    # color_jpeg_resize name none of its three colours, so it ties (fails) there too
     result = pytester.runpytest(
         "--vl-bundled",
         "--vl-model=py:colour_model:make",
@@ -323,5 +324,5 @@ def test_bundled_checklists_are_collected_and_run(pytester: pytest.Pytester) -> 
         "color or spatial_replaced",
         "--vl-threshold=0.3",
     )
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(["*relation/spatial: 0.0% (0/240, *"])

@@ -24,7 +24,7 @@ class Probabilities:
 
 
 def test_registry_knows_the_four_kinds() -> None:
-    assert TASK_NAMES == ("caption", "image", "group", "match")
+    assert TASK_NAMES == ("caption", "image", "group", "match", "invariance", "directional")
     with pytest.raises(ValueError, match="unknown task kind 'nope'"):
         get_task("nope")
 

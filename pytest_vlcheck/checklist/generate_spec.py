@@ -90,6 +90,7 @@ _KEYS = (
     "canvas",
     "tags",
     "object_size",
+    "perturb",
 )
 _VAR = re.compile(r"\{([a-z]+)(?:\.([a-z]+))?\}")
 
@@ -138,6 +139,7 @@ class Plan:
     object_size: tuple[float, float]
     uses_relation: bool
     uses_count: bool
+    perturb: tuple[Mapping[str, Any], ...] = ()
 
 
 def _as_list(value: Any) -> list:
@@ -278,10 +280,14 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
     if prompts and not rules.takes_prompts:
         kinds = " and ".join(t.name for t in TASKS.values() if t.generation.takes_prompts)
         fail("prompts", f"only {kinds} tests take prompt lists; use caption elsewhere")
+    perturb = _parse_perturb(spec.get("perturb"), used)
+    if perturb and not rules.changes:
+        kinds = " and ".join(t.name for t in TASKS.values() if t.generation.changes)
+        fail("perturb", f"only {kinds} tests take perturb; this test is {task}")
     lexicon = dict(DEFAULT_LEXICON)
     given = _parse_lexicon(spec.get("lexicon"))
     lexicon.update(given)
-    negatives = _parse_negatives(spec.get("negatives"))
+    negatives = _parse_negatives(spec.get("negatives"), optional=bool(perturb))
     slots, described = _parse_slots(spec, used, negatives)
     uses_relation = ("relation", None) in used or any(p.target == "relation" for p in negatives)
     uses_count = ("count", None) in used or any(p.target == "count" for p in negatives)
@@ -312,6 +318,7 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
         mirror=mirror,
         uses_relation=uses_relation,
         uses_count=uses_count,
+        perturb=perturb,
         **layout,
     )
 
@@ -330,13 +337,43 @@ def _parse_templates(spec: Mapping) -> tuple[list, list, set[tuple[str, str | No
     return captions, prompts, used
 
 
-def _parse_negatives(raw: Any) -> tuple[Perturbation, ...]:
+def _parse_negatives(raw: Any, *, optional: bool = False) -> tuple[Perturbation, ...]:
+    if raw is None and optional:
+        return ()
     if raw is None:
         fail("negatives", "missing; e.g. [replace a.color] or [swap color]")
     negatives = tuple(_parse_perturbation(i, r) for i, r in enumerate(_as_list(raw)))
     if not negatives:
         fail("negatives", "expected at least one perturbation")
     return negatives
+
+
+def _parse_perturb(raw: Any, used: set[tuple[str, str | None]]) -> tuple[Mapping[str, Any], ...]:
+    """``perturb:`` items as mappings (``jpeg`` -> ``{jpeg: null}``); ``paraphrase`` and
+    ``text`` values are caption templates (their variables join ``used``), ``occlude`` names
+    object ``a``, ``expect`` is lower or higher. The kind checks the rest when it parses the
+    examples it wrote."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw:
+        fail("perturb", f"expected a non-empty list of perturbations, got {raw!r}")
+    out = []
+    for i, item in enumerate(raw):
+        change = {item: None} if isinstance(item, str) else item
+        if not isinstance(change, Mapping):
+            fail(f"perturb[{i}]", f"expected a name or a mapping, got {item!r}")
+        for key in ("paraphrase", "text"):
+            if key in change:
+                used |= _template_vars(f"perturb[{i}].{key}", change[key])
+        if "occlude" in change and change["occlude"] != "a":
+            fail(
+                f"perturb[{i}].occlude",
+                f"expected a (object a is left out), got {change['occlude']!r}",
+            )
+        if change.get("expect", "lower") not in ("lower", "higher"):
+            fail(f"perturb[{i}].expect", f"expected lower or higher, got {change['expect']!r}")
+        out.append(dict(change))
+    return tuple(out)
 
 
 def _parse_slots(

@@ -38,6 +38,12 @@ Keys (only ``n``, ``caption`` and ``negatives`` are required):
   object a so that its box falls in VL-CheckList's bins, cycling through the combinations.
 - ``object_size``: [min, max] side of objects without a size word (fraction of width).
 - ``canvas``: square canvas side in pixels (default 224); ``tags``: constant tags.
+- ``perturb``: invariance and directional tests only; adds changes to every example (then
+  ``negatives`` may be left out). Invariance: the example's ``perturbations`` items
+  (``jpeg``, ``{resize: 0.5}``, ``{typos: 1}``, ``{paraphrase: TEMPLATE}``: the template is
+  filled for every candidate caption). Directional: ``{text: TEMPLATE, expect: lower}`` (the
+  changed text) or ``{occlude: a, expect: lower}`` (the scene with object a left out); one
+  example per item.
 
 Every example is tagged with object a's ``location`` and ``size`` bins (not for counting),
 the in-play attributes of object a (``color``, ``texture``, ``state``, ``shape``,
@@ -273,8 +279,25 @@ def _examples(plan: Plan, index: int, sub_seed: str) -> list[dict[str, Any]]:
             neg_names=[m.asg.name for m in members],
             tags=dict(truth.tags, neg="+".join(names)),
             text_negatives=partial(_shuffled, truth.caption, shuffles, rng=rng),
+            changes=[_filled(change, members) for change in plan.perturb],
         )
         out.extend(task.generate(candidates))
+    return out
+
+
+def _filled(change: Mapping[str, Any], members: Sequence[_Member]) -> dict[str, Any]:
+    """A ``perturb:`` item for one candidate set: templates filled and object a located in
+    every member's scene, in member order."""
+    out = dict(change)
+    for key in ("paraphrase", "text"):
+        if key in out:
+            out[key] = [fill_template(out[key], m.asg) for m in members]
+    if "occlude" in out:
+        if any(m.target is None for m in members):
+            fail("perturb", "occlude needs object a in the scene (not a counting layout)")
+        out["occlude"] = [
+            next(i for i, o in enumerate(m.scene["objects"]) if o is m.target) for m in members
+        ]
     return out
 
 

@@ -56,7 +56,8 @@ class _Shown:
 
 def image_name(ref: ImageRef) -> str:
     """A stable file name for an image's identity (source, location and crop)."""
-    key = json.dumps([ref.kind, ref.location, ref.crop, ref.crop_relative])
+    perturb = [ref.perturb.canonical()] if ref.perturb is not None else []
+    key = json.dumps([ref.kind, ref.location, ref.crop, ref.crop_relative, *perturb])
     return hashlib.sha256(key.encode()).hexdigest()[:20] + ".png"
 
 

@@ -31,7 +31,7 @@ def text_key(text: str) -> str:
 
 
 def image_key(ref: ImageRef, digest: Digest = sha256_file) -> str:
-    """sha256 hex over the image's content identity and its crop.
+    """sha256 hex over the image's content identity, its crop and its perturbation.
 
     Files: the sha256 of their bytes (a missing or unreadable file raises
     ``ImageUnavailable``, as loading it would). Scenes: their canonical JSON. URLs: the URL
@@ -48,7 +48,10 @@ def image_key(ref: ImageRef, digest: Digest = sha256_file) -> str:
     else:
         source = "scene:" + ref.location
     crop = None if ref.crop is None else [float(v) for v in ref.crop]
-    identity = json.dumps([source, crop, ref.crop_relative], separators=(",", ":"))
+    parts: list = [source, crop, ref.crop_relative]
+    if ref.perturb is not None:  # other pixels, other key (unperturbed keys stay as they were)
+        parts.append(ref.perturb.canonical())
+    identity = json.dumps(parts, separators=(",", ":"))
     return _sha256_text(identity)
 
 

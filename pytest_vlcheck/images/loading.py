@@ -30,9 +30,11 @@ class ImageLoader:
     url_cache_dir: Path | None = None
 
     def __call__(self, ref: ImageRef) -> Image:
-        """The RGB image of ``ref``, cropped; raises ``ImageUnavailable`` with a reason."""
+        """The RGB image of ``ref``, cropped, then perturbed; raises ``ImageUnavailable``
+        with a reason."""
         image = self._source(ref)
-        return crop_image(image, ref) if ref.crop is not None else image
+        image = crop_image(image, ref) if ref.crop is not None else image
+        return image if ref.perturb is None else ref.perturb.apply(image)
 
     def _source(self, ref: ImageRef) -> Image:
         if ref.kind == "scene":

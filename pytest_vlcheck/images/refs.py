@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pytest_vlcheck.errors import ImageError
+from pytest_vlcheck.images.perturb import ImagePerturbation
 
 Crop = tuple[float, float, float, float]
 """A crop box: x, y, width, height from the top-left corner, in pixels or, when the ref's
@@ -23,8 +24,9 @@ class ImageRef:
     ``written`` is the reference exactly as the checklist writes it (the relative path, the
     URL, or a canonical JSON of the scene); it is what ``scores:`` files and reports name.
     ``location`` is where the pixels are: an absolute path for files, the URL for URLs, the
-    canonical JSON for scenes. Two refs with equal ``location`` and ``crop`` are the same
-    image and are encoded once.
+    canonical JSON for scenes. ``perturb`` (invariance and directional tests) is applied
+    after decoding and cropping. Two refs with equal ``location``, ``crop`` and ``perturb``
+    are the same image and are encoded once.
     """
 
     kind: SourceKind
@@ -33,19 +35,20 @@ class ImageRef:
     crop: Crop | None = None
     crop_relative: bool = False
     sha256: str | None = None
+    perturb: ImagePerturbation | None = None
 
     @property
-    def key(self) -> tuple[str, str, Crop | None, bool]:
+    def key(self) -> tuple[str, str, Crop | None, bool, ImagePerturbation | None]:
         """Identity of the pixels: equal keys mean one encoding."""
-        return (self.kind, self.location, self.crop, self.crop_relative)
+        return (self.kind, self.location, self.crop, self.crop_relative, self.perturb)
 
     def describe(self) -> str:
         """Human-readable form for messages and reports."""
         text = self.written if self.kind != "scene" else "scene:" + self.written
-        if self.crop is None:
-            return text
-        name = "crop_relative" if self.crop_relative else "crop"
-        return f"{text} {name}={list(self.crop)}"
+        if self.crop is not None:
+            name = "crop_relative" if self.crop_relative else "crop"
+            text = f"{text} {name}={list(self.crop)}"
+        return text if self.perturb is None else f"{text} perturb={self.perturb.canonical()}"
 
 
 def canonical_scene(spec: Mapping[str, Any]) -> str:

@@ -12,6 +12,8 @@ A scene spec is a small mapping (the ``scene:`` value of a checklist image)::
         position: [0.5, 0.5]    # centre of the box, fractions of width and height
         texture: solid          # optional, one of TEXTURES
         hollow: false           # optional: only the outline is painted (a "state" proxy)
+        hidden: false           # optional: left out (occluded); the rest of the scene is
+                                #   exactly as with it, so a directional test can compare
 
 Why numpy instead of ``ImageDraw``: the same spec must give the same pixels on every
 machine and Pillow version. Shapes are tested point by point on a supersampled grid with
@@ -80,7 +82,7 @@ SIZE_WORDS: dict[str, float] = {"small": 0.05, "medium": 0.12, "large": 0.3}
 REFERENCE_AREA = 640 * 480
 SIZE_SMALL_PX, SIZE_MEDIUM_PX = 1024, 9216
 
-_OBJECT_KEYS = ("shape", "color", "size", "position", "texture", "hollow")
+_OBJECT_KEYS = ("shape", "color", "size", "position", "texture", "hollow", "hidden")
 _SCENE_KEYS = ("size", "background", "objects")
 HOLLOW_WIDTH = 0.16  # outline thickness of a hollow object, fraction of its side
 
@@ -223,8 +225,9 @@ def _check_object(i: int, obj: Any) -> None:
             f"{where}.texture",
             f"unknown texture {texture!r}; expected one of {', '.join(TEXTURES)}",
         )
-    if not isinstance(obj.get("hollow", False), bool):
-        _fail(f"{where}.hollow", f"expected true or false, got {obj['hollow']!r}")
+    for flag in ("hollow", "hidden"):
+        if not isinstance(obj.get(flag, False), bool):
+            _fail(f"{where}.{flag}", f"expected true or false, got {obj[flag]!r}")
 
 
 def validate_scene(spec: Mapping) -> None:
@@ -423,7 +426,7 @@ def render_scene(spec: Mapping) -> Image.Image:
     background = np.array(_rgb(spec.get("background", "white")), dtype=np.uint8)
     pixels = np.empty((h, w, 3), dtype=np.uint8)
     pixels[:, :] = background
-    objects = spec.get("objects", [])
+    objects = [o for o in spec.get("objects", []) if not o.get("hidden", False)]
     boxes = [b for b in (object_box(o, (w, h)) for o in objects) if b[2] > 0 and b[3] > 0]
     if not boxes:
         return Image.fromarray(pixels)
@@ -442,6 +445,13 @@ def render_scene(spec: Mapping) -> Image.Image:
             sums += region[i::ss, j::ss]
     pixels[oy:ey, ox:ex] = (sums // (ss * ss)).astype(np.uint8)
     return Image.fromarray(pixels)
+
+
+def occluded(spec: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """``spec`` with object ``index`` hidden: the same scene without that object."""
+    objects = [dict(o) for o in spec["objects"]]
+    objects[index]["hidden"] = True
+    return {**spec, "objects": objects}
 
 
 @functools.lru_cache(maxsize=256)

@@ -275,8 +275,8 @@ def _test_section(section: Section, thumbnails: Mapping[str, str] | None) -> lis
     facts = [f"<code>{_e(section.test_id)}</code>", f"task {_e(section.task)}"]
     if section.criterion:
         facts.append(f"criterion {_e(section.criterion)}")
-    if section.chance is not None:
-        facts.append(f"chance {fmt.pct(section.chance)}")
+    if section.chance_text:
+        facts.append(section.chance_text)
     out = [
         f'<section id="{section.anchor}">',
         f"<h3>{_e(section.label)}</h3>",

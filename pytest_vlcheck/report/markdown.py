@@ -96,8 +96,8 @@ def _facts(section: Section) -> str:
     facts = [f"test {escape_md(section.test_id)}", f"task {escape_md(section.task)}"]
     if section.criterion:
         facts.append(f"criterion {escape_md(section.criterion)}")
-    if section.chance is not None:
-        facts.append(f"chance {fmt.pct(section.chance)}")
+    if section.chance_text:
+        facts.append(section.chance_text)
     return ", ".join(facts)
 
 

@@ -178,6 +178,8 @@ class Section:
     task: str
     criterion: str
     chance: float | None
+    chance_text: str
+    """``chance X%``; ``no chance level`` for a kind that has none (invariance); else empty."""
     threshold: float | None
     cells: tuple[Cell, ...]
     metric_names: tuple[str, ...]
@@ -271,6 +273,7 @@ def _section(
         task=first.task,
         criterion=first.criterion,
         chance=row.shared("chance"),
+        chance_text=_chance_text(row.shared("chance"), results),
         threshold=row.shared("threshold"),
         cells=cells,
         metric_names=tuple(dict.fromkeys(k for r in results for k in r.metrics)),
@@ -281,6 +284,15 @@ def _section(
             if r.failures
         ),
     )
+
+
+def _chance_text(chance: float | None, results: list[CapabilityResult]) -> str:
+    if chance is not None:
+        return f"chance {fmt.pct(chance)}"
+    measured = [r for r in results if r.n]
+    if measured and all(r.chance is None for r in measured):
+        return "no chance level"
+    return ""
 
 
 def build_report(

@@ -60,10 +60,8 @@ def verdict_details(result: Mapping[str, Any]) -> list[str]:
     """Lines under the verdict: chance, task metrics, and a few failing examples."""
     task = result["task"]
     criterion = f", criterion {result['criterion']}" if result.get("criterion") else ""
-    lines = [
-        f"task {task}{criterion}; chance {pct(result['chance'])}; "
-        f"test {result['file']}::{result['test']}"
-    ]
+    chance = "no chance level" if result["chance"] is None else f"chance {pct(result['chance'])}"
+    lines = [f"task {task}{criterion}; {chance}; test {result['file']}::{result['test']}"]
     if result.get("metrics"):
         lines.append(
             "metrics: "

@@ -46,13 +46,14 @@ class Judgement:
 
     ``correct[i]``: example i passed (strictly: a tie fails). ``ties[i]``: it failed only
     because of an exact tie (it would pass if ties counted as wins), so users of harnesses
-    with other tie rules can reconcile their numbers.
+    with other tie rules can reconcile their numbers. ``chance`` is None for a kind without
+    a chance level (invariance: a model blind to the image is perfectly consistent).
     """
 
     correct: np.ndarray
     ties: np.ndarray
     metrics: dict[str, float] = field(default_factory=dict)
-    chance: float = 0.0
+    chance: float | None = 0.0
     score_kind: str = "similarity"
 
 
@@ -71,13 +72,15 @@ class GenerationRules:
     ``mirrors``: every member of a candidate set becomes the truth of one example;
     ``takes_prompts``: ``prompts:`` templates are allowed; ``text_negatives``: word shuffles
     (which describe no scene) are allowed; ``scene_negatives``: the exact number of scene
-    negatives per example the kind needs, or None for any.
+    negatives per example the kind needs, or None for any; ``changes``: ``perturb:`` items
+    (perturbations, changed texts, occlusions) are allowed and reach ``CandidateSet.changes``.
     """
 
     mirrors: bool = True
     takes_prompts: bool = False
     text_negatives: bool = False
     scene_negatives: int | None = None
+    changes: bool = False
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,9 @@ class CandidateSet:
 
     ``captions``/``scenes``/``texts``/``neg_names`` list every member (index ``truth`` is the
     true one); ``text_negatives(taken)`` draws the word shuffles of the true caption that are
-    not in ``taken``.
+    not in ``taken``. ``changes`` are the ``perturb:`` items of the generate block, their
+    templates (``paraphrase``, ``text``) filled for every member and ``occlude: a`` turned
+    into the index of object a in every member's scene, in member order.
     """
 
     example_id: str
@@ -97,6 +102,7 @@ class CandidateSet:
     neg_names: Sequence[str]
     tags: Mapping[str, str]
     text_negatives: Callable[[list[str]], list[str]]
+    changes: Sequence[Mapping[str, Any]] = ()
 
     @property
     def others(self) -> list[int]:
@@ -136,8 +142,10 @@ class Task(Protocol):
         """(images, texts) of an example as written in YAML (for chance before loading)."""
         ...
 
-    def chance(self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, int]]) -> float:
-        """Expected pass rate of a scorer that guesses uniformly."""
+    def chance(
+        self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, int]]
+    ) -> float | None:
+        """Expected pass rate of a scorer that guesses uniformly (None: no such level)."""
         ...
 
     def judge(

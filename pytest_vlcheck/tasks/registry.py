@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pytest_vlcheck.tasks.caption import CAPTION
+from pytest_vlcheck.tasks.directional import DIRECTIONAL
 from pytest_vlcheck.tasks.group import GROUP
 from pytest_vlcheck.tasks.image import IMAGE
+from pytest_vlcheck.tasks.invariance import INVARIANCE
 from pytest_vlcheck.tasks.match import MATCH
 from pytest_vlcheck.tasks.protocol import Task
 
-TASKS: dict[str, Task] = {task.name: task for task in (CAPTION, IMAGE, GROUP, MATCH)}
+TASKS: dict[str, Task] = {
+    task.name: task for task in (CAPTION, IMAGE, GROUP, MATCH, INVARIANCE, DIRECTIONAL)
+}
 TASK_NAMES: tuple[str, ...] = tuple(TASKS)
 
 
