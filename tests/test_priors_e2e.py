@@ -73,7 +73,7 @@ def _write_suite(pytester: pytest.Pytester) -> None:
     pytester.makefile(
         ".yaml", suite=CHECKLIST.format(caption_examples=caption, group_examples=group)
     )
-    pytester.makepyfile(lm_priors=PRIORS)
+    pytester.makepyfile(e2e_lm_priors=PRIORS)
     records = []
     for i in range(10):
         wrong = i in CAPTION_WRONG
@@ -106,7 +106,7 @@ def _rows(pytester: pytest.Pytester) -> dict[str, dict]:
 def test_chance_prior_numbers_by_hand_in_every_output(suite: pytest.Pytester) -> None:
     result = suite.runpytest(
         "--vl-model=m=scores:model.jsonl",
-        "--vl-prior=py:lm_priors:chance",
+        "--vl-prior=py:e2e_lm_priors:chance",
         "--vl-report=rep",
         "--junitxml=junit.xml",
     )
@@ -177,7 +177,7 @@ def test_two_priors_average_perplexities_and_a_true_prior_leaves_nothing_hard(
 ) -> None:
     result = suite.runpytest(
         "--vl-model=m=scores:model.jsonl",
-        "--vl-prior=py:lm_priors:truth",
+        "--vl-prior=py:e2e_lm_priors:truth",
         "--vl-report=rep",
     )
     result.assert_outcomes(passed=3)
@@ -186,8 +186,8 @@ def test_two_priors_average_perplexities_and_a_true_prior_leaves_nothing_hard(
     assert cap["hard_accuracy"] is None and cap["hard_threshold_met"] is None
     suite.runpytest(
         "--vl-model=m=scores:model.jsonl",
-        "--vl-prior=py:lm_priors:truth",
-        "--vl-prior=py:lm_priors:chance",
+        "--vl-prior=py:e2e_lm_priors:truth",
+        "--vl-prior=py:e2e_lm_priors:chance",
         "--vl-report=rep",
     )
     cap = _rows(suite)["cap"]["prior"]
