@@ -142,21 +142,28 @@ class OpenClipScorer(EmbeddingOutputs):
         with torch.inference_mode():
             for batch in chunked(texts, self.batch_size):
                 batch = list(batch)
-                self._check_truncation(batch)
-                tokens = self.tokenizer(batch).to(self.device)
-                parts.append(to_float32_numpy(self.model.encode_text(tokens)))
+                tokens = self.tokenizer([*batch, ""])  # the empty text shows the padding
+                self._check_truncation(batch, tokens)
+                parts.append(to_float32_numpy(self.model.encode_text(tokens[:-1].to(self.device))))
         return concat_rows(parts)
 
-    def _check_truncation(self, texts: list[str]) -> None:
-        # Tokenise at twice the context: a text fits iff everything past the context (or
-        # past the last content slot, for "clips" mode whose class token sits at the end) is
-        # the same padding an empty text gets. This holds for every open_clip tokenizer.
+    def _check_truncation(self, texts: list[str], tokens: Any) -> None:
+        """Warn about texts the tokenizer cut. ``tokens`` holds the texts' tokens at the
+        context length and, last, an empty text's. Only a text that fills its last content
+        slot can have been cut; those alone are tokenised again at twice the context, where a
+        text fits iff everything past the context (or past the last content slot, for
+        "clips" mode whose class token sits at the end) is the padding an empty text gets.
+        This holds for every open_clip tokenizer."""
         ctx = self.context_length
-        wide = self.tokenizer([*texts, ""], context_length=2 * ctx)
         clips_mode = getattr(self.tokenizer, "tokenizer_mode", "") == "clips"
+        last = ctx - 2 if clips_mode else ctx - 1
+        full = [text for i, text in enumerate(texts) if tokens[i, last] != tokens[-1, last]]
+        if not full:
+            return
+        wide = self.tokenizer([*full, ""], context_length=2 * ctx)
         start, stop = (ctx - 2, 2 * ctx - 1) if clips_mode else (ctx, 2 * ctx)
         empty = wide[-1, start:stop]
-        for index, text in enumerate(texts):
+        for index, text in enumerate(full):
             if bool((wide[index, start:stop] != empty).any()):
                 self.truncation.report(text, self._count_tokens(text), ctx)
 
