@@ -60,13 +60,15 @@ class CapabilityResult:
     the number the threshold judged (``pass_rate``, or ``macro_average`` from ``metrics``).
     ``criterion`` is a group test's pass criterion; ``score_kind`` says whether the decisive
     scores were similarities or match probabilities; ``message`` says why an errored or
-    skipped test has no measurement; ``gate`` holds the comparison with a baseline entry
-    (``report.gate.GateResult`` fields) when the run was gated; ``prior`` holds the
-    linguistic-prior block (``prior_eval.prior_block``; README's matrix.json section) when the
-    run had ``--vl-prior`` or the test a ``hard_threshold``; ``reference`` holds the paired
-    comparison with the run's first model (``pytest_vlcheck.reference``) for every other model
-    of a run with several. ``fingerprint`` (the model's
-    weights), ``content_hash`` (the test's YAML) and ``outcomes`` travel with the result but
+    skipped test has no measurement; ``known_failure`` is the test's reason for expecting
+    this model to fail (``known_failures``: pytest's strict xfail); ``gate`` holds the
+    comparison with a baseline entry (``report.gate.GateResult`` fields) when the run was
+    gated; ``prior`` holds the linguistic-prior block (``prior_eval.prior_block``; README's
+    matrix.json section) when the run had ``--vl-prior`` or the test a ``hard_threshold``;
+    ``reference`` holds the paired comparison with the run's first model
+    (``pytest_vlcheck.reference``) for every other model of a run with several.
+    ``fingerprint`` (the model's weights), ``content_hash`` (the test's YAML) and ``outcomes``
+    travel with the result but
     stay out of ``matrix.json``.
     """
 
@@ -93,6 +95,7 @@ class CapabilityResult:
     failures: list[FailureExample] = field(default_factory=list)
     unscored: dict[str, int] = field(default_factory=dict)
     message: str = ""
+    known_failure: str = ""
     gate: dict[str, Any] | None = None
     prior: dict[str, Any] | None = None
     reference: dict[str, Any] | None = None
@@ -104,8 +107,8 @@ class CapabilityResult:
         """The ``matrix.json`` row (plus the outcomes, for the xdist transport)."""
         row = asdict(self)
         transport = {key: row.pop(key) for key in ("fingerprint", "content_hash", "outcomes")}
-        for key in ("gate", "prior", "reference"):
-            if row[key] is None:
+        for key in ("gate", "prior", "reference", "known_failure"):
+            if not row[key]:
                 row.pop(key)
         if with_outcomes:
             row.update(transport)
@@ -156,6 +159,7 @@ def _parse_result(c: JsonChecker, raw: Any, where: str) -> CapabilityResult:
         failures=[_failure(c, f, f"{where}.failures[{i}]") for i, f in enumerate(failures)],
         unscored={k: c.integer(v, f"{where}.unscored[{k!r}]") for k, v in unscored.items()},
         message=c.text(r, "message", where, ""),
+        known_failure=c.text(r, "known_failure", where, ""),
         gate=dict(c.mapping(r["gate"], f"{where}.gate")) if r.get("gate") else None,
         prior=_prior(c, r["prior"], f"{where}.prior") if r.get("prior") is not None else None,
         reference=(

@@ -30,6 +30,7 @@ _TEST_KEYS = (
     "task",
     "threshold",
     "hard_threshold",
+    "known_failures",
     "description",
     "examples",
     "generate",
@@ -119,6 +120,7 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
     hard_threshold = given(fields.number, "hard_threshold", low=0.0, high=1.0)
     description = given(fields.text, "description") or ""
     macro = errors.attempt(_parse_macro, context, fields) if fields.has("macro") else None
+    known = given(_parse_known_failures, "known_failures", context, fields) or {}
     if task_name is None:
         errors.raise_any()
     task = get_task(task_name)
@@ -138,6 +140,7 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
         description=description,
         settings=settings,
         macro=macro,
+        known_failures=known,
         content_hash=_content_hash(raw),
         examples_file=source if source != context.path else None,
     )
@@ -181,6 +184,15 @@ def _parse_macro(context: ParseContext, test: Fields) -> MacroSpec:
     if not isinstance(judge, bool):
         fields.fail(f"'judge' must be true or false, got {type_name(judge)}", "judge")
     return MacroSpec(fields.text("tag"), int(min_count), exclude, judge)
+
+
+def _parse_known_failures(_key: str, context: ParseContext, test: Fields) -> dict[str, str]:
+    """``known_failures: {MODEL: reason}``: models the test is expected to fail on."""
+    raw = test.raw("known_failures")
+    fields = Fields(context.path, raw, "'known_failures'", test.line_of("known_failures"))
+    if not fields.data:
+        fields.fail("'known_failures' is empty; expected a mapping of model name to reason")
+    return {str(model): fields.text(str(model)) for model in fields.data}
 
 
 def _example_sources(fields: Fields, task: str) -> tuple[list[Any], list[int], Path]:

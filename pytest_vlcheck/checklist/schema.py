@@ -41,6 +41,8 @@ class ChecklistTest:
     macro: MacroSpec | None = None
     content_hash: str = ""
     hard_threshold: float | None = None
+    known_failures: Mapping[str, str] = field(default_factory=dict)
+    """Model name -> why the test is expected to fail on it (pytest's strict xfail)."""
     """Minimum hard-test accuracy (seed 001); judged only when a run has a --vl-prior."""
     examples_file: Path | None = None
     """The JSON Lines file the examples' lines are in (``examples: x.jsonl``); else None."""

@@ -27,8 +27,9 @@ Segment = tuple[str, str | None]
 
 
 def cell_text(cell: Cell | None, with_n: bool = True) -> str:
-    """One matrix cell: ``61.3% ✗ (n=400) -12.5▼``, ``87.0% ✓*``, ``ERROR``, ``skip`` or ``-``;
-    ``*`` marks examples left unscored, then come the deltas (baseline, reference model)."""
+    """One matrix cell: ``61.3% ✗ (n=400) -12.5▼``, ``87.0% ✓*``, ``40.0% ✗ xfail``, ``ERROR``,
+    ``skip`` or ``-``; ``*`` marks examples left unscored, ``xfail`` / ``XPASS`` a known
+    failure, then come the deltas (baseline, reference model)."""
     if cell is None:
         return "-"
     result = cell.result
@@ -38,6 +39,8 @@ def cell_text(cell: Cell | None, with_n: bool = True) -> str:
     if result.status == "skipped":
         return "skip" + mark
     text = f"{fmt.pct(cell.rate):>6} {MARKS.get(result.status, '?')}{mark}"
+    if result.known_failure:  # expected to fail: a fail is xfail, a pass is XPASS
+        text += " xfail" if result.status == "failed" else " XPASS"
     if with_n:
         text += f" (n={result.n})"
     return " ".join([text, *(d.marked for d in cell.deltas)])
