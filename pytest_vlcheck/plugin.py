@@ -494,6 +494,13 @@ def _model_items(items: list[pytest.Item]) -> list[tuple[Any, str]]:
     ]
 
 
+NOTHING_COLLECTED = (
+    "vlcheck: no checklist was collected. A checklist is a .yaml or .yml file whose first key "
+    "is 'vlcheck: 1' (then 'tests:'); pass its file or folder to pytest, or --vl-bundled for "
+    "the shipped suite ('vlcheck validate PATH' says why a file is not one)."
+)
+
+
 class ReportHooks:
     """Where results gather (a serial run or the xdist controller): matrix and report files."""
 
@@ -527,8 +534,11 @@ class ReportHooks:
             path = report.nodeid.split("::")[0] or str(report.fspath)
             self.state.record_collection_error(path, report.longreprtext)
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        """Print the capability matrix (capability rows x model columns)."""
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int) -> None:
+        """Print the capability matrix (capability rows x model columns); a run that collected
+        nothing says how checklists are recognised."""
+        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and self.state.settings.specs:
+            terminalreporter.write_line(NOTHING_COLLECTED)
         if not self.state.results:
             return
         from pytest_vlcheck.report import build_report, matrix_lines

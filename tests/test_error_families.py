@@ -510,3 +510,19 @@ def test_validate_reports_every_error_and_every_bad_image(
         out == f"{tmp_path}/checks.yaml: 1 tests, 3 examples, 3 image files checked, 2 unusable\n"
     )
     assert "Traceback" not in out + err
+
+
+def test_a_run_that_collects_no_checklist_says_how_they_are_recognised(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".yaml", notes="title: not a checklist\n")  # not named: not collected
+    result = pytester.runpytest("-p", "no:cacheprovider", "--vl-model=py:colour_model:make")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(
+        [
+            "vlcheck: no checklist was collected. A checklist is a .yaml or .yml file whose "
+            "first key is 'vlcheck: 1' (then 'tests:'); pass its file or folder to pytest, or "
+            "--vl-bundled for the shipped suite ('vlcheck validate PATH' says why a file is "
+            "not one)."
+        ]
+    )

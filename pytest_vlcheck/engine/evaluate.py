@@ -161,13 +161,14 @@ def _failures(
 
 def _missing_message(test: ChecklistTest, lost: list[tuple[Example, Unscorable]]) -> str:
     images = {ref.key for _, unscorable in lost for ref in unscorable.refs}
+    written_in = test.examples_file or test.file  # a JSON Lines file's lines are its own
     lines = [
         f"{len(images)} image(s) of {len(lost)} example(s) could not be loaded "
         f"(use --vl-missing=skip to score the rest):"
     ]
     for example, unscorable in lost[:MISSING_LISTED]:
         for ref, reason in zip(unscorable.refs, unscorable.reasons, strict=True):
-            lines.append(f"  {test.file}:{example.line}: {ref.describe()}: {reason}")
+            lines.append(f"  {written_in}:{example.line}: {ref.describe()}: {reason}")
     if len(lost) > MISSING_LISTED:
         lines.append(f"  ... and {len(lost) - MISSING_LISTED} more example(s)")
     return "\n".join(lines)
