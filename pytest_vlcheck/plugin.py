@@ -299,12 +299,7 @@ def _embedding_cache_dir(config: pytest.Config) -> Path | None:
     cache dir; None with ``--vl-no-cache``."""
     if config.option.vl_no_cache or config.getini("vl_no_cache"):
         return None
-    if config.option.vl_cache_dir:
-        return Path(config.option.vl_cache_dir).resolve()
-    cache = getattr(config, "cache", None)
-    if cache is not None:
-        return Path(cache.mkdir("vlcheck-embeddings"))
-    return config.rootpath / ".vlcheck_cache" / "embeddings"
+    return _cache_root(config, "embeddings")
 
 
 def _cache_size(config: pytest.Config) -> int:
@@ -373,12 +368,18 @@ def _gate_settings(config: pytest.Config) -> GateSettings:
 
 
 def _url_cache_dir(config: pytest.Config) -> Path:
+    return _cache_root(config, "images")
+
+
+def _cache_root(config: pytest.Config, kind: str) -> Path:
+    """``--vl-cache-dir`` (the root for every cache), else a ``kind`` folder in pytest's cache
+    dir, else one under the rootdir when the cache plugin is off."""
     if config.option.vl_cache_dir:
         return Path(config.option.vl_cache_dir).resolve()
     cache = getattr(config, "cache", None)
     if cache is not None:
-        return Path(cache.mkdir("vlcheck-images"))
-    return config.rootpath / ".vlcheck_cache" / "images"
+        return Path(cache.mkdir(f"vlcheck-{kind}"))
+    return config.rootpath / ".vlcheck_cache" / kind
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
