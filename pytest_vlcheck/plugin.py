@@ -48,6 +48,14 @@ STATS_KEY = "vlcheck_stats"
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The ``--vl-*`` options, each with an ini twin."""
     group = parser.getgroup("vlcheck", "vision-language capability checklists")
+    _add_run_options(group)
+    _add_output_options(group)
+    _add_gate_options(group)
+    _add_ini_defaults(parser)
+
+
+def _add_run_options(group: pytest.OptionGroup) -> None:
+    """What to run and how to score it."""
     group.addoption(
         "--vl-model",
         action="append",
@@ -89,6 +97,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="unloadable images: error the test (default) or skip those examples",
     )
+
+
+def _add_output_options(group: pytest.OptionGroup) -> None:
+    """Caches, the bundled suite, the report."""
     group.addoption(
         "--vl-cache-dir",
         default=None,
@@ -129,6 +141,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="decode images up to N pixels (default: Pillow's decompression-bomb limit)",
     )
+
+
+def _add_gate_options(group: pytest.OptionGroup) -> None:
+    """Baselines and gates, language-model priors, CI shards."""
     group.addoption(
         "--vl-baseline",
         default=None,
@@ -183,6 +199,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run only job K of N (CI matrices): tests split by example count, "
         "deterministically; merge the report folders with 'vlcheck merge'",
     )
+
+
+def _add_ini_defaults(parser: pytest.Parser) -> None:
     parser.addini("vl_model", "default --vl-model values", type="linelist", default=[])
     parser.addini("vl_prior", "default --vl-prior values", type="linelist", default=[])
     for name, default in (
