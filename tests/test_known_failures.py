@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from colour_scorer import SOURCE
-from PIL import Image
-from test_plugin import COLOURS
+from test_plugin import colour_project
 
 CHECKLIST = """\
 vlcheck: 1
@@ -34,13 +32,7 @@ tests:
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    images = pytester.mkdir("images")
-    for name, rgb in COLOURS.items():
-        Image.new("RGB", (16, 16), rgb).save(images / f"{name}.png")
-    pytester.makepyfile(colour_model=SOURCE)
-    pytester.makefile(".yaml", checks=CHECKLIST)
-    pytester.syspathinsert()
-    return pytester
+    return colour_project(pytester, CHECKLIST)
 
 
 def test_a_known_failure_is_xfailed_and_a_pass_is_xpass(project: pytest.Pytester) -> None:

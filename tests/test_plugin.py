@@ -55,15 +55,21 @@ tests:
 """
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
+def colour_project(pytester: pytest.Pytester, checklist: str) -> pytest.Pytester:
+    """A project with the three colour squares, the ``py:colour_model:make`` scorer and
+    ``checklist`` as ``checks.yaml``."""
     images = pytester.mkdir("images")
     for name, rgb in COLOURS.items():
         Image.new("RGB", (16, 16), rgb).save(images / f"{name}.png")
     pytester.makepyfile(colour_model=SOURCE)
-    pytester.makefile(".yaml", checks=CHECKLIST)
+    pytester.makefile(".yaml", checks=checklist)
     pytester.syspathinsert()
     return pytester
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    return colour_project(pytester, CHECKLIST)
 
 
 def test_verdicts_output_junit_and_report(project: pytest.Pytester) -> None:
