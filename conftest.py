@@ -2,9 +2,15 @@
 
 The test suite never reaches the network: hub libraries are told to stay offline, so a test
 that would try to download fails fast instead of waiting out retries.
+
+The pytest runs the tests start print the same on every host: pytest writes whole messages in
+its short summary when ``CI`` or ``BUILD_NUMBER`` is set, so both are cleared here; a test
+that needs them sets them itself.
 """
 
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+for name in ("CI", "BUILD_NUMBER"):
+    os.environ.pop(name, None)
