@@ -430,6 +430,49 @@ def test_cached_tag_file_finds_the_hub_cache_offline(tmp_path: Path):
     assert open_clip_backend.cached_tag_file("ViT-B-32-quickgelu", "nosuch", open_clip) is None
 
 
+def test_a_cached_tag_is_identified_without_loading_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The embedding cache's namespace of ``clip`` comes from the cached weights' digest: an
+    unchanged re-run never builds the model."""
+    import huggingface_hub.constants as hub
+
+    monkeypatch.setattr(hub, "HF_HUB_CACHE", str(tmp_path))
+    repo = tmp_path / "models--timm--vit_base_patch32_clip_224.openai"
+    snapshot = repo / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0123abcd")
+    (snapshot / "open_clip_model.safetensors").write_bytes(b"weights")
+    digest = hashlib.sha256(b"weights").hexdigest()
+    options = ModelOptions("cpu")
+    identity = open_clip_backend.identify("ViT-B-32-quickgelu@openai", options, fingerprint_path)
+    assert identity is not None
+    assert identity.fingerprint == f"open_clip:ViT-B-32-quickgelu@openai:{digest}"
+    assert identity.preprocessing == f"open_clip {open_clip.__version__} ViT-B-32-quickgelu"
+    no_weights = open_clip_backend.identify("ViT-B-16@openai", options, fingerprint_path)
+    assert no_weights is None  # not cached: only loading (or failing to) can say
+
+
+def test_the_tag_table_loads_without_torch_and_matches_open_clip():
+    code = (
+        "import json, sys\n"
+        "from pytest_vlcheck.models.open_clip_tags import pretrained_table\n"
+        "table = pretrained_table()\n"
+        "heavy = [m for m in ('torch', 'open_clip', 'safetensors.torch') if m in sys.modules]\n"
+        "print(json.dumps([heavy, table.list_pretrained(),"
+        " table.get_pretrained_cfg('ViT-B-32-quickgelu', 'OpenAI')]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    heavy, tags, config = json.loads(done.stdout)
+    assert heavy == []
+    assert [tuple(pair) for pair in tags] == open_clip.list_pretrained()
+    expected = open_clip.get_pretrained_cfg("ViT-B-32-quickgelu", "openai")
+    assert config == json.loads(json.dumps(expected))
+
+
 def test_open_clip_bf16_runs_and_returns_fp32(oc_files, oc):
     config, weights = oc_files
     scorer = open_clip_backend.load(f"{config}@{weights}", ModelOptions("cpu", 64, "bf16"))

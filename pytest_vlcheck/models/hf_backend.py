@@ -210,15 +210,18 @@ class HfItmScorer(_HfModel):
 
 def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:
     """Load ``hf:BODY`` (a hub name or a ``save_pretrained`` directory), in eval mode."""
+    spec = f"hf:{body}"
+    source, local = _resolve_source(body, spec)
+    # Unreachable hub: cached files only, so a missing model fails at once, not after retries;
+    # one that is not even cached fails before transformers and torch are imported.
+    offline = None if local else hub_unreachable_reason()
+    if offline is not None and _cached_config(source) is None:
+        raise _not_cached_error(spec, offline, "its config")
     import torch
     import transformers
 
-    spec = f"hf:{body}"
     device = resolve_device(options.device)
     dtype = torch_dtype(effective_precision(options.precision, device))
-    source, local = _resolve_source(body, spec)
-    # Unreachable hub: cached files only, so a missing model fails at once, not after retries.
-    offline = None if local else hub_unreachable_reason()
     hub_kwargs: dict[str, Any] = {"local_files_only": True} if local or offline else {}
 
     try:
@@ -355,11 +358,7 @@ def _fetch_error(
 ) -> ModelLoadError:
     detail = short_detail(exc)
     if not local and offline is not None:
-        return WeightsUnavailableError(
-            f"{spec}: could not fetch {what}: it is not in the local cache (looked in "
-            f"{hub_cache_dir()}) and {offline}; download it where the network is reachable, "
-            "or point at a local directory: hf:/path/to/dir (written by save_pretrained)"
-        )
+        return _not_cached_error(spec, offline, what)
     if not local and isinstance(exc, OSError):
         return WeightsUnavailableError(
             f"{spec}: could not fetch {what} from the Hugging Face Hub: {detail}; expected "
@@ -368,19 +367,33 @@ def _fetch_error(
     return ModelLoadError(f"{spec}: could not load {what}: {detail}")
 
 
+def _not_cached_error(spec: str, offline: str, what: str) -> WeightsUnavailableError:
+    return WeightsUnavailableError(
+        f"{spec}: could not fetch {what}: it is not in the local cache (looked in "
+        f"{hub_cache_dir()}) and {offline}; download it where the network is reachable, "
+        "or point at a local directory: hf:/path/to/dir (written by save_pretrained)"
+    )
+
+
 def _fingerprint(body: str, source: str, local: bool) -> str:
     """sha256 over the directory's weight/config files, or the hub name and cached revision."""
     if local:
         return fingerprint_path(source)
+    cached = _cached_config(source)
+    if cached is None:
+        return f"hf:{body}"
+    revision = Path(cached).parent.name  # .../snapshots/<commit>/config.json
+    return f"hf:{body}@{revision}"
+
+
+def _cached_config(repo: str) -> str | None:
+    """The hub repo's config.json in the local cache, found without the network."""
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:
-        return f"hf:{body}"
-    cached = try_to_load_from_cache(source, "config.json")
-    if isinstance(cached, str):
-        revision = Path(cached).parent.name  # .../snapshots/<commit>/config.json
-        return f"hf:{body}@{revision}"
-    return f"hf:{body}"
+        return None
+    cached = try_to_load_from_cache(repo, "config.json")
+    return cached if isinstance(cached, str) else None
 
 
 def _named_parameters(function: Any) -> set[str]:

@@ -13,7 +13,8 @@ Embeddings are returned raw (not L2-normalised) as fp32; the engine normalises t
 Texts longer than the model's context (77 tokens for CLIP) are truncated, as every CLIP
 evaluation does, with one ``TruncationWarning`` per text naming it.
 
-open_clip and torch are imported inside ``load()`` and the scorer's methods only.
+open_clip and torch are imported inside ``load()`` and the scorer's methods only; the spec's
+hub weights are looked up before that, in open_clip's tag table alone (``open_clip_tags``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from pytest_vlcheck.errors import (
     VlcheckUserError,
     WeightsUnavailableError,
 )
+from pytest_vlcheck.models.open_clip_tags import pretrained_table
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity
 from pytest_vlcheck.models.torch_utils import (
     EmbeddingOutputs,
@@ -194,11 +196,17 @@ class OpenClipSigmoidScorer(OpenClipScorer):
 
 
 def identify(body: str, options: ModelOptions, digest: Digest) -> ModelIdentity | None:
-    """The fingerprint ``load`` would give, from local files only (no open_clip, no torch):
-    a model-config JSON or registry name with a local weights file, or ``local-dir:``.
-    Pretrained tags and ``hf-hub:`` need open_clip's tables: None (the model is loaded)."""
-    arch, pretrained = split_spec(body, lambda name: Path(name).is_file())
+    """The fingerprint ``load`` would give, from local files and open_clip's tag table only
+    (no torch): a cached pretrained tag, a model-config JSON or registry name with a local
+    weights file, or ``local-dir:``. ``hf-hub:`` repos carry their own preprocessing config:
+    None (the model is loaded)."""
     preprocessing = f"open_clip {metadata.version('open_clip_torch')}"
+    weights = _hub_weights(body)
+    if weights is not None and weights.tag_of is not None:
+        if weights.cached is None:
+            return None
+        return ModelIdentity(weights.fingerprint(digest), f"{preprocessing} {weights.tag_of}")
+    arch, pretrained = split_spec(body, lambda name: Path(name).is_file())
     if arch.startswith("local-dir:") and pretrained is None:
         folder = Path(arch[len("local-dir:") :])
         if not folder.is_dir():
@@ -206,10 +214,10 @@ def identify(body: str, options: ModelOptions, digest: Digest) -> ModelIdentity 
         return ModelIdentity(fingerprint_path(folder, digest), preprocessing)
     if arch.startswith(SCHEMA_PREFIXES) or pretrained is None:
         return None
-    weights = Path(pretrained).expanduser()
-    if not weights.is_file():
+    weights_file = Path(pretrained).expanduser()
+    if not weights_file.is_file():
         return None
-    fingerprint = fingerprint_path(weights, digest)
+    fingerprint = fingerprint_path(weights_file, digest)
     if Path(arch).is_file():  # a model-config JSON: its digest joins the weights'
         return ModelIdentity(f"{fingerprint}:{fingerprint_path(arch, digest)[:16]}", preprocessing)
     # A registry architecture: the weights' hash alone does not say which (quickgelu or not).
@@ -218,6 +226,7 @@ def identify(body: str, options: ModelOptions, digest: Digest) -> ModelIdentity 
 
 def load(body: str, options: ModelOptions) -> OpenClipScorer:
     """Load ``open_clip:BODY`` on the requested device and precision, in eval mode."""
+    offline = _load_offline(body)  # before the imports: hub weights that cannot come fail fast
     import open_clip
     import torch
 
@@ -227,7 +236,6 @@ def load(body: str, options: ModelOptions) -> OpenClipScorer:
     source = _resolve_source(body, spec, open_clip)
     if source.weights_path is not None:
         _check_weights_file(source.weights_path, spec)
-    offline = _offline_for(spec, source, open_clip)
 
     with tempfile.TemporaryDirectory(prefix="vlcheck-open-clip-") as scratch:
         if source.config_path is not None:
@@ -250,7 +258,7 @@ def load(body: str, options: ModelOptions) -> OpenClipScorer:
 
     common: dict[str, Any] = {
         "name": spec,
-        "fingerprint": _fingerprint(body, source, open_clip),
+        "fingerprint": _fingerprint(body, source),
         "model": model,
         "preprocess": preprocess,
         "tokenizer": tokenizer,
@@ -467,27 +475,65 @@ def _check_safetensors(path: Path, spec: str) -> None:
         ) from exc
 
 
-def _offline_for(spec: str, source: _Source, open_clip: Any) -> bool:
-    """Whether to load hub weights offline; fail at once when they are neither cached nor
-    downloadable, instead of letting the hub client retry for a minute."""
-    if source.tag is not None:
-        cached = cached_tag_file(source.model_name, source.tag, open_clip)
-        what = f"pretrained weights {source.tag!r}"
-    elif source.model_name.startswith("hf-hub:"):
-        cached = _cached_hub_file(source.model_name[len("hf-hub:") :], HUB_WEIGHT_NAMES)
-        what = "the weights of this hub repo"
-    else:
+@dataclass(frozen=True)
+class _HubWeights:
+    """Weights a spec names on the Hugging Face Hub, and their file in the local cache."""
+
+    spec: str
+    what: str  # for messages: "pretrained weights 'openai'"
+    name: str  # ARCH@TAG or hf-hub:REPO
+    cached: str | None
+    tag_of: str | None = None  # the registry architecture, for a pretrained tag
+
+    def fingerprint(self, digest: Digest | None = None) -> str:
+        """The weights' sha256 under the spec's name; the name alone while not cached."""
+        if self.cached is None:
+            return f"open_clip:{self.name}"
+        return f"open_clip:{self.name}:{fingerprint_path(self.cached, digest)}"
+
+
+def _hub_weights(body: str) -> _HubWeights | None:
+    """The hub weights ``body`` names (a pretrained tag of a registry architecture, or an
+    ``hf-hub:`` repo), found with open_clip's tag table alone; None for local weights, and for
+    a spec that is not valid (``load`` says why)."""
+    table = pretrained_table()
+    if table is None:
+        return None
+
+    def has_tags(arch: str) -> bool:
+        return bool(table.list_pretrained_tags_by_model(arch.replace("/", "-")))
+
+    arch, pretrained = split_spec(body, lambda name: has_tags(name) or Path(name).is_file())
+    spec = f"open_clip:{body}"
+    if arch.startswith("hf-hub:") and pretrained is None:
+        cached = _cached_hub_file(arch[len("hf-hub:") :], HUB_WEIGHT_NAMES)
+        return _HubWeights(spec, "the weights of this hub repo", arch, cached)
+    model = arch.replace("/", "-")
+    if pretrained is None or Path(arch).is_file() or not table.is_pretrained_cfg(model, pretrained):
+        return None
+    cached = cached_tag_file(model, pretrained, table)
+    what = f"pretrained weights {pretrained!r}"
+    return _HubWeights(spec, what, f"{model}@{pretrained}", cached, tag_of=model)
+
+
+def _load_offline(body: str) -> bool:
+    """Whether to load the spec's hub weights offline: True when they are cached (no network
+    calls at all). Weights neither cached nor downloadable fail here, before open_clip (and
+    torch) are imported: an offline machine hears so in a second, not after the imports and
+    a minute of the hub client's retries."""
+    weights = _hub_weights(body)
+    if weights is None:
         return False
-    if cached is not None:
-        return True  # everything is here: no network calls at all
+    if weights.cached is not None:
+        return True
     unreachable = hub_unreachable_reason()
     if unreachable is None:
         return False
     raise WeightsUnavailableError(
-        f"{spec}: could not fetch {what}: they are not in the local cache (looked in "
-        f"{hub_cache_dir()} and ~/.cache/clip) and {unreachable}; download them where the "
-        f"network is reachable, or point at local files: "
-        f"open_clip:ARCH@/path/to/weights.safetensors"
+        f"{weights.spec}: could not fetch {weights.what}: they are not in the local cache "
+        f"(looked in {hub_cache_dir()} and ~/.cache/clip) and {unreachable}; download them "
+        "where the network is reachable, or point at local files: "
+        "open_clip:ARCH@/path/to/weights.safetensors"
     )
 
 
@@ -508,8 +554,9 @@ def _load_error(spec: str, source: _Source, exc: Exception) -> ModelLoadError:
     return ModelLoadError(f"{spec}: could not load the model: {detail}")
 
 
-def _fingerprint(body: str, source: _Source, open_clip: Any) -> str:
-    """sha256 of the weights (plus the config JSON's, if one was given), or a stable name."""
+def _fingerprint(body: str, source: _Source) -> str:
+    """sha256 of the weights (plus the config JSON's, if one was given), or of the cached hub
+    weights under the spec's name."""
     if source.weights_path is not None:
         weights = fingerprint_path(source.weights_path)
         if source.config_path is None:
@@ -517,26 +564,21 @@ def _fingerprint(body: str, source: _Source, open_clip: Any) -> str:
         return f"{weights}:{fingerprint_path(source.config_path)[:16]}"
     if source.model_name.startswith("local-dir:"):
         return fingerprint_path(source.model_name[len("local-dir:") :])
-    if source.model_name.startswith("hf-hub:"):
-        repo = source.model_name[len("hf-hub:") :]
-        cached = _cached_hub_file(repo, HUB_WEIGHT_NAMES)
-        return f"open_clip:{body}:{fingerprint_path(cached)}" if cached else f"open_clip:{body}"
-    assert source.tag is not None
-    cached = cached_tag_file(source.model_name, source.tag, open_clip)
-    if cached is None:
-        return f"open_clip:{source.model_name}@{source.tag}"
-    return f"{source.model_name}@{source.tag}:{fingerprint_path(cached)}"
+    hub = _hub_weights(body)
+    assert hub is not None, body  # the remaining sources are tags and hf-hub repos
+    return hub.fingerprint()
 
 
 def cached_tag_file(
-    model_name: str, tag: str, open_clip: Any, cache_dir: str | None = None
+    model_name: str, tag: str, table: Any, cache_dir: str | None = None
 ) -> str | None:
-    """The locally cached weights file of a pretrained tag, found without the network.
+    """The locally cached weights file of a pretrained tag, found without the network from
+    ``table`` (open_clip, or ``open_clip_tags.pretrained_table()``).
 
     Mirrors where open_clip's downloader puts it: the Hugging Face cache (safetensors
     sibling first) when the tag names a hub repo, else ``~/.cache/clip/<url basename>``.
     """
-    config = open_clip.get_pretrained_cfg(model_name, tag)
+    config = table.get_pretrained_cfg(model_name, tag)
     if not config:
         return None
     if config.get("file"):

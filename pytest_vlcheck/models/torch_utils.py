@@ -322,7 +322,7 @@ def concat_rows(parts: list[np.ndarray]) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float32)
 
 
-HUB_PROBE_TIMEOUT = 3.0
+HUB_PROBE_TIMEOUT = 2.0
 """Seconds to wait for the Hugging Face Hub before treating it as unreachable: one probe
 instead of the hub client's retries (which took ~50 s to give up offline)."""
 _HUB_STATE: dict[str, str | None] = {}
