@@ -472,8 +472,10 @@ class ItemHooks:
             self.state.plan(model, list(tests.values()))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Send an xdist worker's scoring stats to the controller (which sums them); a shard
-        left with nothing to run (more jobs than tests) is not a failed CI job."""
+        """Store what the embedding cache has queued; send an xdist worker's scoring stats to
+        the controller (which sums them); a shard left with nothing to run (more jobs than
+        tests) is not a failed CI job."""
+        self.state.close()
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput[STATS_KEY] = {

@@ -100,6 +100,12 @@ class VlcheckSession:
             self._cache = EmbeddingCache(root, max_bytes=self.settings.embedding_cache_bytes)
         return self._cache
 
+    def close(self) -> None:
+        """Store what the embedding cache still has queued, and close it."""
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+
     def plan(self, model: str, tests: list[ChecklistTest]) -> None:
         """Tests to score together, in one batched pass, when the model's first item runs."""
         self.planned[model] = tests

@@ -56,7 +56,8 @@ def test_round_trip_is_bit_exact_and_namespaced(tmp_path: Path) -> None:
 
 def test_vectors_survive_a_new_process_handle(tmp_path: Path) -> None:
     items = _vectors(3)
-    EmbeddingCache(tmp_path).put_many(NS, items)
+    with EmbeddingCache(tmp_path) as cache:
+        cache.put_many(NS, items)
     again = EmbeddingCache(tmp_path)
     assert again.get_many(NS, list(items))["k2"].tobytes() == items["k2"].tobytes()
     assert again.stored_bytes() == 3 * 8 * 4
@@ -76,6 +77,7 @@ def test_a_corrupt_entry_is_a_miss_and_is_deleted(tmp_path: Path, corruption: st
     items = _vectors(3)
     cache = EmbeddingCache(tmp_path)
     cache.put_many(NS, items)
+    cache.flush()  # the writer thread has stored them
     with sqlite3.connect(tmp_path / DB_NAME) as db:
         db.execute(corruption)
     assert set(cache.get_many(NS, list(items))) == {"k0", "k2"}
@@ -259,3 +261,57 @@ def test_file_fingerprint_matches_fingerprint_path(tmp_path: Path) -> None:
     assert file_fingerprint(weights.parent, cache.file_digest) == fingerprint_path(weights.parent)
     with pytest.raises(FileNotFoundError):
         file_fingerprint(tmp_path / "nothing")
+
+
+def test_file_digests_answer_per_path_and_index_in_one_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = [tmp_path / f"{name}.jpg" for name in "abc"]
+    for path in files:
+        path.write_bytes(path.name.encode() * 50)
+        _age(path, 60)
+    loop = tmp_path / "loop.jpg"
+    loop.symlink_to(loop)
+    calls: list[Path] = []
+    real = cache_module.sha256_file
+    monkeypatch.setattr(cache_module, "sha256_file", lambda p: calls.append(p) or real(p))
+    cache = EmbeddingCache(tmp_path / "c")
+    asked = [files[0], tmp_path / "missing.jpg", files[1], loop, files[0], files[2]]
+    got = cache.file_digests(asked)
+    assert [g for g in got if isinstance(g, str)] == [
+        hashlib.sha256(p.name.encode() * 50).hexdigest() for p in asked if p.stem in "abc"
+    ]
+    assert isinstance(got[1], FileNotFoundError)
+    assert isinstance(got[3], (OSError, RuntimeError))  # a symlink loop
+    assert EmbeddingCache(tmp_path / "c").file_digests(files) == [got[0], got[2], got[5]]
+    assert sorted(calls) == sorted([files[0], files[1], files[0], files[2]])  # none re-hashed
+
+
+def test_an_older_cache_schema_is_rebuilt_and_a_newer_one_left_alone(tmp_path: Path) -> None:
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        db.execute("CREATE TABLE vectors (namespace TEXT, key TEXT, PRIMARY KEY (namespace, key))")
+        db.execute("PRAGMA user_version = 2")
+    cache = EmbeddingCache(tmp_path)
+    cache.put_many(NS, _vectors(3))
+    assert sorted(cache.get_many(NS, ["k0", "k1", "k2"])) == ["k0", "k1", "k2"]
+    cache.close()
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        db.execute(f"PRAGMA user_version = {cache_module.SCHEMA_VERSION + 1}")
+    with pytest.warns(CacheWarning, match="is newer than this vlcheck's"):
+        newer = EmbeddingCache(tmp_path)
+    assert not newer.enabled
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        assert db.execute("SELECT count(*) FROM vectors").fetchone() == (3,)  # left as it was
+
+
+def test_close_stores_every_batch_the_writer_thread_has_queued(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    batches = 3 * cache_module.WRITE_QUEUE  # more than the queue holds: put_many waits
+    keys = [f"b{batch}-{i}" for batch in range(batches) for i in range(10)]
+    for batch in range(batches):
+        cache.put_many(NS, {key: np.full(8, batch, np.float32) for key in keys[batch * 10 :][:10]})
+    cache.close()
+    cache.put_many(NS, _vectors(1))  # closed: a no-op, not an error
+    got = EmbeddingCache(tmp_path).get_many(NS, [*keys, "k0"])
+    assert len(got) == len(keys)
+    assert got[f"b{batches - 1}-9"][0] == batches - 1

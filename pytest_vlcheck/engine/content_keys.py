@@ -13,10 +13,9 @@ import hashlib
 import json
 from pathlib import Path
 
-from pytest_vlcheck.engine.embedding_cache import sha256_file
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.models.protocol import Digest
-from pytest_vlcheck.models.torch_utils import fingerprint_path
+from pytest_vlcheck.models.torch_utils import fingerprint_path, sha256_file
 
 KINDS = ("image", "text", "pair", "nll", "meta")
 

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -217,14 +218,16 @@ class ModelRunner:
                     pairs.setdefault((ref.key, text))
             texts.update(dict.fromkeys(example_texts))
         if self.mode == "dual":
-            self._texts([t for t in texts if t not in self._text_vectors])
-            self._images(
-                [
-                    r
-                    for k, r in images.items()
-                    if k not in self._image_vectors and k not in self.unavailable
-                ]
-            )
+            todo = [
+                r
+                for k, r in images.items()
+                if k not in self._image_vectors and k not in self.unavailable
+            ]
+            with ThreadPoolExecutor(max_workers=1) as background:
+                hashing = background.submit(self._image_keys, todo)  # while the texts encode
+                self._texts([t for t in texts if t not in self._text_vectors])
+                hashing.result()
+            self._images(todo)
             self._cosine_scores(
                 [p for p in pairs if p not in self._pair_scores and p[0] in self._image_vectors]
             )
@@ -414,24 +417,28 @@ class ModelRunner:
                     progress.advance(len(batch))
 
     def _image_keys(self, refs: Sequence[ImageRef]) -> None:
-        """Content keys of ``refs`` (hashed in the loader pool) when the cache is on."""
+        """Content keys of ``refs`` when the cache is on: file images hashed in parallel, with
+        one stat-index query and one index write for all of them."""
         if self.cache is None or not self.cache.enabled:
             return
         todo = [
             r for r in refs if r.key not in self._content_keys and r.key not in self.unavailable
         ]
+        files = list(dict.fromkeys(Path(r.location) for r in todo if r.kind == "file"))
         with ThreadPoolExecutor(max_workers=LOAD_THREADS) as pool:
-            for ref, key in zip(todo, pool.map(self._content_key, todo), strict=True):
-                if key is not None:
-                    self._content_keys[ref.key] = key
+            digests = dict(zip(files, self.cache.file_digests(files, pool.map), strict=True))
 
-    def _content_key(self, ref: ImageRef) -> str | None:
-        assert self.cache is not None
-        try:
-            return image_key(ref, self.cache.file_digest)
-        except ImageUnavailable:
-            self._load_one(ref)  # records the loader's own reason, as an uncached run would
-            return None
+        def digest(path: Path) -> str:
+            found = digests[path]
+            if isinstance(found, str):
+                return found
+            raise found
+
+        for ref in todo:
+            try:
+                self._content_keys[ref.key] = image_key(ref, digest)
+            except ImageUnavailable:
+                self._load_one(ref)  # records the loader's own reason, as an uncached run would
 
     def _cosine_scores(self, pairs: list[tuple[ImageKey, str]]) -> None:
         if not pairs:

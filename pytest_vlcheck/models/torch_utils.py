@@ -41,9 +41,9 @@ FINGERPRINT_SUFFIXES = frozenset(
 )
 
 _CHUNK = 1 << 20
-# (resolved path, size, mtime_ns) -> sha256 hex; hashing a multi-GB checkpoint costs seconds,
-# and several items of a session ask for the same fingerprint.
-_HASH_CACHE: dict[tuple[str, int, int], str] = {}
+# (path, size, mtime_ns, inode, ctime_ns) -> sha256 hex: hashing a multi-GB checkpoint costs
+# seconds, and a session asks for the same fingerprint several times.
+_HASH_CACHE: dict[tuple[str, int, int, int, int], str] = {}
 
 
 class TruncationWarning(UserWarning):
@@ -184,7 +184,7 @@ def fingerprint_path(path: str | os.PathLike[str], digest: Digest | None = None)
     through ``digest`` when given (``EmbeddingCache.file_digest`` reads an unchanged 600 MB
     checkpoint once, not on every run), else through a per-process memo.
     """
-    hash_file = _file_sha256 if digest is None else digest
+    hash_file = sha256_file if digest is None else digest
     target = Path(path)
     if target.is_file():
         return _weights_digest(target, hash_file)
@@ -218,14 +218,17 @@ def _fingerprint_members(root: Path) -> list[str]:
     return sorted(members)
 
 
-def _file_sha256(real: Path) -> str:
-    stat = real.stat()
-    key = (str(real), stat.st_size, stat.st_mtime_ns)
-    cached = _HASH_CACHE.get(key)
-    if cached is not None:
-        return cached
+def sha256_file(path: Path) -> str:
+    """sha256 hex of a file's bytes, remembered for the process while its stat (size, mtime,
+    inode, ctime) is unchanged: naming a model for the embedding cache and loading it hash
+    a large checkpoint once, not twice."""
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns)
+    found = _HASH_CACHE.get(key)
+    if found is not None:
+        return found
     digest = hashlib.sha256()
-    with open(real, "rb") as handle:
+    with open(path, "rb") as handle:
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
     _HASH_CACHE[key] = digest.hexdigest()
