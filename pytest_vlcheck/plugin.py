@@ -472,9 +472,9 @@ class ItemHooks:
             self.state.plan(model, list(tests.values()))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Store what the embedding cache has queued; send an xdist worker's scoring stats to
-        the controller (which sums them); a shard left with nothing to run (more jobs than
-        tests) is not a failed CI job."""
+        """Close the embedding cache; send an xdist worker's scoring stats to the controller
+        (which sums them); a shard left with nothing to run (more jobs than tests) is not a
+        failed CI job."""
         self.state.close()
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:

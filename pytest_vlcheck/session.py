@@ -101,7 +101,7 @@ class VlcheckSession:
         return self._cache
 
     def close(self) -> None:
-        """Store what the embedding cache still has queued, and close it."""
+        """Close the embedding cache (a later use opens it again)."""
         if self._cache is not None:
             self._cache.close()
             self._cache = None

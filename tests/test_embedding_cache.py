@@ -77,7 +77,6 @@ def test_a_corrupt_entry_is_a_miss_and_is_deleted(tmp_path: Path, corruption: st
     items = _vectors(3)
     cache = EmbeddingCache(tmp_path)
     cache.put_many(NS, items)
-    cache.flush()  # the writer thread has stored them
     with sqlite3.connect(tmp_path / DB_NAME) as db:
         db.execute(corruption)
     assert set(cache.get_many(NS, list(items))) == {"k0", "k2"}
@@ -302,16 +301,3 @@ def test_an_older_cache_schema_is_rebuilt_and_a_newer_one_left_alone(tmp_path: P
     assert not newer.enabled
     with sqlite3.connect(tmp_path / DB_NAME) as db:
         assert db.execute("SELECT count(*) FROM vectors").fetchone() == (3,)  # left as it was
-
-
-def test_close_stores_every_batch_the_writer_thread_has_queued(tmp_path: Path) -> None:
-    cache = EmbeddingCache(tmp_path)
-    batches = 3 * cache_module.WRITE_QUEUE  # more than the queue holds: put_many waits
-    keys = [f"b{batch}-{i}" for batch in range(batches) for i in range(10)]
-    for batch in range(batches):
-        cache.put_many(NS, {key: np.full(8, batch, np.float32) for key in keys[batch * 10 :][:10]})
-    cache.close()
-    cache.put_many(NS, _vectors(1))  # closed: a no-op, not an error
-    got = EmbeddingCache(tmp_path).get_many(NS, [*keys, "k0"])
-    assert len(got) == len(keys)
-    assert got[f"b{batches - 1}-9"][0] == batches - 1

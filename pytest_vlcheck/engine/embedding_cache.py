@@ -35,7 +35,6 @@ cache off for the rest of the run with one ``CacheWarning``; the run goes on unc
 from __future__ import annotations
 
 import hashlib
-import queue
 import re
 import sqlite3
 import threading
@@ -61,7 +60,6 @@ RACY_SECONDS = 2.0
 BUSY_TIMEOUT_S = 60.0
 _DTYPE = "<f4"
 _SQL_VARS = 500  # keys per IN (...) query, well under SQLite's variable limit
-WRITE_QUEUE = 16  # batches waiting for the writer thread before ``put_many`` blocks
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS vectors (
@@ -124,7 +122,6 @@ class EmbeddingCache:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
-        self._pending: queue.Queue[list[tuple[Any, ...]] | None] | None = None
         self._warned = False
         try:
             Path(root).mkdir(parents=True, exist_ok=True)
@@ -182,7 +179,6 @@ class EmbeddingCache:
 
     def get_many(self, namespace: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
         """The cached vectors among ``keys``; missing and corrupt entries are left out."""
-        self.flush()
         return self._guarded(lambda db: self._get(db, namespace, list(dict.fromkeys(keys))), {})
 
     def _get(self, db: sqlite3.Connection, namespace: str, keys: list[str]) -> dict[str, Any]:
@@ -218,47 +214,12 @@ class EmbeddingCache:
         return found
 
     def put_many(self, namespace: str, items: Mapping[str, np.ndarray]) -> None:
-        """Store ``items`` in one transaction, then evict the oldest rows if over the bound.
-
-        The transaction runs on a writer thread, so the caller goes on encoding while SQLite
-        writes (at most ``WRITE_QUEUE`` batches wait; then the caller waits). Reads,
-        ``flush`` and ``close`` wait for what is queued. A run killed first leaves a queued
-        batch absent, never half-written.
-        """
-        if not items or self._db is None:
+        """Store ``items`` in one transaction, then evict the oldest rows if over the bound."""
+        if not items:
             return
         now = int(time.time())
         rows = [(namespace, key, *_encode(vector), now) for key, vector in items.items()]
-        self._writer().put(rows)
-
-    def _writer(self) -> queue.Queue[list[tuple[Any, ...]] | None]:
-        """The queue of batches to store, and its thread, started on the first write."""
-        with self._lock:
-            if self._pending is None:
-                self._pending = queue.Queue(maxsize=WRITE_QUEUE)
-                threading.Thread(
-                    target=self._write_queued,
-                    args=(self._pending,),
-                    name="vlcheck-cache-writer",
-                    daemon=True,
-                ).start()
-            return self._pending
-
-    def _write_queued(self, pending: queue.Queue[list[tuple[Any, ...]] | None]) -> None:
-        while True:
-            rows = pending.get()
-            try:
-                if rows is None:
-                    return
-                self._guarded(lambda db: self._put(db, rows), None)  # noqa: B023 - called now
-            finally:
-                pending.task_done()
-
-    def flush(self) -> None:
-        """Wait until every batch ``put_many`` queued is stored."""
-        pending = self._pending
-        if pending is not None:
-            pending.join()
+        self._guarded(lambda db: self._put(db, rows), None)
 
     def _put(self, db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
         with _transaction(db):
@@ -331,18 +292,12 @@ class EmbeddingCache:
 
     def stored_bytes(self) -> int:
         """Vector bytes held now (what ``max_bytes`` bounds)."""
-        self.flush()
         return self._guarded(
             lambda db: int(db.execute("SELECT nbytes FROM totals WHERE id = 0").fetchone()[0]), 0
         )
 
     def close(self) -> None:
-        """Store what is queued, then close the database; later calls behave as a disabled
-        cache."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.put(None)
-            pending.join()
+        """Close the database; later calls behave as a disabled cache."""
         with self._lock:
             if self._db is not None:
                 self._db.close()

@@ -223,10 +223,7 @@ class ModelRunner:
                 for k, r in images.items()
                 if k not in self._image_vectors and k not in self.unavailable
             ]
-            with ThreadPoolExecutor(max_workers=1) as background:
-                hashing = background.submit(self._image_keys, todo)  # while the texts encode
-                self._texts([t for t in texts if t not in self._text_vectors])
-                hashing.result()
+            self._texts([t for t in texts if t not in self._text_vectors])
             self._images(todo)
             self._cosine_scores(
                 [p for p in pairs if p not in self._pair_scores and p[0] in self._image_vectors]

@@ -159,7 +159,8 @@ class OpenClipScorer(EmbeddingOutputs):
         ctx = self.context_length
         clips_mode = getattr(self.tokenizer, "tokenizer_mode", "") == "clips"
         last = ctx - 2 if clips_mode else ctx - 1
-        full = [text for i, text in enumerate(texts) if tokens[i, last] != tokens[-1, last]]
+        filled = (tokens[:-1, last] != tokens[-1, last]).tolist()
+        full = [text for text, fills in zip(texts, filled, strict=True) if fills]
         if not full:
             return
         wide = self.tokenizer([*full, ""], context_length=2 * ctx)
