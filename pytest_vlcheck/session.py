@@ -154,7 +154,9 @@ class VlcheckSession:
         if self._prior is None:
             from pytest_vlcheck.priors import load_priors
 
-            self._prior = load_priors(self.settings.priors, self.settings.model_options)
+            self._prior = load_priors(
+                self.settings.priors, self.settings.model_options, self.embedding_cache()
+            )
         return self._prior
 
     def perplexity(self, texts: list[str]) -> np.ndarray:

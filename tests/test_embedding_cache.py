@@ -301,3 +301,13 @@ def test_an_older_cache_schema_is_rebuilt_and_a_newer_one_left_alone(tmp_path: P
     assert not newer.enabled
     with sqlite3.connect(tmp_path / DB_NAME) as db:
         assert db.execute("SELECT count(*) FROM vectors").fetchone() == (3,)  # left as it was
+
+
+def test_float64_values_keep_every_bit(tmp_path: Path) -> None:
+    """A prior's NLLs are float64: a re-run must print the first run's perplexities."""
+    values = {"a": np.array([1 / 3]), "nan": np.array([np.nan]), "f4": np.array([1 / 3], "f4")}
+    with EmbeddingCache(tmp_path) as cache:
+        cache.put_many(NS, values)
+    got = EmbeddingCache(tmp_path).get_many(NS, list(values))
+    assert got["a"].dtype == np.float64 and got["a"].tobytes() == values["a"].tobytes()
+    assert np.isnan(got["nan"][0]) and got["f4"].dtype == np.float32

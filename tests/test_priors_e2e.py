@@ -28,6 +28,19 @@ class Prior:
 def truth():
     return Prior(True)
 
+class Counted(Prior):
+    def text_nll(self, texts):
+        with open("prior_calls.log", "a") as log:
+            log.write(f"text_nll {len(texts)}\\n")
+        return super().text_nll(texts)
+
+def counted():
+    with open("prior_calls.log", "a") as log:
+        log.write("load\\n")
+    return Counted(False)
+
+counted.vlcheck_fingerprint = "counted-prior-1"
+
 def chance():
     return Prior(False)
 """
@@ -200,3 +213,24 @@ def test_a_bad_prior_spec_is_a_usage_error(suite: pytest.Pytester) -> None:
     result = suite.runpytest("--vl-model=m=scores:model.jsonl", "--vl-prior=gpt2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--vl-prior: prior spec 'gpt2' is not understood*"])
+
+
+def test_an_unchanged_rerun_takes_the_prior_nlls_from_the_cache(suite: pytest.Pytester) -> None:
+    """A prior with a known identity (here a declared fingerprint) is not even built when
+    every NLL is cached, and the re-run reports the first run's numbers."""
+    args = (
+        "--vl-model=m=scores:model.jsonl",
+        "--vl-prior=py:e2e_lm_priors:counted",
+        "--vl-cache-dir=cache",
+        "--vl-report=rep",
+    )
+    suite.runpytest(*args).assert_outcomes(passed=2, failed=1)
+    calls = (suite.path / "prior_calls.log").read_text().splitlines()
+    first = {test: row["prior"] for test, row in _rows(suite).items()}
+    assert calls[0] == "load" and calls.count("load") == 1
+    suite.runpytest(*args).assert_outcomes(passed=2, failed=1)
+    assert (suite.path / "prior_calls.log").read_text().splitlines() == calls
+    assert {test: row["prior"] for test, row in _rows(suite).items()} == first
+    assert first["cap"]["hard_accuracy"] == pytest.approx(0.4)  # the `chance` numbers
+    suite.runpytest(*args, "--vl-no-cache").assert_outcomes(passed=2, failed=1)
+    assert (suite.path / "prior_calls.log").read_text().count("load") == 2

@@ -9,9 +9,10 @@ LMDB would need a package and a fixed map size; safetensors shards would need ou
 locking and compaction. SQLite's locks need a local file system (not NFS); a cache folder
 restored from a CI artifact is an ordinary local copy and is fine.
 
-Rows are float32 vectors as raw little-endian bytes with their dtype, shape and a blake2b
-checksum over all three; a row whose checksum, dtype or length does not match is deleted
-and reported as a miss, so it is recomputed and never trusted. No pickle anywhere.
+Rows are float32 vectors (float64 for a prior's NLLs, which must not round) as raw
+little-endian bytes with their dtype, shape and a blake2b checksum over all three; a row
+whose checksum, dtype or length does not match is deleted and reported as a miss, so it is
+recomputed and never trusted. No pickle anywhere.
 
 The size bound counts vector bytes (``max_bytes``). Each row has a coarse ``accessed``
 time (seconds) that reads refresh at most once per ``ACCESS_GRANULARITY``; when a write
@@ -58,7 +59,7 @@ ACCESS_GRANULARITY = 60
 EVICT_TO = 0.9
 RACY_SECONDS = 2.0
 BUSY_TIMEOUT_S = 60.0
-_DTYPE = "<f4"
+_DTYPES = ("<f4", "<f8")
 _SQL_VARS = 500  # keys per IN (...) query, well under SQLite's variable limit
 
 _SCHEMA = (
@@ -383,23 +384,27 @@ def _evict(db: sqlite3.Connection, excess: int) -> None:
 
 
 def _encode(vector: np.ndarray) -> tuple[str, str, bytes, bytes, int]:
-    array = np.ascontiguousarray(vector, dtype=_DTYPE)
+    """Embeddings are stored as float32; float64 values (a prior's NLLs) keep their bits."""
+    dtype = _DTYPES[1] if np.asarray(vector).dtype == np.float64 else _DTYPES[0]
+    array = np.ascontiguousarray(vector, dtype=dtype)
     shape = ",".join(str(n) for n in array.shape)
     data = array.tobytes()
-    return _DTYPE, shape, data, checksum(_DTYPE, shape, data), len(data)
+    return dtype, shape, data, checksum(dtype, shape, data), len(data)
 
 
 def _decode(dtype: str, shape: str, data: bytes, digest: bytes) -> np.ndarray | None:
     """The stored vector, or None when anything about the row is off."""
-    if dtype != _DTYPE or not isinstance(data, bytes) or checksum(dtype, shape, data) != digest:
+    if dtype not in _DTYPES or not isinstance(data, bytes):
+        return None
+    if checksum(dtype, shape, data) != digest:
         return None
     try:
         dims = tuple(int(n) for n in shape.split(",")) if shape else ()
     except ValueError:
         return None
-    if int(np.prod(dims, dtype=np.int64)) * 4 != len(data):
+    if int(np.prod(dims, dtype=np.int64)) * np.dtype(dtype).itemsize != len(data):
         return None
-    return np.frombuffer(data, dtype=_DTYPE).reshape(dims).copy()
+    return np.frombuffer(data, dtype=dtype).reshape(dims).copy()
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:

@@ -15,7 +15,8 @@ from pytest_vlcheck.metrics.priors import mean_perplexity
 from pytest_vlcheck.priors.protocol import TextPrior
 
 
-def _nll(prior: TextPrior, texts: list[str]) -> np.ndarray:
+def checked_nll(prior: TextPrior, texts: list[str]) -> np.ndarray:
+    """The prior's NLLs of ``texts`` as float64, one per text (else a clear error)."""
     values = np.asarray(prior.text_nll(texts), dtype=np.float64).reshape(-1)
     if values.shape[0] != len(texts):
         raise ValueError(
@@ -37,7 +38,7 @@ class AveragePrior:
         unique = sorted(set(texts))
         if not unique:
             return np.zeros(0, dtype=np.float64)
-        averaged = mean_perplexity([_nll(prior, unique) for prior in self.priors])
+        averaged = mean_perplexity([checked_nll(prior, unique) for prior in self.priors])
         lookup = dict(zip(unique, averaged, strict=True))
         return np.array([lookup[text] for text in texts], dtype=np.float64)
 

@@ -10,11 +10,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.models.protocol import ModelOptions
+from pytest_vlcheck.models.registry import ModelSpec, identify
 from pytest_vlcheck.priors.average import AveragePrior
+from pytest_vlcheck.priors.cached import CachedPrior
 from pytest_vlcheck.priors.protocol import TextPrior
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
 
 SCHEMES = ("hf", "py")
 _NAME = re.compile(r"[A-Za-z0-9_.@+-]+")
@@ -77,11 +83,27 @@ def load_prior(spec: PriorSpec, options: ModelOptions) -> TextPrior:
     return prior
 
 
-def load_priors(texts: Sequence[str], options: ModelOptions | None = None) -> AveragePrior:
-    """Parse and load every spec; several priors are averaged as perplexities."""
+def load_priors(
+    texts: Sequence[str], options: ModelOptions | None = None, cache: EmbeddingCache | None = None
+) -> AveragePrior:
+    """Parse and load every spec; several priors are averaged as perplexities. With
+    ``cache``, a prior whose identity is known without loading it (see ``cached``) is
+    loaded only if some text's NLL is not cached."""
     if not texts:
         raise PriorSpecError("no prior spec given")
     specs = [parse_prior_spec(text) for text in texts]
     options = options or ModelOptions()
-    priors = tuple(load_prior(spec, options) for spec in specs)
+    priors = tuple(_cached_or_loaded(spec, options, cache) for spec in specs)
     return AveragePrior(priors, "+".join(spec.name for spec in specs))
+
+
+def _cached_or_loaded(
+    spec: PriorSpec, options: ModelOptions, cache: EmbeddingCache | None
+) -> TextPrior:
+    if cache is None or not cache.enabled:
+        return load_prior(spec, options)
+    model_spec = ModelSpec(spec.name, spec.text, spec.scheme, spec.body)
+    identity = identify(model_spec, options, cache.file_digest)  # hf: and py: as for models
+    if identity is None:
+        return load_prior(spec, options)
+    return CachedPrior(spec, options, identity, cache)

@@ -1,0 +1,67 @@
+"""Prior NLLs in the embedding cache: an unchanged re-run loads no language model.
+
+A prior whose identity is known without loading it keeps each text's NLL in the embedding
+cache: a local ``hf:`` directory, or a hub name already in the local hub cache, by the
+fingerprint of its files (as the ``hf:`` model backend names a model); a ``py:`` factory that
+declares ``vlcheck_fingerprint``. The namespace adds the NLL convention of ``hf_lm`` and the
+precision. The language model is loaded only when some text is not cached; NLLs are stored
+as float64, so a re-run prints the numbers the first run printed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pytest_vlcheck.engine.content_keys import namespace, text_key
+from pytest_vlcheck.models.protocol import ModelIdentity, ModelOptions
+from pytest_vlcheck.priors.average import checked_nll
+from pytest_vlcheck.priors.protocol import TextPrior
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
+    from pytest_vlcheck.priors.registry import PriorSpec
+
+NLL_CONVENTION = "mean token NLL, BOS prepended, no EOS"
+"""What ``hf_lm`` computes; a change to it must change this text (old entries then miss)."""
+
+
+class CachedPrior:
+    """A prior by its spec, loaded only for texts the cache lacks."""
+
+    def __init__(
+        self, spec: PriorSpec, options: ModelOptions, identity: ModelIdentity, cache: EmbeddingCache
+    ) -> None:
+        self.name = spec.name
+        self._spec = spec
+        self._options = options
+        self._cache = cache
+        self._prior: TextPrior | None = None
+        conditions = f"{identity.preprocessing}|{NLL_CONVENTION}|{options.precision}"
+        self._space = namespace(identity.fingerprint, conditions, "nll")
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the language model itself was needed this run."""
+        return self._prior is not None
+
+    def text_nll(self, texts: list[str]) -> np.ndarray:
+        """Each text's NLL: from the cache, else from the prior (and then cached)."""
+        keys = [text_key(text) for text in texts]
+        cached = self._cache.get_many(self._space, keys)
+        found = {key: value for key, value in cached.items() if value.shape == (1,)}
+        missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in found))
+        if missing:
+            if self._prior is None:
+                from pytest_vlcheck.priors.registry import load_prior  # it builds this class
+
+                self._prior = load_prior(self._spec, self._options)
+            values = checked_nll(self._prior, missing)
+            fresh = {
+                text_key(t): np.array([v], dtype=np.float64)
+                for t, v in zip(missing, values, strict=True)
+            }
+            self._cache.put_many(self._space, fresh)
+            found.update(fresh)
+        return np.array([found[k][0] for k in keys], dtype=np.float64)
