@@ -416,17 +416,24 @@ def test_split_spec_keeps_at_signs_inside_paths(tmp_path: Path):
     assert open_clip_backend.split_spec("hf-hub:org/repo@tag", known) == ("hf-hub:org/repo", "tag")
 
 
-def test_cached_tag_file_finds_the_hub_cache_offline(tmp_path: Path):
-    repo = tmp_path / "models--timm--vit_base_patch32_clip_224.openai"
+def _cached_clip_weights(hub_cache: Path, content: bytes) -> Path:
+    """The hub cache as a download of ``clip``'s weights (ViT-B-32 'openai') leaves it."""
+    repo = hub_cache / "models--timm--vit_base_patch32_clip_224.openai"
     snapshot = repo / "snapshots" / "0123abcd"
     snapshot.mkdir(parents=True)
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text("0123abcd")
-    (snapshot / "open_clip_model.safetensors").write_bytes(b"w")
+    weights = snapshot / "open_clip_model.safetensors"
+    weights.write_bytes(content)
+    return weights
+
+
+def test_cached_tag_file_finds_the_hub_cache_offline(tmp_path: Path):
+    weights = _cached_clip_weights(tmp_path, b"w")
     found = open_clip_backend.cached_tag_file(
         "ViT-B-32-quickgelu", "openai", open_clip, cache_dir=str(tmp_path)
     )
-    assert found == str(snapshot / "open_clip_model.safetensors")
+    assert found == str(weights)
     assert open_clip_backend.cached_tag_file("ViT-B-32-quickgelu", "nosuch", open_clip) is None
 
 
@@ -438,12 +445,7 @@ def test_a_cached_tag_is_identified_without_loading_the_model(
     import huggingface_hub.constants as hub
 
     monkeypatch.setattr(hub, "HF_HUB_CACHE", str(tmp_path))
-    repo = tmp_path / "models--timm--vit_base_patch32_clip_224.openai"
-    snapshot = repo / "snapshots" / "0123abcd"
-    snapshot.mkdir(parents=True)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text("0123abcd")
-    (snapshot / "open_clip_model.safetensors").write_bytes(b"weights")
+    _cached_clip_weights(tmp_path, b"weights")
     digest = hashlib.sha256(b"weights").hexdigest()
     options = ModelOptions("cpu")
     identity = open_clip_backend.identify("ViT-B-32-quickgelu@openai", options, fingerprint_path)
