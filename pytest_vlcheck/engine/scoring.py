@@ -218,13 +218,14 @@ class ModelRunner:
                     pairs.setdefault((ref.key, text))
             texts.update(dict.fromkeys(example_texts))
         if self.mode == "dual":
-            todo = [
-                r
-                for k, r in images.items()
-                if k not in self._image_vectors and k not in self.unavailable
-            ]
             self._texts([t for t in texts if t not in self._text_vectors])
-            self._images(todo)
+            self._images(
+                [
+                    r
+                    for k, r in images.items()
+                    if k not in self._image_vectors and k not in self.unavailable
+                ]
+            )
             self._cosine_scores(
                 [p for p in pairs if p not in self._pair_scores and p[0] in self._image_vectors]
             )

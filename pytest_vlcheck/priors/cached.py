@@ -41,11 +41,6 @@ class CachedPrior:
         conditions = f"{identity.preprocessing}|{NLL_CONVENTION}|{options.precision}"
         self._space = namespace(identity.fingerprint, conditions, "nll")
 
-    @property
-    def loaded(self) -> bool:
-        """Whether the language model itself was needed this run."""
-        return self._prior is not None
-
     def text_nll(self, texts: list[str]) -> np.ndarray:
         """Each text's NLL: from the cache, else from the prior (and then cached)."""
         keys = [text_key(text) for text in texts]
