@@ -46,16 +46,16 @@ class CachedPrior:
         keys = [text_key(text) for text in texts]
         cached = self._cache.get_many(self._space, keys)
         found = {key: value for key, value in cached.items() if value.shape == (1,)}
-        missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in found))
+        missing = {k: t for t, k in zip(texts, keys, strict=True) if k not in found}
         if missing:
             if self._prior is None:
                 from pytest_vlcheck.priors.registry import load_prior  # it builds this class
 
                 self._prior = load_prior(self._spec, self._options)
-            values = checked_nll(self._prior, missing)
+            values = checked_nll(self._prior, list(missing.values()))
             fresh = {
-                text_key(t): np.array([v], dtype=np.float64)
-                for t, v in zip(missing, values, strict=True)
+                key: np.array([value], dtype=np.float64)
+                for key, value in zip(missing, values, strict=True)
             }
             self._cache.put_many(self._space, fresh)
             found.update(fresh)
