@@ -500,6 +500,20 @@ def test_hf_clip_shapes_dtype_and_eval_mode(hf_clip: hf_backend.HfDualScorer):
     assert hf_clip.max_length == 77
 
 
+def test_hf_images_preprocessed_one_at_a_time_equal_a_batch(hf_clip, hf_sig):
+    """The engine runs ``preprocess_image`` per image in its loader pool; the tensors, and so
+    the embeddings, are those of the processor's batch."""
+    images = _images()
+    for scorer in (hf_clip, hf_sig):
+        batch = scorer.image_processor(images=images, return_tensors="pt")["pixel_values"]
+        one_by_one = [scorer.preprocess_image(image) for image in images]
+        assert all(set(pixels) == {"pixel_values"} for pixels in one_by_one)
+        assert torch.equal(torch.stack([p["pixel_values"] for p in one_by_one]), batch)
+        with torch.inference_mode():
+            direct = hf_backend._features(scorer.model.get_image_features(pixel_values=batch))
+        assert np.array_equal(scorer.encode_preprocessed(one_by_one), direct.numpy())
+
+
 def test_hf_clip_cosines_equal_the_models_own_logits(hf_clip, hf_clip_dir: Path):
     model = transformers.CLIPModel.from_pretrained(hf_clip_dir).eval()
     processor = transformers.AutoImageProcessor.from_pretrained(hf_clip_dir, backend="pil")

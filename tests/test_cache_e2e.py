@@ -182,7 +182,8 @@ def test_a_corrupted_entry_is_recomputed(project) -> None:
     with sqlite3.connect(root / "cache" / DB_NAME) as db:
         db.execute(
             "UPDATE vectors SET data = zeroblob(length(data)) "
-            "WHERE key = (SELECT key FROM vectors WHERE namespace LIKE 'image|%' LIMIT 1)"
+            "WHERE rowid = (SELECT min(vectors.rowid) FROM vectors JOIN namespaces "
+            "ON namespaces.id = vectors.namespace WHERE namespaces.name LIKE 'image|%')"
         )
     second, after = _run(root, module, "dual")
     assert second.stats.images_encoded == 1 and second.stats.images_cached == IMAGES - 1

@@ -134,6 +134,8 @@ _WRITER = textwrap.dedent(
         items.update({f"shared-{batch}-{i}": np.full(16, batch, np.float32) for i in range(25)})
         cache.put_many("image|fp|pre", items)
         assert len(cache.get_many("image|fp|pre", list(items))) == len(items)
+        # namespaces made by both processes at once keep their rows apart
+        cache.put_many(f"text|b{batch % 5}|w{worker}", {"k": np.full(16, worker * 1000 + batch)})
     assert cache.enabled
     """
 )
@@ -160,7 +162,11 @@ def test_two_processes_fill_one_cache_at_once(tmp_path: Path) -> None:
     got = cache.get_many("image|fp|pre", keys)
     assert len(got) == len(keys) == 3000
     assert got["w2-39-0"][0] == 2039.0
-    assert cache.stored_bytes() == 3000 * 16 * 4
+    for worker in (1, 2):
+        for group in range(5):
+            got = cache.get_many(f"text|b{group}|w{worker}", ["k"])
+            assert got["k"][0] == worker * 1000 + 35 + group
+    assert cache.stored_bytes() == (3000 + 10) * 16 * 4
 
 
 def test_file_digest_hashes_an_unchanged_file_once(

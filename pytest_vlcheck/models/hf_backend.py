@@ -86,15 +86,14 @@ class _HfModel(EmbeddingOutputs):
         self.max_length = text_limit(model, tokenizer)
         self.truncation = TruncationLog(name)
 
-    def _pixels(self, images: list[Image], accepted: set[str] | None) -> dict[str, Any]:
+    def _pixels(self, images: list[Image], accepted: set[str]) -> dict[str, Any]:
         features = self.image_processor(images=list(images), return_tensors="pt")
-        inputs = {}
-        for key, value in features.items():
-            if accepted is not None and key not in accepted:
-                continue
-            value = value.to(self.device)
-            inputs[key] = value.to(self.dtype) if value.is_floating_point() else value
-        return inputs
+        return {key: self._on_device(value) for key, value in features.items() if key in accepted}
+
+    def _on_device(self, tensor: Any) -> Any:
+        """``tensor`` on the model's device, in the model's dtype when it is floating point."""
+        tensor = tensor.to(self.device)
+        return tensor.to(self.dtype) if tensor.is_floating_point() else tensor
 
     def _tokens(self, texts: list[str], *, pad_to_max: bool) -> dict[str, Any]:
         self._check_truncation(texts)
@@ -129,14 +128,27 @@ class HfDualScorer(_HfModel):
 
     def encode_images(self, images: list[Image]) -> np.ndarray:
         """Raw fp32 image embeddings [N, D]."""
+        return self.encode_preprocessed([self.preprocess_image(image) for image in images])
+
+    def preprocess_image(self, image: Image) -> dict[str, Any]:
+        """The image processor's CPU tensors for one image (thread-safe: the engine runs it
+        in its loader pool, overlapping the model). CLIP-family processors resize every
+        image to one size, so one image's tensors equal its row of a batch's."""
+        features = self.image_processor(images=[image], return_tensors="pt")
+        return {key: value[0] for key, value in features.items() if key in self._image_names}
+
+    def encode_preprocessed(self, pixels: list[dict[str, Any]]) -> np.ndarray:
+        """Raw fp32 embeddings [N, D] of images already through ``preprocess_image``."""
         import torch
 
-        if not images:
+        if not pixels:
             return self._empty()
         parts = []
         with torch.inference_mode():
-            for batch in chunked(images, self.batch_size):
-                inputs = self._pixels(list(batch), self._image_names)
+            for batch in chunked(pixels, self.batch_size):
+                inputs = {
+                    key: self._on_device(torch.stack([p[key] for p in batch])) for key in batch[0]
+                }
                 parts.append(to_float32_numpy(_features(self.model.get_image_features(**inputs))))
         return concat_rows(parts)
 
