@@ -36,6 +36,8 @@ cache off for the rest of the run with one ``CacheWarning``; the run goes on unc
 from __future__ import annotations
 
 import hashlib
+import math
+import os
 import re
 import sqlite3
 import threading
@@ -348,11 +350,11 @@ class _FileStat(NamedTuple):
 def _stat(path: Path) -> _FileStat | OSError | RuntimeError:
     """The file's ``_FileStat``, or the error that stopped it."""
     try:
-        real = Path(path).resolve()
-        stat = real.stat()
+        real = os.path.realpath(path)  # os.path: pathlib's resolve() costs 3x as much
+        stat = os.stat(real)
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
         return exc
-    return _FileStat(str(real), (stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns))
+    return _FileStat(real, (stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns))
 
 
 def _byte_chunks(files: list[tuple[int, _FileStat]]) -> list[list[tuple[int, _FileStat]]]:
@@ -455,7 +457,7 @@ def _decode(dtype: str, shape: str, data: bytes, digest: bytes) -> np.ndarray | 
         dims = tuple(int(n) for n in shape.split(",")) if shape else ()
     except ValueError:
         return None
-    if int(np.prod(dims, dtype=np.int64)) * np.dtype(dtype).itemsize != len(data):
+    if math.prod(dims) * np.dtype(dtype).itemsize != len(data):
         return None
     return np.frombuffer(data, dtype=dtype).reshape(dims).copy()
 

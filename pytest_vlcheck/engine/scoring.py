@@ -357,17 +357,18 @@ class ModelRunner:
 
     def _texts(self, texts: list[str]) -> None:
         """Texts from the cache, the rest encoded in batches (and cached)."""
-        found = self._lookup("text", [text_key(t) for t in texts])
-        hits = [t for t in texts if _is_row(found.get(text_key(t)))]
+        keys = {t: text_key(t) for t in texts}
+        found = self._lookup("text", list(keys.values()))
+        hits = [t for t in texts if _is_row(found.get(keys[t]))]
         if hits:
-            rows = _normalise(np.stack([found[text_key(t)] for t in hits]))
+            rows = _normalise(np.stack([found[keys[t]] for t in hits]))
             self._text_vectors.update(zip(hits, rows, strict=True))
             self.stats.texts_cached += len(hits)
         hit_set = set(hits)
         for batch in _batches([t for t in texts if t not in hit_set], self.options.batch_size):
             self.stats.encode_text_calls += 1
             vectors = self._call("encode_texts", len(batch), batch)
-            self._store("text", {text_key(t): v for t, v in zip(batch, vectors, strict=True)})
+            self._store("text", {keys[t]: v for t, v in zip(batch, vectors, strict=True)})
             self._text_vectors.update(zip(batch, _normalise(vectors), strict=True))
             self.stats.texts_encoded += len(batch)
 
