@@ -3,6 +3,11 @@
 The YAML files are kept in the repository's top-level ``checklists/`` directory and shipped
 in the wheel as package data of ``pytest_vlcheck.checklists`` (``setup.py`` maps that
 package onto ``checklists/``). An editable install may expose them either way.
+
+Reports and baselines name a checklist relative to pytest's rootdir. An installed bundled
+checklist lies outside it, under a virtual environment whose path differs between
+machines, so it is named ``bundled:NAME.yaml`` instead (``report_name``/``from_report_name``)
+and a baseline saved on one machine gates a run on another.
 """
 
 from __future__ import annotations
@@ -49,3 +54,24 @@ def bundled_checklists_dir() -> Path:
 def bundled_checklists() -> list[Path]:
     """The bundled checklist files, sorted by name."""
     return sorted(bundled_checklists_dir().glob("*.yaml"))
+
+
+PREFIX = "bundled:"
+
+
+def report_name(path: Path) -> str | None:
+    """``bundled:NAME.yaml`` when ``path`` is a bundled checklist, else None."""
+    try:
+        directory = bundled_checklists_dir()
+    except FileNotFoundError:
+        return None
+    if path.parent.resolve() == directory.resolve():
+        return PREFIX + path.name
+    return None
+
+
+def from_report_name(name: str, root: Path) -> Path:
+    """The file a report or baseline names: a bundled checklist, or a path under ``root``."""
+    if name.startswith(PREFIX):
+        return bundled_checklists_dir() / name[len(PREFIX) :]
+    return root / name

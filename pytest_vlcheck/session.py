@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pytest_vlcheck.bundled import report_name
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.engine import ModelRunner, evaluate_test
 from pytest_vlcheck.engine.embedding_cache import DEFAULT_MAX_BYTES, EmbeddingCache
@@ -170,11 +171,12 @@ class VlcheckSession:
 
     def relative(self, path: Path) -> str:
         """A checklist path as every report writes it: relative to pytest's rootdir (POSIX),
-        so baseline keys match across checkouts and machines."""
+        so baseline keys match across checkouts and machines; an installed bundled checklist
+        outside the rootdir is ``bundled:NAME.yaml`` (see ``bundled``)."""
         root = self.settings.rootdir
         if root is not None and path.is_absolute() and path.is_relative_to(root):
             return path.relative_to(root).as_posix()
-        return path.as_posix()
+        return report_name(path) or path.as_posix()
 
     def count_gated(self, items: list[tuple[ChecklistTest, str]]) -> None:
         """Count m over the whole selection (before any sharding or xdist split)."""

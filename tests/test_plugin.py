@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -332,3 +334,35 @@ def test_bundled_checklists_are_collected_and_run(pytester: pytest.Pytester) -> 
     )
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(["*relation/spatial: 0.0% (0/240, *"])
+
+
+def test_bundled_checklists_outside_the_rootdir_have_machine_independent_names(
+    pytester: pytest.Pytester,
+) -> None:
+    """An installed bundled checklist lies in a virtual environment whose path differs from
+    machine to machine; reports and baselines name it ``bundled:NAME.yaml``, and
+    ``vlcheck baseline prune`` finds it again."""
+    pytester.makepyfile(colour_model=SOURCE)
+    pytester.syspathinsert()
+    result = pytester.runpytest(
+        "--vl-bundled",
+        "--vl-model=py:colour_model:make",
+        "-k",
+        "color and not jpeg and not image",
+        "--vl-report=report",
+        "--vl-save-baseline=base.json",
+    )
+    result.assert_outcomes(failed=1)
+    matrix = json.loads((pytester.path / "report" / "matrix.json").read_text())
+    assert [r["file"] for r in matrix["results"]] == ["bundled:attribute.yaml"]
+    baseline = json.loads((pytester.path / "base.json").read_text())
+    assert [e["file"] for e in baseline["entries"]] == ["bundled:attribute.yaml"]
+    pruned = subprocess.run(
+        [sys.executable, "-m", "pytest_vlcheck.cli", "baseline", "prune", "base.json"],
+        cwd=pytester.path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert pruned.returncode == 0, pruned.stderr
+    assert "dropped 0 of 1 entries" in pruned.stdout

@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from pytest_vlcheck.bundled import from_report_name
 from pytest_vlcheck.checklist import ChecklistError, load_checklist
 from pytest_vlcheck.report.baseline import Baseline, BaselineError
 
@@ -47,7 +48,7 @@ def existing_tests(baseline: Baseline, root: Path) -> set[tuple[str, str]]:
     """
     existing: set[tuple[str, str]] = set()
     for file in sorted({e.file for e in baseline.entries}):
-        path = root / file
+        path = from_report_name(file, root)
         if path.is_file():
             existing |= {(file, test.id) for test in load_checklist(path).tests}
     return existing
