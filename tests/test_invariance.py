@@ -202,3 +202,38 @@ def test_end_to_end_row_has_no_chance_level(pytester: pytest.Pytester) -> None:
         "consistent_and_right": pytest.approx(1 / 3),
         "original_accuracy": pytest.approx(2 / 3),
     }
+
+
+SCORED = """\
+vlcheck: 1
+tests:
+  - id: inv
+    capability: attribute/color
+    task: invariance
+    threshold: 0.5
+    examples:
+      - {id: r, image: red.png, caption: red, negatives: [blue], perturbations: [jpeg]}
+"""
+
+
+def test_a_scores_file_scores_a_perturbed_image_in_its_own_lines(
+    pytester: pytest.Pytester,
+) -> None:
+    """A perturbed image is not its original: without lines of its own it has no score, and
+    with them the choice may flip (here it does, so the test fails)."""
+    pytester.makefile(".yaml", checks=SCORED)
+    lines = [{"image": "red.png", "text": "red", "score": 0.9}]
+    lines.append({"image": "red.png", "text": "blue", "score": 0.1})
+    scores = pytester.path / "s.jsonl"
+    scores.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = pytester.runpytest("--vl-model=scores:s.jsonl", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*s.jsonl has no score for image 'red.png' perturb=jpeg:30 with text 'red' (example 'r')*"]
+    )
+    lines.append({"image": "red.png", "perturb": "jpeg:30", "text": "red", "score": 0.2})
+    lines.append({"image": "red.png", "perturb": "jpeg:30", "text": "blue", "score": 0.8})
+    scores.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = pytester.runpytest("--vl-model=scores:s.jsonl", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*attribute/color: 0.0% (0/1, *"])

@@ -3,7 +3,10 @@
 Each line is ``{"image": REF, "text": TEXT, "score": NUMBER}`` with REF the image exactly as
 the checklist writes it, optionally ``"crop": [x, y, w, h]`` (or ``"crop_relative"``) and
 ``"example": ID``. A line with an example id applies inside that example only and wins over
-a line without one (for scores that depend on the candidate set). A pair may repeat with the
+a line without one (for scores that depend on the candidate set). A perturbed image
+(invariance and directional tests) is its own image: its lines carry ``"perturb"`` as the
+report writes it (``"jpeg:30"``, ``"noise:0.03@SEED"``), and without such a line its score
+is missing, never the original image's. A pair may repeat with the
 same score (one line per row of a benchmark whose rows repeat pairs, as SVO-Probes' do); a
 different score for the same pair is an error naming both lines.
 """
@@ -22,8 +25,8 @@ import numpy as np
 from pytest_vlcheck.errors import ModelLoadError
 from pytest_vlcheck.models.protocol import MissingScore, ModelOptions, RefPair
 
-_KEYS = {"image", "text", "score", "crop", "crop_relative", "example"}
-PairKey = tuple[str, str, tuple[float, ...] | None, bool]
+_KEYS = {"image", "text", "score", "crop", "crop_relative", "example", "perturb"}
+PairKey = tuple[str, str, tuple[float, ...] | None, bool, str | None]
 
 
 class ScoresFileError(ModelLoadError):
@@ -31,7 +34,7 @@ class ScoresFileError(ModelLoadError):
 
 
 class PrecomputedScores:
-    """Scores looked up by (example, image as written, crop, text)."""
+    """Scores looked up by (example, image as written, crop, perturbation, text)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -62,6 +65,9 @@ class PrecomputedScores:
         for key in ("image", "text"):
             if not isinstance(record.get(key), str):
                 raise ScoresFileError(f"{where}: '{key}' must be a string")
+        perturb = record.get("perturb")
+        if perturb is not None and not isinstance(perturb, str):
+            raise ScoresFileError(f"{where}: 'perturb' must be a string such as \"jpeg:30\"")
         score = record.get("score")
         if (
             isinstance(score, bool)
@@ -81,6 +87,7 @@ class PrecomputedScores:
             tuple(float(v) for v in crop) if crop else None,
             relative,
             record["text"],
+            perturb,
         )
         scope = None if example is None else str(example)
         known = self._lines.get((scope, key))
@@ -98,9 +105,9 @@ class PrecomputedScores:
         """The score of each pair; an example's own line wins over a general one."""
         out = np.empty(len(pairs), dtype=np.float32)
         for index, pair in enumerate(pairs):
-            key = _pair_key(
-                pair.image.written, pair.image.crop, pair.image.crop_relative, pair.text
-            )
+            image = pair.image
+            perturb = None if image.perturb is None else image.perturb.canonical()
+            key = _pair_key(image.written, image.crop, image.crop_relative, pair.text, perturb)
             score = self._scores.get((pair.example_id, key))
             if score is None:
                 score = self._scores.get((None, key))
@@ -112,13 +119,16 @@ class PrecomputedScores:
         return out
 
 
-def _pair_key(image: str, crop: tuple[float, ...] | None, relative: bool, text: str) -> PairKey:
-    return (image, text, crop, relative and crop is not None)
+def _pair_key(
+    image: str, crop: tuple[float, ...] | None, relative: bool, text: str, perturb: str | None
+) -> PairKey:
+    return (image, text, crop, relative and crop is not None, perturb)
 
 
 def _describe(key: PairKey) -> str:
-    image, text, crop, relative = key
+    image, text, crop, relative, perturb = key
     where = f" {'crop_relative' if relative else 'crop'} {list(crop)}" if crop else ""
+    where += f" perturb={perturb}" if perturb else ""
     return f"image '{image}'{where} with text {text!r}"
 
 
