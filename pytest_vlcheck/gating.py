@@ -42,7 +42,7 @@ def run_conditions(options: ModelOptions) -> dict[str, Any]:
     conditions: dict[str, Any] = {
         "precision": options.precision,
         "device": options.device,
-        "batch_size": options.batch_size,
+        "batch_size": "auto" if options.auto_batch else options.batch_size,
     }
     for name, dist in (("torch", "torch"), ("open_clip", "open_clip_torch"), ("transformers",) * 2):
         try:

@@ -67,10 +67,10 @@ def _add_run_options(group: pytest.OptionGroup) -> None:
     group.addoption("--vl-device", default=None, help="auto (cuda, mps, cpu), cpu, cuda:0, ...")
     group.addoption(
         "--vl-batch-size",
-        type=int,
         default=None,
         metavar="N",
-        help="inputs per model call (default 64)",
+        help="inputs per forward pass, or auto (the default: 256 on a GPU, halved while it "
+        "runs out of memory; 64 elsewhere)",
     )
     group.addoption(
         "--vl-precision",
@@ -206,7 +206,7 @@ def _add_ini_defaults(parser: pytest.Parser) -> None:
     parser.addini("vl_prior", "default --vl-prior values", type="linelist", default=[])
     for name, default in (
         ("vl_device", "auto"),
-        ("vl_batch_size", "64"),
+        ("vl_batch_size", "auto"),
         ("vl_precision", "fp32"),
         ("vl_missing", "error"),
         ("vl_cache_size", "2GB"),
@@ -255,7 +255,7 @@ def _settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(f"--vl-model: {exc}") from None
     precision = option.vl_precision or config.getini("vl_precision")
     missing = option.vl_missing or config.getini("vl_missing")
-    batch_size = _batch_size(config)
+    batch_size, auto_batch = _batch_size(config)
     for name, value, choices in (
         ("precision", precision, PRECISIONS),
         ("missing", missing, MISSING_POLICIES),
@@ -278,6 +278,7 @@ def _settings(config: pytest.Config) -> Settings:
             device=option.vl_device or config.getini("vl_device"),
             batch_size=batch_size,
             precision=precision,
+            auto_batch=auto_batch,
         ),
         image_root=Path(option.vl_image_root).resolve() if option.vl_image_root else None,
         threshold=option.vl_threshold,
@@ -331,19 +332,23 @@ def _cache_size(config: pytest.Config) -> int:
         raise pytest.UsageError(f"{where}: {exc}") from None
 
 
-def _batch_size(config: pytest.Config) -> int:
-    """``--vl-batch-size`` or the ini value, at least 1 (0 is refused, not replaced)."""
+def _batch_size(config: pytest.Config) -> tuple[int, bool]:
+    """``--vl-batch-size`` or the ini value: a number, at least 1 (0 is refused, not
+    replaced), or ``auto`` (the CPU default, and backends size it to their device)."""
     raw = config.option.vl_batch_size
     where = "--vl-batch-size"
     if raw is None:
         raw, where = config.getini("vl_batch_size"), "vl_batch_size (ini)"
+    if str(raw).strip() == "auto":
+        return ModelOptions.batch_size, True
+    expected = "expected a whole number >= 1, or auto"
     try:
         value = int(raw)
     except ValueError:
-        raise pytest.UsageError(f"{where} is '{raw}'; expected a whole number >= 1") from None
+        raise pytest.UsageError(f"{where} is '{raw}'; {expected}") from None
     if value < 1:
-        raise pytest.UsageError(f"{where} is {value}; expected a whole number >= 1")
-    return value
+        raise pytest.UsageError(f"{where} is {value}; {expected}")
+    return value, False
 
 
 def _report_dir(raw: str | None) -> Path | None:

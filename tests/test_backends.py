@@ -20,11 +20,15 @@ from PIL import Image
 from pytest_vlcheck.models import hf_backend, open_clip_backend
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.torch_utils import (
+    GPU_BATCH_SIZE,
+    BatchSizeWarning,
     TruncationWarning,
     calibrated_sigmoid,
+    device_batch_size,
     effective_precision,
     fingerprint_path,
     resolve_device,
+    run_in_batches,
     torch_dtype,
 )
 
@@ -138,6 +142,46 @@ def test_precision_names_and_cpu_fp16_fallback():
         assert effective_precision("fp16", "cpu") == "fp32"
     assert effective_precision("fp16", "cuda:0") == "fp16"
     assert effective_precision("bf16", "cpu") == "bf16"
+
+
+def test_auto_batch_size_follows_the_device():
+    auto = ModelOptions(batch_size=64, auto_batch=True)
+    assert device_batch_size(auto, "cuda:1") == GPU_BATCH_SIZE
+    assert device_batch_size(auto, "cpu") == device_batch_size(auto, "mps") == 64
+    assert device_batch_size(ModelOptions(batch_size=32), "cuda:0") == 32  # the user's number
+
+
+class _Model:
+    """A forward pass that runs out of GPU memory above ``fits`` inputs."""
+
+    def __init__(self, batch_size: int, fits: int) -> None:
+        self.name, self.batch_size, self.fits, self.sizes = "m", batch_size, fits, []
+
+    def forward(self, batch: list[float]) -> np.ndarray:
+        self.sizes.append(len(batch))
+        if len(batch) > self.fits:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+        return np.array(batch, dtype=np.float32).reshape(-1, 1) * 2
+
+
+def test_a_batch_that_runs_out_of_gpu_memory_is_halved_until_it_fits():
+    model = _Model(batch_size=16, fits=5)
+    items = [float(i) for i in range(23)]
+    with pytest.warns(BatchSizeWarning) as caught:
+        rows = run_in_batches(items, model, model.forward)
+    assert rows.ravel().tolist() == [2 * i for i in items]  # every row, in order
+    assert model.batch_size == 4  # 16 -> 8 -> 4, and kept for the rest of the run
+    assert model.sizes == [16, 8, 4, 4, 4, 4, 4, 3]
+    assert [str(w.message) for w in caught] == [
+        "m: a batch of 16 ran the GPU out of memory; going on with batches of 8 "
+        "(--vl-batch-size sets it)",
+        "m: a batch of 8 ran the GPU out of memory; going on with batches of 4 "
+        "(--vl-batch-size sets it)",
+    ]
+    nothing_fits = _Model(batch_size=2, fits=0)
+    with pytest.warns(BatchSizeWarning), pytest.raises(torch.cuda.OutOfMemoryError):
+        run_in_batches(items, nothing_fits, nothing_fits.forward)
+    assert nothing_fits.sizes == [2, 1]  # at one input the error is the user's to see
 
 
 def test_fingerprint_of_a_file_is_its_sha256(tmp_path: Path):

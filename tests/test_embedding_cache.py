@@ -287,7 +287,7 @@ def test_file_digests_answer_per_path_and_index_in_one_go(
         hashlib.sha256(p.name.encode() * 50).hexdigest() for p in asked if p.stem in "abc"
     ]
     assert isinstance(got[1], FileNotFoundError)
-    assert isinstance(got[3], (OSError, RuntimeError))  # a symlink loop
+    assert isinstance(got[3], OSError)  # a symlink loop (ELOOP)
     assert EmbeddingCache(tmp_path / "c").file_digests(files) == [got[0], got[2], got[5]]
     assert sorted(calls) == sorted([files[0], files[1], files[0], files[2]])  # none re-hashed
 

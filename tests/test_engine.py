@@ -170,3 +170,17 @@ def test_pair_scorer_is_called_in_batches_of_unique_pairs(checklist, tmp_path, m
     assert len(pair_scorer_mod.CALLS) == math.ceil(len(unique_pairs) / 4)
     result = evaluate_test(checklist.tests[0], runner)
     assert result.n == 3 and result.score_kind == "similarity"
+
+
+def test_a_scorer_with_its_own_batch_size_gets_that_many_inputs(checklist, tmp_path, monkeypatch):
+    """A torch backend sizes its batch to its device (``--vl-batch-size=auto``); the engine
+    hands any scorer with a ``batch_size`` that many inputs per call."""
+    module = PAIR_SCORER.replace("class Pairs:", "class Pairs:\n    batch_size = 3")
+    (tmp_path / "sized_scorer_mod.py").write_text(module)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    options = ModelOptions(batch_size=64, auto_batch=True)
+    runner = ModelRunner(parse_spec("py:sized_scorer_mod:make"), options, ImageLoader())
+    runner.prepare(checklist.tests)
+    import sized_scorer_mod
+
+    assert set(sized_scorer_mod.CALLS[:-1]) == {3} and 1 <= sized_scorer_mod.CALLS[-1] <= 3

@@ -66,7 +66,7 @@ def test_baseline_file_holds_outcomes_and_provenance(suite: pytest.Pytester) -> 
     assert entry["file"] == "gates.yaml" and entry["model"] == "old"
     assert entry["numbers"]["passed"] == 50 and len(entry["outcomes"]) == N
     assert entry["outcomes"]["3"] is False and entry["outcomes"]["30"] is True
-    assert entry["content_hash"] and entry["conditions"]["batch_size"] == 64
+    assert entry["content_hash"] and entry["conditions"]["batch_size"] == "auto"
 
 
 def test_significant_drop_fails_exactly_that_test(suite: pytest.Pytester) -> None:

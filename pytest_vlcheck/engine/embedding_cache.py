@@ -204,7 +204,9 @@ class EmbeddingCache:
             return int(row[0])
         if not create:
             return None
-        return int(db.execute("INSERT INTO namespaces (name) VALUES (?)", (name,)).lastrowid or 0)
+        cursor = db.execute("INSERT INTO namespaces (name) VALUES (?)", (name,))
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
 
     def _get(self, db: sqlite3.Connection, name: str, keys: list[str]) -> dict[str, Any]:
         found: dict[str, np.ndarray] = {}
@@ -271,18 +273,17 @@ class EmbeddingCache:
 
     def file_digests(
         self, paths: Sequence[Path], mapper: Callable[..., Iterable[Any]] = map
-    ) -> list[str | OSError | RuntimeError]:
-        """sha256 hex of each file, or the error reading it raised (``OSError``; a symlink
-        loop's ``RuntimeError``). The files are stat'ed here and looked up in the index with
-        one query; only new or changed files are hashed, in chunks of about ``HASH_CHUNK``
-        bytes through ``mapper`` (a thread pool's ``map`` hashes in parallel; one task per
-        small file cost more in thread hand-offs than the hashing), and their index rows are
-        written in one transaction."""
+    ) -> list[str | OSError]:
+        """sha256 hex of each file, or the ``OSError`` reading it raised. The files are
+        stat'ed here and looked up in the index with one query; only new or changed files
+        are hashed, in chunks of about ``HASH_CHUNK`` bytes through ``mapper`` (a thread
+        pool's ``map`` hashes in parallel; one task per small file cost more in thread
+        hand-offs than the hashing), and their index rows are written in one transaction."""
         stats = [_stat(path) for path in paths]
         known = self._guarded(
             lambda db: _index_rows(db, [s.real for s in stats if isinstance(s, _FileStat)]), {}
         )
-        found: list[str | OSError | RuntimeError] = []
+        found: list[str | OSError] = []
         todo: list[tuple[int, _FileStat]] = []  # the files to hash, by position
         for stat in stats:
             row = known.get(stat.real) if isinstance(stat, _FileStat) else None
@@ -347,12 +348,12 @@ class _FileStat(NamedTuple):
     identity: tuple[int, int, int, int]  # size, mtime_ns, inode, ctime_ns
 
 
-def _stat(path: Path) -> _FileStat | OSError | RuntimeError:
-    """The file's ``_FileStat``, or the error that stopped it."""
+def _stat(path: Path) -> _FileStat | OSError:
+    """The file's ``_FileStat``, or the error that stopped it (a symlink loop: ELOOP)."""
     try:
         real = os.path.realpath(path)  # os.path: pathlib's resolve() costs 3x as much
         stat = os.stat(real)
-    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+    except OSError as exc:
         return exc
     return _FileStat(real, (stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns))
 

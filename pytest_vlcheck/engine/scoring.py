@@ -365,7 +365,7 @@ class ModelRunner:
             self._text_vectors.update(zip(hits, rows, strict=True))
             self.stats.texts_cached += len(hits)
         hit_set = set(hits)
-        for batch in _batches([t for t in texts if t not in hit_set], self.options.batch_size):
+        for batch in self._batches([t for t in texts if t not in hit_set]):
             self.stats.encode_text_calls += 1
             vectors = self._call("encode_texts", len(batch), batch)
             self._store("text", {keys[t]: v for t, v in zip(batch, vectors, strict=True)})
@@ -471,7 +471,7 @@ class ModelRunner:
         keys: dict[tuple[ImageKey, str], str],
     ) -> None:
         """Cross-encoder: batches of unique pairs, each image decoded once per batch."""
-        for batch in _batches(pairs, self.options.batch_size):
+        for batch in self._batches(pairs):
             refs = list({key: images[key] for key, _ in batch}.values())
             loaded = dict(zip((r.key for r in refs), self._load_all(refs), strict=True))
             batch = [p for p in batch if loaded[p[0]] is not None]
@@ -495,7 +495,7 @@ class ModelRunner:
     ) -> Iterator[tuple[list[ImageRef], list[Any]]]:
         """Batches of decoded (and, with ``preprocess``, preprocessed) images; the next
         batches are prepared in the pool while the model runs."""
-        batches = list(_batches(refs, self.options.batch_size))
+        batches = list(self._batches(refs))
 
         def prepare(ref: ImageRef) -> Any:
             image = self._load_one(ref)
@@ -523,6 +523,17 @@ class ModelRunner:
         self.stats.load_seconds += time.perf_counter() - started
         return results
 
+    def _batches(self, items: Sequence[Any]) -> Iterator[list[Any]]:
+        """``items`` in batches of the scorer's own ``batch_size`` (a torch backend's, sized
+        to its device) or ``--vl-batch-size``; the scorer is built only if there are items."""
+        if not items:
+            return
+        size = getattr(self.scorer, "batch_size", None)
+        if not isinstance(size, int) or size < 1:
+            size = self.options.batch_size
+        for start in range(0, len(items), size):
+            yield list(items[start : start + size])
+
     def _load_one(self, ref: ImageRef) -> Image | None:
         try:
             return self.load_image(ref)
@@ -536,11 +547,6 @@ def _scoring_mode(scorer: Any) -> ScoringMode:
     if isinstance(scorer, RefScorer):
         return "refs"
     return "dual" if isinstance(scorer, DualEncoder) else "pairs"
-
-
-def _batches(items: Sequence[Any], size: int) -> Iterator[list[Any]]:
-    for start in range(0, len(items), max(1, size)):
-        yield list(items[start : start + size])
 
 
 def _is_row(vector: np.ndarray | None) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,13 +40,13 @@ from pytest_vlcheck.models.torch_utils import (
     EmbeddingOutputs,
     TruncationLog,
     calibrated_sigmoid,
-    chunked,
-    concat_rows,
+    device_batch_size,
     effective_precision,
     fingerprint_path,
     hub_cache_dir,
     hub_unreachable_reason,
     resolve_device,
+    run_in_batches,
     short_detail,
     to_float32_numpy,
     torch_dtype,
@@ -143,14 +144,14 @@ class HfDualScorer(_HfModel):
 
         if not pixels:
             return self._empty()
-        parts = []
+
+        def forward(batch: Sequence[dict[str, Any]]) -> np.ndarray:
+            stacked = {key: torch.stack([p[key] for p in batch]) for key in batch[0]}
+            inputs = {key: self._on_device(value) for key, value in stacked.items()}
+            return to_float32_numpy(_features(self.model.get_image_features(**inputs)))
+
         with torch.inference_mode():
-            for batch in chunked(pixels, self.batch_size):
-                inputs = {
-                    key: self._on_device(torch.stack([p[key] for p in batch])) for key in batch[0]
-                }
-                parts.append(to_float32_numpy(_features(self.model.get_image_features(**inputs))))
-        return concat_rows(parts)
+            return run_in_batches(pixels, self, forward)
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         """Raw fp32 text embeddings [M, D]; over-long texts are truncated with a warning."""
@@ -158,13 +159,14 @@ class HfDualScorer(_HfModel):
 
         if not texts:
             return self._empty()
-        parts = []
+
+        def forward(batch: Sequence[str]) -> np.ndarray:
+            tokens = self._tokens(list(batch), pad_to_max=self.pad_to_max)
+            inputs = {k: v for k, v in tokens.items() if k in self._text_names}
+            return to_float32_numpy(_features(self.model.get_text_features(**inputs)))
+
         with torch.inference_mode():
-            for batch in chunked(texts, self.batch_size):
-                tokens = self._tokens(list(batch), pad_to_max=self.pad_to_max)
-                inputs = {k: v for k, v in tokens.items() if k in self._text_names}
-                parts.append(to_float32_numpy(_features(self.model.get_text_features(**inputs))))
-        return concat_rows(parts)
+            return run_in_batches(texts, self, forward)
 
 
 class HfSigmoidScorer(HfDualScorer):
@@ -203,21 +205,21 @@ class HfItmScorer(_HfModel):
             raise ValueError(f"score_pairs got {len(images)} images but {len(texts)} texts")
         if not images:
             return np.zeros((0,), dtype=np.float32)
-        parts = []
+
+        def forward(batch: Sequence[tuple[Image, str]]) -> np.ndarray:
+            pixels = self._pixels([image for image, _ in batch], {"pixel_values"})
+            tokens = self._tokens([text for _, text in batch], pad_to_max=False)
+            output = self.model(
+                input_ids=tokens["input_ids"],
+                attention_mask=tokens.get("attention_mask"),
+                pixel_values=pixels["pixel_values"],
+                use_itm_head=True,
+            )
+            logits = output.itm_score.float()
+            return to_float32_numpy(torch.softmax(logits, dim=-1)[:, 1])
+
         with torch.inference_mode():
-            for start in range(0, len(images), max(self.batch_size, 1)):
-                stop = start + max(self.batch_size, 1)
-                pixels = self._pixels(list(images[start:stop]), {"pixel_values"})
-                tokens = self._tokens(list(texts[start:stop]), pad_to_max=False)
-                output = self.model(
-                    input_ids=tokens["input_ids"],
-                    attention_mask=tokens.get("attention_mask"),
-                    pixel_values=pixels["pixel_values"],
-                    use_itm_head=True,
-                )
-                logits = output.itm_score.float()
-                parts.append(to_float32_numpy(torch.softmax(logits, dim=-1)[:, 1]))
-        return concat_rows(parts)
+            return run_in_batches(list(zip(images, texts, strict=True)), self, forward)
 
 
 def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:
@@ -286,7 +288,7 @@ def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:
         "image_processor": image_processor,
         "device": device,
         "dtype": dtype,
-        "batch_size": options.batch_size,
+        "batch_size": device_batch_size(options, device),
     }
     if itm_name:
         return HfItmScorer(**common)

@@ -26,7 +26,7 @@ import inspect
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
@@ -44,14 +44,14 @@ from pytest_vlcheck.models.torch_utils import (
     EmbeddingOutputs,
     TruncationLog,
     calibrated_sigmoid,
-    chunked,
-    concat_rows,
+    device_batch_size,
     effective_precision,
     fingerprint_path,
     hub_cache_dir,
     hub_offline,
     hub_unreachable_reason,
     resolve_device,
+    run_in_batches,
     short_detail,
     to_float32_numpy,
 )
@@ -127,12 +127,13 @@ class OpenClipScorer(EmbeddingOutputs):
 
         if not pixels:
             return self._empty()
-        parts = []
+
+        def forward(batch: Sequence[Any]) -> np.ndarray:
+            stacked = torch.stack(list(batch)).to(device=self.device, dtype=self.input_dtype)
+            return to_float32_numpy(self.model.encode_image(stacked))
+
         with torch.inference_mode():
-            for batch in chunked(pixels, self.batch_size):
-                stacked = torch.stack(list(batch)).to(device=self.device, dtype=self.input_dtype)
-                parts.append(to_float32_numpy(self.model.encode_image(stacked)))
-        return concat_rows(parts)
+            return run_in_batches(pixels, self, forward)
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         """Raw fp32 text embeddings [M, D]; over-long texts are truncated with a warning."""
@@ -140,14 +141,14 @@ class OpenClipScorer(EmbeddingOutputs):
 
         if not texts:
             return self._empty()
-        parts = []
+
+        def forward(batch: Sequence[str]) -> np.ndarray:
+            tokens = self.tokenizer([*batch, ""])  # the empty text shows the padding
+            self._check_truncation(list(batch), tokens)
+            return to_float32_numpy(self.model.encode_text(tokens[:-1].to(self.device)))
+
         with torch.inference_mode():
-            for batch in chunked(texts, self.batch_size):
-                batch = list(batch)
-                tokens = self.tokenizer([*batch, ""])  # the empty text shows the padding
-                self._check_truncation(batch, tokens)
-                parts.append(to_float32_numpy(self.model.encode_text(tokens[:-1].to(self.device))))
-        return concat_rows(parts)
+            return run_in_batches(texts, self, forward)
 
     def _check_truncation(self, texts: list[str], tokens: Any) -> None:
         """Warn about texts the tokenizer cut. ``tokens`` holds the texts' tokens at the
@@ -265,7 +266,7 @@ def load(body: str, options: ModelOptions) -> OpenClipScorer:
         "tokenizer": tokenizer,
         "device": device,
         "input_dtype": open_clip.get_input_dtype(precision) or torch.float32,
-        "batch_size": options.batch_size,
+        "batch_size": device_batch_size(options, device),
     }
     logit_bias = getattr(model, "logit_bias", None)
     if logit_bias is None:

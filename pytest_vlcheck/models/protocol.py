@@ -37,12 +37,15 @@ class ModelOptions:
 
     ``device`` is ``auto`` (cuda, then mps, then cpu) or a torch device string;
     ``precision`` is ``fp32``, ``fp16`` or ``bf16`` for the forward pass (decisions are
-    always made on fp32 scores).
+    always made on fp32 scores). ``auto_batch`` (``--vl-batch-size=auto``, the default) lets
+    a backend size its batches to the device it loads on; ``batch_size`` is then the size
+    for a CPU (see ``torch_utils.device_batch_size``).
     """
 
     device: str = "auto"
     batch_size: int = 64
     precision: Precision = "fp32"
+    auto_batch: bool = False
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_vlcheck.errors import DeviceError
-from pytest_vlcheck.models.protocol import PRECISIONS, Digest
+from pytest_vlcheck.models.protocol import PRECISIONS, Digest, ModelOptions
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,6 +48,56 @@ _HASH_CACHE: dict[tuple[str, int, int, int, int], str] = {}
 
 class TruncationWarning(UserWarning):
     """A text was longer than the model's context and was cut; its score covers the prefix."""
+
+
+class BatchSizeWarning(UserWarning):
+    """A batch ran the GPU out of memory; the run goes on with smaller batches."""
+
+
+GPU_BATCH_SIZE = 256
+"""Inputs per forward pass on a CUDA device when ``--vl-batch-size`` is ``auto`` (a batch
+that does not fit is halved until it does); elsewhere ``ModelOptions.batch_size`` (64)."""
+
+
+def device_batch_size(options: ModelOptions, device: str) -> int:
+    """The batch a torch backend starts with on ``device``: the user's number, or with
+    ``auto`` ``GPU_BATCH_SIZE`` on CUDA and the default elsewhere."""
+    if options.auto_batch and device.startswith("cuda"):
+        return GPU_BATCH_SIZE
+    return options.batch_size
+
+
+def run_in_batches(
+    items: Sequence[T], owner: Any, forward: Callable[[Sequence[T]], np.ndarray]
+) -> np.ndarray:
+    """``forward`` over consecutive chunks of ``owner.batch_size`` items, rows joined as fp32.
+
+    A chunk that runs the GPU out of memory is tried again at half the size, and
+    ``owner.batch_size`` keeps the smaller size for the rest of the run (one
+    ``BatchSizeWarning`` per halving); at one item the error is raised.
+    """
+    import torch
+
+    parts: list[np.ndarray] = []
+    start = 0
+    while start < len(items):
+        size = max(1, int(owner.batch_size))
+        try:
+            parts.append(forward(items[start : start + size]))
+        except torch.cuda.OutOfMemoryError:
+            if size == 1:
+                raise
+            torch.cuda.empty_cache()
+            owner.batch_size = size // 2
+            warnings.warn(
+                f"{getattr(owner, 'name', 'model')}: a batch of {size} ran the GPU out of "
+                f"memory; going on with batches of {owner.batch_size} (--vl-batch-size sets it)",
+                BatchSizeWarning,
+                stacklevel=2,
+            )
+            continue
+        start += size
+    return concat_rows(parts)
 
 
 def resolve_device(name: str) -> str:
