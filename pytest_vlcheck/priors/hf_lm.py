@@ -20,6 +20,7 @@ from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.torch_utils import (
     TruncationLog,
     chunked,
+    device_batch_size,
     effective_precision,
     resolve_device,
     torch_dtype,
@@ -37,7 +38,7 @@ class CausalLMPrior:
         self.name = body.rstrip("/").rsplit("/", 1)[-1]
         self.device = resolve_device(options.device)
         dtype = torch_dtype(effective_precision(options.precision, self.device))
-        self.batch_size = options.batch_size
+        self.batch_size = device_batch_size(options, self.device)
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(body, **kwargs)
         model = transformers.AutoModelForCausalLM.from_pretrained(body, dtype=dtype, **kwargs)
         self.model = model.to(self.device).eval()
