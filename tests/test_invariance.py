@@ -204,16 +204,10 @@ def test_end_to_end_row_has_no_chance_level(pytester: pytest.Pytester) -> None:
     }
 
 
-SCORED = """\
-vlcheck: 1
-tests:
-  - id: inv
-    capability: attribute/color
-    task: invariance
-    threshold: 0.5
-    examples:
-      - {id: r, image: red.png, caption: red, negatives: [blue], perturbations: [jpeg]}
-"""
+SCORED = (  # E2E's test with one example of one perturbed image
+    E2E[: E2E.index("      - ")]
+    + "      - {id: r, image: red.png, caption: red, negatives: [blue], perturbations: [jpeg]}\n"
+)
 
 
 def test_a_scores_file_scores_a_perturbed_image_in_its_own_lines(
