@@ -18,6 +18,7 @@ from pytest_vlcheck.images.scenes import (
     BACKGROUNDS,
     COLORS,
     DEFAULT_CANVAS,
+    OBJECT_COLORS,
     SHAPE_PLURALS,
     SHAPES,
     TEXTURES,
@@ -40,18 +41,7 @@ STATES = ("filled", "hollow")
 SIZE_ATTRIBUTE_WORDS = ("small", "big")
 DEFAULT_LEXICON: dict[str, tuple] = {
     "shape": SHAPES,
-    "color": (
-        "black",
-        "blue",
-        "brown",
-        "gray",
-        "green",
-        "orange",
-        "pink",
-        "purple",
-        "red",
-        "yellow",
-    ),
+    "color": tuple(c for c in OBJECT_COLORS if c != "white"),  # white is also a background
     "texture": tuple(t for t in TEXTURES if t != "solid"),
     "state": STATES,
     "size": SIZE_ATTRIBUTE_WORDS,
