@@ -271,7 +271,7 @@ def _settings(config: pytest.Config) -> Settings:
     return Settings(
         rootdir=config.rootpath,
         gates=_gate_settings(config),
-        save_baseline=Path(option.vl_save_baseline) if option.vl_save_baseline else None,
+        save_baseline=_save_baseline_path(option.vl_save_baseline),
         priors=_prior_specs(config),
         specs=specs,
         model_options=ModelOptions(
@@ -355,7 +355,29 @@ def _report_dir(raw: str | None) -> Path | None:
     """The report folder, checked writable now: a bad one is a usage error before scoring."""
     if raw is None:
         return None
-    directory = Path(raw)
+    _check_writable(Path(raw), f"--vl-report {raw}")
+    return Path(raw)
+
+
+def _save_baseline_path(raw: str | None) -> Path | None:
+    """The baseline file a run merges into, checked now (its folder writable, an existing
+    file a readable baseline): found at session end, the mistake would cost the whole run."""
+    if raw is None:
+        return None
+    path = Path(raw)
+    _check_writable(path.parent, f"--vl-save-baseline {raw}")
+    if path.exists():
+        try:
+            Baseline.load(path)
+        except ReportFormatError as exc:
+            raise pytest.UsageError(
+                f"--vl-save-baseline: {exc}; expected a baseline file to merge into, or a new path"
+            ) from None
+    return path
+
+
+def _check_writable(directory: Path, option: str) -> None:
+    """Create ``directory`` and write a probe file in it, or raise a one-line usage error."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
         probe = directory / f".vlcheck-write-test-{os.getpid()}"
@@ -364,9 +386,8 @@ def _report_dir(raw: str | None) -> Path | None:
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise pytest.UsageError(
-            f"--vl-report {raw}: cannot write there ({reason}); expected a writable folder"
+            f"{option}: cannot write there ({reason}); expected a writable folder"
         ) from None
-    return directory
 
 
 def _gate_settings(config: pytest.Config) -> GateSettings:

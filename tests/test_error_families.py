@@ -323,6 +323,22 @@ CASES: dict[str, Case] = {
             "ERROR: --vl-report base.json: cannot write there (File exists); expected a writable folder",
         ),
     ),
+    "baseline folder unwritable": Case(
+        (GOOD[0], "--vl-save-baseline=base.json/new.json"),
+        USAGE,
+        (
+            "ERROR: --vl-save-baseline base.json/new.json: cannot write there (File exists); "
+            "expected a writable folder",
+        ),
+    ),
+    "baseline to merge into is not a baseline": Case(
+        (GOOD[0], "--vl-save-baseline=rep/matrix.md"),
+        USAGE,
+        (
+            "ERROR: --vl-save-baseline: rep/matrix.md:1: invalid JSON: Expecting value "
+            "(column 1); expected a baseline file to merge into, or a new path",
+        ),
+    ),
     # --- checklist files --------------------------------------------------------------------
     "non-UTF-8 checklist": Case(
         (GOOD[0],),
