@@ -35,9 +35,13 @@ class PixelStore:
         self.directory = directory
 
     def save(self, image: Any) -> tuple[str, str]:
-        """(the saved file's absolute path, the stable stand-in naming the pixels)."""
+        """(the saved file's absolute path, the stable stand-in naming the pixels).
+
+        A palette image's bytes are indices into its palette, so it is named by its colours.
+        """
+        pixels = image.convert("RGBA") if image.mode in ("P", "PA") else image
         digest = hashlib.sha256(
-            f"{image.mode}:{image.width}x{image.height}:".encode() + image.tobytes()
+            f"{pixels.mode}:{pixels.width}x{pixels.height}:".encode() + pixels.tobytes()
         ).hexdigest()
         path = self.directory / f"{digest[:32]}.png"
         if not path.exists():

@@ -223,11 +223,12 @@ class VlcheckSession:
             self.collection_errors.append(RunError(self.relative(Path(path)), None, message))
 
     def ordered(self) -> list[CapabilityResult]:
-        """Results in file, line and ``--vl-model`` order, however xdist delivered them, each
-        later model compared with the first (``reference``: needs every result, so here)."""
+        """Results in file, line, test and ``--vl-model`` order, however xdist delivered them
+        (a parametrised Python test evaluates on one line under several names), each later
+        model compared with the first (``reference``: needs every result, so here)."""
         order = {spec.name: index for index, spec in enumerate(self.settings.specs)}
         ordered = sorted(
-            self.results, key=lambda r: (r.file, r.line, order.get(r.model, len(order)))
+            self.results, key=lambda r: (r.file, r.line, r.test, order.get(r.model, len(order)))
         )
         return with_reference(ordered, [spec.name for spec in self.settings.specs])
 

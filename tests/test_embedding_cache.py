@@ -16,7 +16,6 @@ import pytest
 
 from pytest_vlcheck.engine import embedding_cache as cache_module
 from pytest_vlcheck.engine.content_keys import (
-    file_fingerprint,
     image_key,
     namespace,
     pair_key,
@@ -235,6 +234,7 @@ def test_scene_and_url_keys() -> None:
     url = "https://example.org/a.jpg"
     plain, pinned = ImageRef("url", url, url), ImageRef("url", url, url, sha256="ab" * 32)
     assert image_key(plain) != image_key(pinned)
+    assert plain.key != pinned.key  # loaded (and checked against the pin) separately
 
 
 def test_a_missing_file_is_unavailable(tmp_path: Path) -> None:
@@ -253,7 +253,7 @@ def test_pair_key_and_namespace() -> None:
         namespace("", "224", "image")
 
 
-def test_file_fingerprint_matches_fingerprint_path(tmp_path: Path) -> None:
+def test_fingerprints_through_the_stat_index_equal_direct_ones(tmp_path: Path) -> None:
     weights = tmp_path / "model" / "weights.safetensors"
     weights.parent.mkdir()
     weights.write_bytes(b"\x00\x01" * 1000)
@@ -262,10 +262,10 @@ def test_file_fingerprint_matches_fingerprint_path(tmp_path: Path) -> None:
     for file in (weights, tmp_path / "model" / "config.json"):
         _age(file, 60)
     cache = EmbeddingCache(tmp_path / "c")
-    assert file_fingerprint(weights, cache.file_digest) == fingerprint_path(weights)
-    assert file_fingerprint(weights.parent, cache.file_digest) == fingerprint_path(weights.parent)
+    assert fingerprint_path(weights, cache.file_digest) == fingerprint_path(weights)
+    assert fingerprint_path(weights.parent, cache.file_digest) == fingerprint_path(weights.parent)
     with pytest.raises(FileNotFoundError):
-        file_fingerprint(tmp_path / "nothing")
+        fingerprint_path(tmp_path / "nothing", cache.file_digest)
 
 
 def test_file_digests_answer_per_path_and_index_in_one_go(
@@ -317,3 +317,9 @@ def test_float64_values_keep_every_bit(tmp_path: Path) -> None:
     got = EmbeddingCache(tmp_path).get_many(NS, list(values))
     assert got["a"].dtype == np.float64 and got["a"].tobytes() == values["a"].tobytes()
     assert np.isnan(got["nan"][0]) and got["f4"].dtype == np.float32
+
+
+@pytest.mark.parametrize("text", ["0", "0.5", "0.9B", "lots", "-1M"])
+def test_a_cache_size_below_one_byte_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="is not a size"):
+        cache_module.parse_size(text)

@@ -89,6 +89,12 @@ def test_score(vl_model):
     texts = vl_model.encode_texts("red")
     assert images.shape == (2, 3) and texts.shape == (1, 3)
     assert np.float32(images[0] @ texts[0]) == grid[0, 0]
+    # palette images with the same indices and different palettes are different pixels
+    palette = [Image.new("P", (8, 8), 0) for _ in range(2)]
+    palette[0].putpalette([220, 20, 20])
+    palette[1].putpalette([20, 20, 220])
+    grid = vl_model.score(palette, ["red", "blue"])
+    assert grid[0, 0] > grid[0, 1] and grid[1, 1] > grid[1, 0]
 """
 
 

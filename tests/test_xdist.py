@@ -14,7 +14,9 @@ from test_merge import MODELS, SECOND
 from test_plugin import CHECKLIST, COLOURS
 
 from pytest_vlcheck.engine.scoring import ScoringStats
+from pytest_vlcheck.models.registry import parse_spec
 from pytest_vlcheck.plugin import STATS_KEY, ReportHooks
+from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.session import Settings, VlcheckSession
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,3 +102,30 @@ def test_auto_device_spreads_workers_over_gpus(count: int, worker: str | None, d
     from pytest_vlcheck.models.torch_utils import auto_cuda_device
 
     assert auto_cuda_device(count, worker) == device
+
+
+def test_results_of_one_line_are_ordered_by_test_however_workers_deliver_them() -> None:
+    """A parametrised Python test evaluates on one line under several names."""
+    rows = [
+        CapabilityResult(
+            "test_a.py",
+            name,
+            "attribute/color",
+            "caption",
+            "tiny",
+            2,
+            1,
+            0.5,
+            0.1,
+            0.9,
+            0.5,
+            0.5,
+            "passed",
+            line=7,
+        )
+        for name in ("test_colour[1.5]", "test_colour[0.0]")
+    ]
+    settings = Settings(specs=(parse_spec("tiny"),))
+    orders = [VlcheckSession(settings, results=list(r)).ordered() for r in (rows, rows[::-1])]
+    assert [r.test for r in orders[0]] == [r.test for r in orders[1]]
+    assert [r.test for r in orders[0]] == ["test_colour[0.0]", "test_colour[1.5]"]

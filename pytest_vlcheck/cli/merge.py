@@ -115,7 +115,7 @@ def merge_reports(inputs: list[Path], output: Path) -> list[Path]:
     order = {m["name"]: i for i, m in enumerate(models)}
     results = sorted(
         (r for _, doc in documents for r in doc.results),
-        key=lambda r: (r["file"], r["line"], order[r["model"]]),
+        key=lambda r: (r["file"], r["line"], r["test"], order[r["model"]]),
     )
     errors = list(dict.fromkeys(e for _, doc in documents for e in doc.errors))
     samples = _merged_samples(inputs, results, read_samples)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.models.protocol import Digest
-from pytest_vlcheck.models.torch_utils import fingerprint_path, sha256_file
+from pytest_vlcheck.models.torch_utils import sha256_file
 
 KINDS = ("image", "text", "pair", "nll", "meta")
 
@@ -68,8 +68,3 @@ def namespace(model_fingerprint: str, preprocessing: str, kind: str) -> str:
     if not model_fingerprint:
         raise ValueError("a model without a fingerprint cannot use the embedding cache")
     return f"{kind}|{model_fingerprint}|{preprocessing}"
-
-
-def file_fingerprint(path: str | Path, digest: Digest = sha256_file) -> str:
-    """``models.torch_utils.fingerprint_path`` with each file hashed through ``digest``."""
-    return fingerprint_path(path, digest)

@@ -103,9 +103,10 @@ def parse_size(text: str) -> int:
     """Bytes from ``500M``, ``2GB``, ``1.5GiB`` or a plain number (binary units); ValueError
     with the expected forms otherwise."""
     match = _SIZE.fullmatch(str(text))
-    if match is None or float(match.group(1)) <= 0:
+    size = int(float(match.group(1)) * _SIZE_UNITS[match.group(2).upper()]) if match else 0
+    if size < 1:
         raise ValueError(f"{text!r} is not a size; expected e.g. 500MB, 2GB or a number of bytes")
-    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2).upper()])
+    return size
 
 
 class CacheWarning(UserWarning):

@@ -25,8 +25,8 @@ class ImageRef:
     URL, or a canonical JSON of the scene); it is what ``scores:`` files and reports name.
     ``location`` is where the pixels are: an absolute path for files, the URL for URLs, the
     canonical JSON for scenes. ``perturb`` (invariance and directional tests) is applied
-    after decoding and cropping. Two refs with equal ``location``, ``crop`` and ``perturb``
-    are the same image and are encoded once.
+    after decoding and cropping. Two refs with equal ``location``, ``sha256``, ``crop`` and
+    ``perturb`` are the same image and are encoded once.
     """
 
     kind: SourceKind
@@ -38,9 +38,10 @@ class ImageRef:
     perturb: ImagePerturbation | None = None
 
     @property
-    def key(self) -> tuple[str, str, Crop | None, bool, ImagePerturbation | None]:
-        """Identity of the pixels: equal keys mean one encoding."""
-        return (self.kind, self.location, self.crop, self.crop_relative, self.perturb)
+    def key(self) -> tuple[str, str, str | None, Crop | None, bool, ImagePerturbation | None]:
+        """Identity of the pixels: equal keys mean one encoding. A URL's pin is part of it:
+        a pinned and an unpinned reference load (and fail) separately."""
+        return (self.kind, self.location, self.sha256, self.crop, self.crop_relative, self.perturb)
 
     def describe(self) -> str:
         """Human-readable form for messages and reports."""
