@@ -71,6 +71,15 @@ def test_jsonl_and_inline_examples_are_equal(tmp_path: Path) -> None:
     assert strip == [(e.id, e.image, e.caption, e.negatives, e.tags) for e in from_yaml.examples]
 
 
+def test_the_content_hash_follows_the_jsonl_file(tmp_path: Path) -> None:
+    """A baseline warns when a test changed: editing its examples file is such a change."""
+    lines = [json.dumps(e) for e in GOOD]
+    first = load_checklist(_write(tmp_path, lines)).tests[0].content_hash
+    assert load_checklist(_write(tmp_path, lines)).tests[0].content_hash == first
+    edited = [lines[0].replace("a blue square", "a green square"), lines[1]]
+    assert load_checklist(_write(tmp_path, edited)).tests[0].content_hash != first
+
+
 def test_group_examples_from_jsonl(tmp_path: Path) -> None:
     line = json.dumps({"images": ["a.png", "b.png"], "captions": ["a", "b"]})
     (example,) = load_checklist(_write(tmp_path, [line], task="group")).tests[0].examples

@@ -141,7 +141,7 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
         settings=settings,
         macro=macro,
         known_failures=known,
-        content_hash=_content_hash(raw),
+        content_hash=_content_hash(raw, source if source != context.path else None),
         examples_file=source if source != context.path else None,
     )
 
@@ -166,10 +166,14 @@ def _examples(
     return parsed, source
 
 
-def _content_hash(raw: Any) -> str:
-    """A hash of the test as written (a baseline entry warns when its test has changed)."""
+def _content_hash(raw: Any, examples_file: Path | None) -> str:
+    """A hash of the test as written, its JSON Lines examples file included (a baseline
+    entry warns when its test has changed)."""
     text = json.dumps(raw, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    digest = hashlib.sha256(text.encode("utf-8"))
+    if examples_file is not None:
+        digest.update(hashlib.sha256(examples_file.read_bytes()).digest())
+    return digest.hexdigest()[:16]
 
 
 def _parse_macro(context: ParseContext, test: Fields) -> MacroSpec:
