@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.models.protocol import ModelOptions
+from pytest_vlcheck.models.torch_utils import computed_precision
 from pytest_vlcheck.report.baseline import Baseline, BaselineEntry, make_entry
 from pytest_vlcheck.report.gate import gate
 from pytest_vlcheck.report.samples import SampleRow
@@ -37,10 +38,11 @@ class GateSettings:
 
 
 def run_conditions(options: ModelOptions) -> dict[str, Any]:
-    """How a run measured: precision, device, batch size and library versions (read from
-    the installed metadata, so nothing heavy is imported)."""
+    """How a run measured: the precision computed in (fp16 on the CPU is fp32), the device
+    asked for, batch size and library versions (read from the installed metadata, so
+    nothing heavy is imported)."""
     conditions: dict[str, Any] = {
-        "precision": options.precision,
+        "precision": computed_precision(options.precision, options.device),
         "device": options.device,
         "batch_size": "auto" if options.auto_batch else options.batch_size,
     }

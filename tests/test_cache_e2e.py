@@ -18,9 +18,11 @@ from pytest_vlcheck.checklist import load_checklist
 from pytest_vlcheck.engine import ModelRunner, evaluate_test
 from pytest_vlcheck.engine.embedding_cache import DB_NAME, EmbeddingCache
 from pytest_vlcheck.engine.progress import Progress, stderr_writer
+from pytest_vlcheck.gating import run_conditions
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import identify, load_scorer, parse_spec
+from pytest_vlcheck.models.torch_utils import computed_precision
 
 CHECKLIST = """\
 vlcheck: 1
@@ -313,3 +315,25 @@ def test_cached_vectors_are_exactly_what_the_model_gave(project) -> None:
         space = namespace("colour-v1", "py|fp32", "text")
         row = store.get_many(space, [text_key("a red square")])[text_key("a red square")]
     np.testing.assert_array_equal(row, np.array([1.01, 0.01, 0.01], dtype=np.float32))
+
+
+@pytest.mark.filterwarnings("ignore:precision fp16 is not supported on the CPU")
+def test_fp16_on_the_cpu_is_filed_as_the_fp32_it_ran(project) -> None:
+    """fp16 on the CPU runs in fp32: its vectors are an fp32 run's, named so in the cache and
+    in the run conditions (a GPU fp16 run sharing the cache must not be served them)."""
+    root, _ = project
+    config, weights = build_open_clip(root, seed=1)
+    spec = parse_spec(f"open_clip:{config}@{weights}")
+    tests = load_checklist(root / "c.yaml").tests
+    runners = []
+    for precision in ("fp16", "fp32"):
+        options = ModelOptions(device="cpu", precision=precision)
+        with EmbeddingCache(root / "cache") as store:
+            runner = ModelRunner(spec, options, ImageLoader(), cache=store)
+            runner.prepare(tests)
+        runners.append(runner)
+        assert run_conditions(options)["precision"] == "fp32"
+    # the fp32 run is served the fp16 run's vectors: they were filed under fp32
+    assert runners[0].stats.model_calls > 0 and runners[1].stats.model_calls == 0
+    assert computed_precision("fp16", "cuda:1") == "fp16"
+    assert computed_precision("bf16", "cpu") == "bf16"

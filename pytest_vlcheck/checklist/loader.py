@@ -166,7 +166,7 @@ def _examples(
     return parsed, source
 
 
-def _content_hash(raw: Any, examples_file: Path | None) -> str:
+def _content_hash(raw: Any, examples_file: Path | None = None) -> str:
     """A hash of the test as written, its JSON Lines examples file included (a baseline
     entry warns when its test has changed)."""
     text = json.dumps(raw, sort_keys=True, default=str, separators=(",", ":"))

@@ -41,7 +41,13 @@ from pytest_vlcheck.models.protocol import (
     check_rows,
     scorer_fingerprint,
 )
-from pytest_vlcheck.models.registry import BUILTIN_BACKENDS, ModelSpec, identify, load_scorer
+from pytest_vlcheck.models.registry import (
+    BUILTIN_BACKENDS,
+    ModelSpec,
+    identify,
+    load_scorer,
+    run_precision,
+)
 from pytest_vlcheck.models.torch_utils import calibrated_sigmoid
 from pytest_vlcheck.tasks import Grid, get_task
 
@@ -156,6 +162,8 @@ class ModelRunner:
     _load_error: Exception | None = None
     _identity: ModelIdentity | None = None
     _identified: bool = False
+    _precision: str | None = None
+    """The precision the model computes in (fp16 on the CPU is fp32): part of the namespace."""
     _image_vectors: dict[ImageKey, np.ndarray] = field(default_factory=dict)
     _text_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     _pair_scores: dict[tuple[ImageKey, str], np.float32] = field(default_factory=dict)
@@ -305,7 +313,9 @@ class ModelRunner:
             identity = ModelIdentity(fingerprint, f"spec {self.spec.text}") if fingerprint else None
         if identity is None:
             return None
-        preprocessing = f"{identity.preprocessing}|{self.options.precision}"
+        if self._precision is None:
+            self._precision = run_precision(self.spec.scheme, self.options)
+        preprocessing = f"{identity.preprocessing}|{self._precision}"
         return namespace(identity.fingerprint, preprocessing, kind)
 
     def _known_model(self) -> KnownModel | None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from pytest_vlcheck.errors import ModelLoadError, ModelSpecError, UserCodeError, VlcheckUserError
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity, ModelOptions, check_scorer
+from pytest_vlcheck.models.torch_utils import computed_precision
 
 __all__ = ["ModelLoadError", "ModelSpec", "ModelSpecError", "load_scorer", "parse_spec"]
 
@@ -29,6 +30,7 @@ BACKENDS = {
 }
 BUILTIN_BACKENDS = frozenset({"open_clip", "hf", "scores"})
 """Schemes whose code is vlcheck's own (``py:`` and entry points run the user's code)."""
+TORCH_BACKENDS = frozenset({"open_clip", "hf"})
 CLIP_SPEC = "open_clip:ViT-B-32-quickgelu@openai"
 _NAME = re.compile(r"[A-Za-z0-9_.@+-]+")
 
@@ -148,6 +150,14 @@ def load_scorer(spec: ModelSpec, options: ModelOptions) -> Any:
         ) from None
     check_scorer(scorer, spec.text)
     return scorer
+
+
+def run_precision(scheme: str, options: ModelOptions) -> str:
+    """The precision a model of ``scheme`` computes in: a torch backend's (fp16 on the CPU
+    runs in fp32), else as asked (user code reads ``options.precision`` itself)."""
+    if scheme in TORCH_BACKENDS:
+        return computed_precision(options.precision, options.device)
+    return options.precision
 
 
 def identify(spec: ModelSpec, options: ModelOptions, digest: Digest) -> ModelIdentity | None:

@@ -189,15 +189,14 @@ def effective_precision(precision: str, device: str) -> str:
     is an error.
     """
     check_precision(precision)
-    kind = device.split(":")[0]
-    if precision == "fp16" and kind == "cpu":
+    if computed_precision(precision, device) != precision:
         warnings.warn(
             "precision fp16 is not supported on the CPU; running in fp32 instead",
             UserWarning,
             stacklevel=2,
         )
         return "fp32"
-    if precision == "bf16" and kind == "cuda":
+    if precision == "bf16" and device.split(":")[0] == "cuda":
         import torch
 
         if not torch.cuda.is_bf16_supported():
@@ -206,6 +205,16 @@ def effective_precision(precision: str, device: str) -> str:
                 "has no bfloat16); expected fp16 or fp32"
             )
     return precision
+
+
+def computed_precision(precision: str, device: str) -> str:
+    """The precision a torch backend computes in on ``device`` (``auto`` too), without the
+    warning: fp16 on the CPU is fp32, the rest as asked. Cache namespaces and run conditions
+    name it, so vectors are filed under what made them; only fp16 on ``auto`` imports torch
+    (to see whether a GPU is there)."""
+    if precision == "fp16" and device.strip() in ("", "auto"):
+        device = resolve_device(device)
+    return "fp32" if precision == "fp16" and device.split(":")[0] == "cpu" else precision
 
 
 def check_precision(precision: str) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 
 from pytest_vlcheck.engine.content_keys import namespace, text_key
 from pytest_vlcheck.models.protocol import ModelIdentity, ModelOptions
+from pytest_vlcheck.models.registry import run_precision
 from pytest_vlcheck.priors.average import checked_nll
 from pytest_vlcheck.priors.protocol import TextPrior
 
@@ -38,7 +39,8 @@ class CachedPrior:
         self._options = options
         self._cache = cache
         self._prior: TextPrior | None = None
-        conditions = f"{identity.preprocessing}|{NLL_CONVENTION}|{options.precision}"
+        precision = run_precision(spec.scheme, options)
+        conditions = f"{identity.preprocessing}|{NLL_CONVENTION}|{precision}"
         self._space = namespace(identity.fingerprint, conditions, "nll")
 
     def text_nll(self, texts: list[str]) -> np.ndarray:
