@@ -288,6 +288,26 @@ CASES: dict[str, Case] = {
         ("*s.jsonl has no score for image 'red.png' with text 'a blue square'*",),
         {"s.jsonl": '{"image": "red.png", "text": "a red square", "score": 1}\n'},
     ),
+    "score file missing": Case(
+        ("--vl-model=scores:nofile.jsonl",),
+        FAILED,
+        (
+            "{root}/checks.yaml:4: test 'color': cannot load model 'scores:nofile.jsonl': "
+            "scores file not found (looked for {root}/nofile.jsonl); expected a JSON Lines "
+            "file of {image, text, score} lines",
+        ),
+    ),
+    "score file a folder": Case(
+        ("--vl-model=scores:images",),
+        FAILED,
+        ("*'scores:images': scores file is a directory (looked for {root}/images)*",),
+    ),
+    "score file bad crop": Case(
+        ("--vl-model=scores:s.jsonl",),
+        FAILED,
+        ("*s.jsonl:1: a crop must be four numbers [x, y, w, h], got ['a', 1, 2, 3]",),
+        {"s.jsonl": '{"image": "red.png", "text": "red", "score": 1, "crop": ["a", 1, 2, 3]}\n'},
+    ),
     # --- options and ini values -------------------------------------------------------------
     "device missing": Case(
         ("--vl-model=tiny", "--vl-device=cuda:7"),

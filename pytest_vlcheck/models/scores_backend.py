@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_vlcheck.errors import ModelLoadError
+from pytest_vlcheck.errors import ModelFileNotFoundError, ModelLoadError
 from pytest_vlcheck.models.protocol import MissingScore, ModelOptions, RefPair
 
 _KEYS = {"image", "text", "score", "crop", "crop_relative", "example", "perturb"}
@@ -69,19 +69,17 @@ class PrecomputedScores:
         if perturb is not None and not isinstance(perturb, str):
             raise ScoresFileError(f"{where}: 'perturb' must be a string such as \"jpeg:30\"")
         score = record.get("score")
-        if (
-            isinstance(score, bool)
-            or not isinstance(score, (int, float))
-            or not math.isfinite(score)
-        ):
+        if not _is_finite_number(score):
             raise ScoresFileError(f"{where}: 'score' must be a finite number, got {score!r}")
         example = record.get("example")
         if example is not None and not isinstance(example, (str, int)):
             raise ScoresFileError(f"{where}: 'example' must be a string or an integer")
         relative = "crop_relative" in record
         crop = record.get("crop_relative" if relative else "crop")
-        if crop is not None and (not isinstance(crop, list) or len(crop) != 4):
-            raise ScoresFileError(f"{where}: a crop must be four numbers [x, y, w, h]")
+        if crop is not None and not (
+            isinstance(crop, list) and len(crop) == 4 and all(map(_is_finite_number, crop))
+        ):
+            raise ScoresFileError(f"{where}: a crop must be four numbers [x, y, w, h], got {crop}")
         key = _pair_key(
             record["image"],
             tuple(float(v) for v in crop) if crop else None,
@@ -119,6 +117,12 @@ class PrecomputedScores:
         return out
 
 
+def _is_finite_number(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    )
+
+
 def _pair_key(
     image: str, crop: tuple[float, ...] | None, relative: bool, text: str, perturb: str | None
 ) -> PairKey:
@@ -135,6 +139,14 @@ def _describe(key: PairKey) -> str:
 def load(body: str, options: ModelOptions) -> Any:
     """Read the scores file named by the spec."""
     path = Path(body)
+    expected = "expected a JSON Lines file of {image, text, score} lines"
     if not path.is_file():
-        raise FileNotFoundError(f"scores file not found: {body}")
-    return PrecomputedScores(path)
+        found = "is a directory" if path.is_dir() else "not found"
+        raise ModelFileNotFoundError(
+            f"scores:{body}: scores file {found} (looked for {path.absolute()}); {expected}"
+        )
+    try:
+        return PrecomputedScores(path)
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise ModelLoadError(f"scores:{body}: cannot read the scores file: {reason}") from None
