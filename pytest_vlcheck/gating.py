@@ -98,6 +98,33 @@ def apply_gate(
     )
 
 
+def unmatched_warning(
+    results: Iterable[CapabilityResult], settings: GateSettings, rootdir: Path
+) -> str | None:
+    """What the terminal says when ``--vl-baseline`` has no entry for some measured items: a
+    gate that finds no entry checks nothing, which must not pass a CI job silently. Entries
+    are keyed by paths relative to the rootdir, so the likely causes are named."""
+    if settings.baseline is None:
+        return None
+    measured = [r for r in results if r.n > 0 and r.status != "error"]
+    missing = [r for r in measured if r.gate is not None and "warning" in r.gate]
+    if not missing:
+        return None
+    examples = ", ".join(f"{r.file}::{r.test} [{r.model}]" for r in missing[:3])
+    files = sorted({e.file for e in settings.baseline.entries} - {r.file for r in measured})
+    hint = (
+        f"; it has entries for {', '.join(files[:3])}{' ...' if len(files) > 3 else ''}, and "
+        f"entry paths are relative to the rootdir ({rootdir}): run from the folder the "
+        "baseline was saved in, or set the same rootdir"
+        if files
+        else ""
+    )
+    return (
+        f"vlcheck: WARNING: no gate for {len(missing)} of {len(measured)} items: the baseline "
+        f"has no entry for {examples}{' ...' if len(missing) > 3 else ''}{hint}"
+    )
+
+
 def sample_rows(results: Iterable[CapabilityResult]) -> list[SampleRow]:
     """One ``samples.jsonl`` row per example x model."""
     return [

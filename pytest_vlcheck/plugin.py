@@ -30,6 +30,7 @@ from pytest_vlcheck.gating import (
     run_conditions,
     sample_rows,
     save_baseline,
+    unmatched_warning,
 )
 from pytest_vlcheck.images.loading import set_max_image_pixels
 from pytest_vlcheck.items import SESSION_KEY, ChecklistFile, ChecklistItem, NotAChecklist
@@ -403,6 +404,12 @@ def _gate_settings(config: pytest.Config) -> GateSettings:
             baseline = Baseline.load(option.vl_baseline)
         except ReportFormatError as exc:
             raise pytest.UsageError(f"--vl-baseline: {exc}") from None
+        models = sorted({entry.model for entry in baseline.entries})
+        if option.vl_baseline_model is not None and option.vl_baseline_model not in models:
+            raise pytest.UsageError(
+                f"--vl-baseline-model is {option.vl_baseline_model!r}, which "
+                f"{option.vl_baseline} does not hold; expected one of: {', '.join(models)}"
+            )
     return GateSettings(
         baseline=baseline,
         baseline_model=option.vl_baseline_model,
@@ -609,6 +616,11 @@ class ReportHooks:
                     f"{stats.model_seconds:.1f} s in the model, {stats.load_seconds:.1f} s "
                     f"waiting for images"
                 )
+        unmatched = unmatched_warning(
+            self.state.results, self.state.settings.gates, terminalreporter.config.rootpath
+        )
+        if unmatched is not None:
+            terminalreporter.write_line(unmatched, yellow=True, bold=True)
         if self.state.settings.report_dir is not None:
             terminalreporter.write_line(
                 f"vlcheck report written to {self.state.settings.report_dir}"

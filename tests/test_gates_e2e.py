@@ -153,3 +153,25 @@ def test_bad_baseline_file_is_a_usage_error(pytester: pytest.Pytester) -> None:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--vl-baseline: *base.json*"])
     assert "Traceback" not in result.stderr.str()
+
+
+def test_a_baseline_that_matches_no_item_says_so(suite: pytest.Pytester) -> None:
+    """Entries are keyed by path relative to the rootdir: a moved checklist (or another
+    rootdir) finds none, and a gate that checks nothing must not pass silently."""
+    (suite.path / "gates.yaml").rename(suite.path / "moved.yaml")
+    result = gate(suite, {"spatial": set(range(40)), "action": set(range(10))})
+    result.stdout.fnmatch_lines(
+        [
+            "vlcheck: WARNING: no gate for 2 of 2 items: the baseline has no entry for "
+            "moved.yaml::spatial [[]new[]], moved.yaml::action [[]new[]]; it has entries for "
+            "gates.yaml, and entry paths are relative to the rootdir (*)*"
+        ]
+    )
+
+
+def test_a_baseline_model_the_baseline_lacks_is_a_usage_error(suite: pytest.Pytester) -> None:
+    result = gate(suite, {"spatial": set(range(10))}, "--vl-baseline-model=zzz")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--vl-baseline-model is 'zzz', which base.json does not hold; expected one of: old"]
+    )
