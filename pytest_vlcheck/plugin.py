@@ -592,8 +592,11 @@ class ReportHooks:
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int) -> None:
         """Print the capability matrix (capability rows x model columns); a run that collected
         nothing says how checklists are recognised."""
+        # (items that -k or -m deselected were collected: their checklists were recognised)
+        deselected = terminalreporter.stats.get("deselected")
         if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and self.state.settings.specs:
-            terminalreporter.write_line(NOTHING_COLLECTED)
+            if not deselected:
+                terminalreporter.write_line(NOTHING_COLLECTED)
         if not self.state.results:
             return
         from pytest_vlcheck.report import build_report, matrix_lines
@@ -628,10 +631,16 @@ class ReportHooks:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Write the report files and the baseline, atomically; an interrupted run writes
-        nothing, so the previous files stay as they were. A run stopped by collection errors
+        nothing, so the previous files stay as they were, and so does a run that measures
+        nothing (``--collect-only``, a ``-k`` that selects nothing; an empty CI shard still
+        writes its empty report for ``vlcheck merge``). A run stopped by collection errors
         writes a report that records them (and no baseline)."""
         stopped_by_errors = bool(self.state.collection_errors) and not self.user_interrupt
         if exitstatus == pytest.ExitCode.INTERRUPTED and not stopped_by_errors:
+            return
+        options = session.config.option
+        nothing_selected = exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not options.vl_shard
+        if options.collectonly or (nothing_selected and not stopped_by_errors):
             return
         settings = self.state.settings
         results = self.state.ordered()

@@ -116,6 +116,19 @@ def test_verdicts_output_junit_and_report(project: pytest.Pytester) -> None:
         assert (project.path / "report" / name).stat().st_size > 0
 
 
+def test_a_run_that_measures_nothing_keeps_the_report(project: pytest.Pytester) -> None:
+    """``--collect-only`` (say with --vl-report in addopts) or a ``-k`` that selects nothing
+    leaves the last report as it was, and a deselected checklist is not 'not recognised'."""
+    args = ("--vl-model=py:colour_model:make", "--vl-report=report", "-p", "no:cacheprovider")
+    project.runpytest(*args)
+    before = (project.path / "report" / "matrix.json").read_bytes()
+    project.runpytest(*args, "--collect-only")
+    nothing = project.runpytest(*args, "-k", "no_such_test")
+    assert nothing.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert "no checklist was collected" not in nothing.stdout.str()
+    assert (project.path / "report" / "matrix.json").read_bytes() == before
+
+
 def test_failure_text_lists_failing_examples(project: pytest.Pytester) -> None:
     result = project.runpytest("--vl-model=py:colour_model:make", "-k", "hard")
     result.assert_outcomes(failed=1)
