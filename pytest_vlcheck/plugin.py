@@ -594,9 +594,9 @@ class ReportHooks:
         nothing says how checklists are recognised."""
         # (items that -k or -m deselected were collected: their checklists were recognised)
         deselected = terminalreporter.stats.get("deselected")
-        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and self.state.settings.specs:
-            if not deselected:
-                terminalreporter.write_line(NOTHING_COLLECTED)
+        nothing = exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not deselected
+        if nothing and self.state.settings.specs:
+            terminalreporter.write_line(NOTHING_COLLECTED)
         if not self.state.results:
             return
         from pytest_vlcheck.report import build_report, matrix_lines
