@@ -120,6 +120,13 @@ def pairs_2d():
 
 def nothing():
     return object()
+
+class Words(Scorer):
+    def encode_texts(self, texts):
+        return [["a", "b", "c"] for _ in texts]
+
+def words():
+    return Words()
 """
 
 
@@ -197,6 +204,16 @@ CASES: dict[str, Case] = {
             "{root}/checks.yaml:4: test 'color': model 'py:user_scorers:pairs_2d': "
             "score_pairs returned an array of shape [4, 2] for 4 inputs; expected shape [4] (one "
             "score per pair)",
+        ),
+        {"user_scorers.py": SCORER},
+    ),
+    "py not numbers": Case(
+        ("--vl-model=py:user_scorers:words",),
+        FAILED,
+        (
+            "{root}/checks.yaml:4: test 'color': model 'py:user_scorers:words': encode_texts "
+            "returned list, not numbers (could not convert string to float: 'a'); expected a "
+            "numpy array, torch tensor or list of numbers",
         ),
         {"user_scorers.py": SCORER},
     ),

@@ -335,9 +335,16 @@ class ModelRunner:
         """One timed call into the scorer, its result checked against the protocol."""
         started = time.perf_counter()
         try:
-            result = _to_numpy(self._user_code(method, getattr(self.scorer, method), *args))
+            raw = self._user_code(method, getattr(self.scorer, method), *args)
         finally:
             self.stats.model_seconds += time.perf_counter() - started
+        try:
+            result = _to_numpy(raw)
+        except (TypeError, ValueError) as exc:
+            raise ScorerProtocolError(
+                f"model '{self.spec.text}': {method} returned {type(raw).__name__}, not "
+                f"numbers ({exc}); expected a numpy array, torch tensor or list of numbers"
+            ) from None
         check_rows(result, expected, method, self.spec.text)
         return result
 
