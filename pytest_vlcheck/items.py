@@ -100,6 +100,12 @@ class ChecklistItem(pytest.Item):
     """One checklist test on one model: setup scores it, the call judges the pass rate."""
 
     def __init__(self, *, test: ChecklistTest, model: str | None, **kwargs: Any) -> None:
+        # The node id is ``FILE::TEST[MODEL]``, given as the string pytest itself would build.
+        # pytest >= 9.2 parses a string id into path, names and ``[params]`` (``hard[make]`` is
+        # the name ``hard`` with params ``make``), as it parses the ids it reads back from its
+        # cache and from reports; left to build the id from the name, it keeps ``hard[make]``
+        # as one name, an id that equals none of those, so --lf, --ff and --nf never matched.
+        kwargs.setdefault("nodeid", f"{kwargs['parent'].nodeid}::{kwargs['name']}")
         super().__init__(**kwargs)
         self.test = test
         self.model = model
