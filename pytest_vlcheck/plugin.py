@@ -356,8 +356,23 @@ def _report_dir(raw: str | None) -> Path | None:
     """The report folder, checked writable now: a bad one is a usage error before scoring."""
     if raw is None:
         return None
-    _check_writable(Path(raw), f"--vl-report {raw}")
-    return Path(raw)
+    from pytest_vlcheck.report import REPORT_FILES
+    from pytest_vlcheck.report.thumbnails import THUMBNAIL_DIR
+
+    folder = Path(raw)
+    _check_writable(folder, f"--vl-report {raw}")
+    for name in (*REPORT_FILES, "samples.jsonl"):
+        if (folder / name).is_dir():
+            raise pytest.UsageError(
+                f"--vl-report {raw}: {folder / name} is a folder; expected the report file "
+                "of that name, or nothing there"
+            )
+    if (folder / THUMBNAIL_DIR).exists() and not (folder / THUMBNAIL_DIR).is_dir():
+        raise pytest.UsageError(
+            f"--vl-report {raw}: {folder / THUMBNAIL_DIR} is a file; expected the report's "
+            "thumbnail folder, or nothing there"
+        )
+    return folder
 
 
 def _save_baseline_path(raw: str | None) -> Path | None:

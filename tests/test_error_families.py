@@ -360,6 +360,24 @@ CASES: dict[str, Case] = {
             "ERROR: --vl-report base.json: cannot write there (File exists); expected a writable folder",
         ),
     ),
+    "report thumbnails a file": Case(
+        (GOOD[0], "--vl-report=other"),
+        USAGE,
+        (
+            "ERROR: --vl-report other: other/thumbnails is a file; expected the report's "
+            "thumbnail folder, or nothing there",
+        ),
+        {"other": lambda root: (root / "other").mkdir(), "other/thumbnails": "notes"},
+    ),
+    "report file a folder": Case(
+        (GOOD[0], "--vl-report=other"),
+        USAGE,
+        (
+            "ERROR: --vl-report other: other/matrix.json is a folder; expected the report "
+            "file of that name, or nothing there",
+        ),
+        {"other/matrix.json": lambda root: (root / "other/matrix.json").mkdir(parents=True)},
+    ),
     "baseline folder unwritable": Case(
         (GOOD[0], "--vl-save-baseline=base.json/new.json"),
         USAGE,
