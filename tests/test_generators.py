@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -19,6 +20,7 @@ import pytest
 import yaml
 
 from pytest_vlcheck.bundled import bundled_checklists, bundled_checklists_dir
+from pytest_vlcheck.checklist import ChecklistError
 from pytest_vlcheck.checklist.generators import expand
 from pytest_vlcheck.checklist.loader import load_checklist
 from pytest_vlcheck.images.scenes import (
@@ -475,3 +477,37 @@ def test_bundled_files_load_and_live_in_the_package_dir():
         "order/word_order",
         "order/binding",
     } <= capabilities
+
+
+# --------------------------------------------------------------------------- review fixes
+
+
+def test_swap_attribute_with_three_described_objects_swaps_a_and_b_only():
+    """``swap ATTR`` is between a and b; a third described object stays (it once crashed with
+    "too many values to unpack")."""
+    caption = "a {a.color} {a.shape}, a {b.color} {b.shape} and a {c.color} {c.shape}"
+    examples = expand(dict(COLOR_SPEC, n=6, caption=caption, negatives=["swap color"]), "caption")
+    assert len(examples) == 6
+    for e in examples:
+        a, b, c = ((o["color"], o["shape"]) for o in e["image"]["scene"]["objects"])
+        truth = f"a {a[0]} {a[1]}, a {b[0]} {b[1]} and a {c[0]} {c[1]}"
+        swapped = f"a {b[0]} {a[1]}, a {a[0]} {b[1]} and a {c[0]} {c[1]}"
+        written = [re.sub(r"\ban\b", "a", t) for t in (e["caption"], *e["negatives"])]
+        assert written == [truth, swapped]
+
+
+@pytest.mark.parametrize("written", ["[]", ""])
+def test_a_lexicon_entry_without_values_says_so(tmp_path: Path, written: str):
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "vlcheck: 1\ntests:\n  - id: t\n    capability: attribute/color\n    task: caption\n"
+        "    threshold: 0.5\n    generate:\n      n: 4\n      caption: 'a {a.color} {a.shape}'\n"
+        f"      lexicon: {{color: {written}}}\n      negatives: [replace a.color]\n"
+    )
+    with pytest.raises(ChecklistError) as info:
+        load_checklist(path)
+    assert str(info.value) == (
+        f"{path}:7: generate: lexicon.color: no values; expected a list of values to draw from "
+        "(red, orange, yellow, green, blue, purple, pink, brown, black, white, gray, "
+        "lightgray, beige), or leave color out for the default"
+    )

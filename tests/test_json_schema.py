@@ -72,6 +72,10 @@ MALFORMED = [
         GOOD.replace("task: caption", "task: match").replace("negatives: [a dog]", "label: maybe"),
     ),
     ("bad test id", GOOD.replace("id: t", "id: 't t'")),
+    (
+        "macro judge as a word",
+        GOOD.replace("examples:", "macro: {tag: c, judge: mean}\n    examples:"),
+    ),
 ]
 
 
@@ -101,7 +105,7 @@ def test_keys_being_added_are_accepted(validator) -> None:
     doc["tests"][0].update(
         examples="color.jsonl",
         hard_threshold=0.6,
-        macro={"tag": "color", "min_count": 5, "exclude": ["gray"], "judge": "mean"},
+        macro={"tag": "color", "min_count": 5, "exclude": ["gray"], "judge": True},
     )
     assert list(validator.iter_errors(doc)) == []
     doc["tests"][0]["hard_threshold"] = 2
@@ -124,3 +128,15 @@ def test_schema_command_prints_the_shipped_schema(capsys: pytest.CaptureFixture[
     printed = json.loads(capsys.readouterr().out)
     assert printed["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert printed == json.loads(schema_text())
+
+
+def test_macro_judge_is_a_boolean_for_loader_and_schema(validator, tmp_path: Path) -> None:
+    """``judge: true`` (README: ``macro: {tag, min_count, exclude, judge: true}``) loads and
+    validates; the schema once declared a string, flagging every correct file."""
+    text = GOOD.replace(
+        "examples:", "macro: {tag: c, min_count: 1, exclude: [x], judge: true}\n    examples:"
+    ).replace("negatives: [a dog]", "negatives: [a dog], tags: {c: v}")
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    assert load_checklist(path).tests[0].macro.judge is True
+    assert [e.message for e in validator.iter_errors(yaml.safe_load(text))] == []

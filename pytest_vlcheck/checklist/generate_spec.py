@@ -204,14 +204,17 @@ def _parse_lexicon(raw: Any) -> dict[str, tuple]:
             fail(
                 f"lexicon.{name}", f"unknown variable; expected one of {', '.join(ALLOWED_VALUES)}"
             )
-        vals = _as_list(values)
-        bad = [v for v in vals if v not in ALLOWED_VALUES[name]]
-        if bad or not vals:
+        vals = [] if values is None else _as_list(values)
+        allowed = ", ".join(map(str, ALLOWED_VALUES[name]))
+        if not vals:
             fail(
                 f"lexicon.{name}",
-                f"unknown value {bad[0] if bad else None!r}; expected "
-                f"values from {', '.join(map(str, ALLOWED_VALUES[name]))}",
+                f"no values; expected a list of values to draw from ({allowed}), or leave "
+                f"{name} out for the default",
             )
+        bad = [v for v in vals if v not in ALLOWED_VALUES[name]]
+        if bad:
+            fail(f"lexicon.{name}", f"unknown value {bad[0]!r}; expected values from {allowed}")
         if len(set(vals)) != len(vals):
             fail(f"lexicon.{name}", "values repeat; list each value once")
         out[name] = tuple(vals)

@@ -126,15 +126,8 @@ def _replace(
     plan: Plan, base: Assignment, p: Perturbation, taken: list[Assignment], rng: random.Random
 ) -> Assignment:
     """A new assignment from ``base`` with ``p`` applied; never equal to one in ``taken``."""
-    if p.op == "swap" and p.target == "objects":
-        a, b = base.slots
-        return replace(base, slots=(b, a), name=p.name)
     if p.op == "swap":
-        a, b = (dict(s) for s in base.slots)
-        if a[p.target] == b[p.target]:
-            raise Retry
-        a[p.target], b[p.target] = b[p.target], a[p.target]
-        return replace(base, slots=(a, b), name=p.name)
+        return _swapped(base, p)
     if p.target == "relation":
         used = {t.relation for t in taken}
         options = [r for r in plan.lexicon["relation"] if r not in used]
@@ -158,6 +151,18 @@ def _replace(
     slots = [dict(s) for s in base.slots]
     slots[i][attr] = rng.choice(options)
     return replace(base, slots=tuple(slots), name=p.name)
+
+
+def _swapped(base: Assignment, p: Perturbation) -> Assignment:
+    """``swap objects`` / ``swap ATTR``: objects a and b (or their ATTR) trade places; any
+    further described object (c, d, ...) stays as it is, so three-object captions work too."""
+    a, b, *rest = (dict(s) for s in base.slots)
+    if p.target == "objects":
+        return replace(base, slots=(b, a, *rest), name=p.name)
+    if a[p.target] == b[p.target]:
+        raise Retry
+    a[p.target], b[p.target] = b[p.target], a[p.target]
+    return replace(base, slots=(a, b, *rest), name=p.name)
 
 
 # --------------------------------------------------------------------------- examples

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -90,7 +91,20 @@ def _validate(args: argparse.Namespace) -> int:
 
 def image_problems(checklist: Checklist) -> tuple[list[str], int]:
     """``FILE:LINE: IMAGE: reason`` for each image file (with its crop) of ``checklist`` that a
-    run could not use, at its first use; and how many distinct ones were checked."""
+    run could not use, at its first use; and how many distinct ones were checked.
+
+    Pillow warns (``DecompressionBombWarning``) on opening an image between the pixel limit
+    and twice it; the loader then refuses that image with its own reason, which is what the
+    user sees, so the warning is silenced rather than printed as a Python warning too.
+    """
+    from PIL.Image import DecompressionBombWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DecompressionBombWarning)
+        return _image_problems(checklist)
+
+
+def _image_problems(checklist: Checklist) -> tuple[list[str], int]:
     load = ImageLoader()
     checked: set[tuple] = set()
     problems: list[str] = []
