@@ -18,6 +18,7 @@ from pytest_vlcheck.checklist import load_checklist
 from pytest_vlcheck.engine import ModelRunner, evaluate_test
 from pytest_vlcheck.engine.embedding_cache import DB_NAME, EmbeddingCache
 from pytest_vlcheck.engine.progress import Progress, stderr_writer
+from pytest_vlcheck.errors import ModelLoadError
 from pytest_vlcheck.gating import run_conditions
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
@@ -104,8 +105,13 @@ def undeclared():
     return Dual()
 
 
+def misdeclared():
+    return Dual()
+
+
 dual.vlcheck_fingerprint = "colour-v1"
 pairs.vlcheck_fingerprint = lambda: "pairs-v1"
+misdeclared.vlcheck_fingerprint = "colour-v0"
 """
 
 
@@ -157,6 +163,15 @@ def test_without_a_declared_fingerprint_the_model_is_built_but_encodes_nothing(p
     assert module.CALLS["built"] == 2
     assert second.stats.model_calls == 0 and second.stats.images_cached == IMAGES
     assert after == before
+
+
+def test_a_declared_fingerprint_the_scorer_contradicts_is_refused(project) -> None:
+    """Vectors of the declared and the built model must not share one cache namespace."""
+    root, module = project
+    with pytest.raises(
+        ModelLoadError, match="colour-v0 before loading and the loaded model's is colour-v1"
+    ):
+        _run(root, module, "misdeclared")
 
 
 def test_pair_scores_are_cached(project) -> None:

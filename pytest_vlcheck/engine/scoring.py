@@ -30,7 +30,12 @@ import numpy as np
 
 from pytest_vlcheck.engine.content_keys import image_key, namespace, pair_key, text_key
 from pytest_vlcheck.engine.progress import Writer, tracked
-from pytest_vlcheck.errors import ScorerProtocolError, UserCodeError, VlcheckUserError
+from pytest_vlcheck.errors import (
+    ModelLoadError,
+    ScorerProtocolError,
+    UserCodeError,
+    VlcheckUserError,
+)
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.models.protocol import (
     DualEncoder,
@@ -181,7 +186,7 @@ class ModelRunner:
             raise self._load_error
         if self._scorer is None:
             try:
-                self._scorer = load_scorer(self.spec, self.options)
+                self._scorer = self._same_identity(load_scorer(self.spec, self.options))
             except Exception as exc:
                 self._load_error = exc
                 raise
@@ -189,6 +194,21 @@ class ModelRunner:
             self._mode = _scoring_mode(self._scorer)
             self._remember_model()
         return self._scorer
+
+    def _same_identity(self, scorer: Any) -> Any:
+        """``scorer``, if it is the model the cache namespace was named after before it was
+        built: otherwise vectors of two weights would be mixed under one name (a hub model
+        updated while loading, a ``py:`` factory declaring another fingerprint)."""
+        identity = self._identity if self._identified else None
+        built = scorer_fingerprint(scorer)
+        if identity is not None and built and built != identity.fingerprint:
+            raise ModelLoadError(
+                f"model '{self.spec.text}': its fingerprint was {identity.fingerprint} before "
+                f"loading and the loaded model's is {built}; expected one fingerprint (a "
+                "py: factory's vlcheck_fingerprint must equal its scorer's fingerprint; hub "
+                "weights updated while loading are read again by a new run)"
+            )
+        return scorer
 
     @property
     def mode(self) -> ScoringMode:
