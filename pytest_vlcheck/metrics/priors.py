@@ -104,7 +104,10 @@ def hard_test_stats(model_correct: np.ndarray, prior_correct: np.ndarray) -> Har
 
 @dataclass(frozen=True)
 class PerplexityGrid:
-    """Figure 1 of the seed: model accuracy per (true-caption ppl bin, best-negative ppl bin).
+    """The analysis of the seed's Figure 1: model accuracy per (true-caption ppl bin,
+    best-negative ppl bin). The paper cuts each range into 10 even intervals and shows cells
+    of at least 10 samples; here the bins are quantiles (5 by default, ``GRID_BINS``), so each
+    row and column holds about as many units and a small suite has no empty rows.
 
     ``n[i, j]`` and ``passed[i, j]`` count the units whose true-caption perplexity falls in
     bin i (edges ``true_edges``) and whose best (lowest) negative perplexity falls in bin j.
