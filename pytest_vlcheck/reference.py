@@ -8,24 +8,13 @@ compared in the run. It reports; it never changes an item's verdict. Pure: no py
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeGuard
 
-from pytest_vlcheck.metrics.paired import holm, mcnemar_midp
+from pytest_vlcheck.metrics.paired import discordant_pairs, holm, mcnemar_midp
 from pytest_vlcheck.results import CapabilityResult
 
-__all__ = ["discordant_pairs", "reference_delta", "with_reference"]
-
-
-def discordant_pairs(
-    reference: Mapping[str, bool], other: Mapping[str, bool]
-) -> tuple[int, int, int]:
-    """``(n_paired, lost, gained)``: the example ids both runs scored, those right in the
-    reference and wrong in ``other``, and those wrong in the reference and right in ``other``."""
-    paired = [i for i in other if i in reference]
-    lost = sum(1 for i in paired if reference[i] and not other[i])
-    gained = sum(1 for i in paired if not reference[i] and other[i])
-    return len(paired), lost, gained
+__all__ = ["reference_delta", "with_reference"]
 
 
 def _measured(result: CapabilityResult | None) -> TypeGuard[CapabilityResult]:

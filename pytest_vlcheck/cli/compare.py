@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.atomic import atomic_write_text
-from pytest_vlcheck.metrics.paired import holm, mcnemar_midp
+from pytest_vlcheck.metrics.paired import discordant_pairs, holm, mcnemar_midp
 from pytest_vlcheck.report import fmt
 from pytest_vlcheck.report.baseline import Baseline
 from pytest_vlcheck.report.gate import pvalue
@@ -125,12 +125,8 @@ def _paired(ref: dict[str, Any], other: dict[str, Any]) -> float | None:
     a, b = ref.get("outcomes"), other.get("outcomes")
     if not a or not b:
         return None
-    matched = [i for i in b if i in a]
-    if not matched:
-        return None
-    lost = sum(1 for i in matched if a[i] and not b[i])
-    gained = sum(1 for i in matched if not a[i] and b[i])
-    return mcnemar_midp(lost, gained)
+    matched, lost, gained = discordant_pairs(a, b)
+    return mcnemar_midp(lost, gained) if matched else None
 
 
 def compare_runs(runs: list[Run]) -> Comparison:

@@ -7,10 +7,27 @@ p-values, computed with exact integer arithmetic so that small p-values are not 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
-__all__ = ["bonferroni", "holm", "mcnemar_midp", "min_detectable_discordant"]
+__all__ = [
+    "bonferroni",
+    "discordant_pairs",
+    "holm",
+    "mcnemar_midp",
+    "min_detectable_discordant",
+]
+
+
+def discordant_pairs(
+    reference: Mapping[str, bool], other: Mapping[str, bool]
+) -> tuple[int, int, int]:
+    """``(n_paired, lost, gained)``: the example ids both runs scored, those right in the
+    reference and wrong in ``other``, and those wrong in the reference and right in ``other``."""
+    paired = [i for i in other if i in reference]
+    lost = sum(1 for i in paired if reference[i] and not other[i])
+    gained = sum(1 for i in paired if not reference[i] and other[i])
+    return len(paired), lost, gained
 
 
 def mcnemar_midp(b: int, c: int) -> float:

@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_vlcheck.metrics.paired import (
     bonferroni,
+    discordant_pairs,
     holm,
     mcnemar_midp,
     min_detectable_discordant,
@@ -89,9 +90,7 @@ def gate(
     """
     if m < 1:
         raise ValueError(f"m counts the items gated in the run, at least 1, got {m}")
-    matched = [i for i in current_outcomes if i in entry.outcomes]
-    b = sum(1 for i in matched if entry.outcomes[i] and not current_outcomes[i])
-    c = sum(1 for i in matched if not entry.outcomes[i] and current_outcomes[i])
+    n_matched, b, c = discordant_pairs(entry.outcomes, current_outcomes)
     p_mid = mcnemar_midp(b, c)
     alpha_corrected = alpha / m
     baseline_rate = entry.pass_rate if entry.pass_rate is not None else 0.0
@@ -102,14 +101,14 @@ def gate(
     warnings = []
     if content_hash is not None and content_hash != entry.content_hash:
         warnings.append("the test changed since the baseline (content hash differs)")
-    if not matched:
+    if not n_matched:
         warnings.append("no example ids match the baseline's")
     warnings += _condition_warnings(entry, conditions)
     return GateResult(
         delta_pts=delta_pts,
         baseline_rate=baseline_rate,
         current_rate=current_rate,
-        n_matched=len(matched),
+        n_matched=n_matched,
         b=b,
         c=c,
         p_mid=p_mid,
@@ -119,7 +118,7 @@ def gate(
         improved=significant and c > b and delta_pts > max_drop_pts,
         added=sum(1 for i in current_outcomes if i not in entry.outcomes),
         removed=sum(1 for i in entry.outcomes if i not in current_outcomes),
-        min_detectable_drop_pts=100.0 * d / len(matched) if d <= len(matched) else None,
+        min_detectable_drop_pts=100.0 * d / n_matched if d <= n_matched else None,
         warnings=tuple(warnings),
     )
 
