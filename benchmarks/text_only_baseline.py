@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_vlcheck.audit import audit_subject, audit_test
-from pytest_vlcheck.bundled import bundled_checklists
+from pytest_vlcheck.checklist.bundled import bundled_checklists
 from pytest_vlcheck.checklist.loader import load_checklist
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 
-from pytest_vlcheck.checklist.example_fields import ParseContext
+from pytest_vlcheck.checklist.python_tests import PixelStore, build_test, image_refs
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.engine import MissingImagesError, Unscorable, unscored_result
 from pytest_vlcheck.errors import VlcheckUserError
@@ -33,13 +33,13 @@ from pytest_vlcheck.items import (
     add_capability_marks,
     result_properties,
 )
-from pytest_vlcheck.python_tests import PixelStore, build_test, image_refs
+from pytest_vlcheck.parsing.example_fields import ParseContext
 from pytest_vlcheck.report.verdict import verdict_details, verdict_line
 from pytest_vlcheck.results import CapabilityResult
 
 if TYPE_CHECKING:
     from pytest_vlcheck.engine import ModelRunner
-    from pytest_vlcheck.session import VlcheckSession
+    from pytest_vlcheck.run.session import VlcheckSession
 
 FIXTURE = "vl_model"
 ROWS_KEY = pytest.StashKey[list[CapabilityResult]]()

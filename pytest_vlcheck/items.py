@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from pytest_vlcheck.checklist import ChecklistError, ChecklistTest, load_checklist
-from pytest_vlcheck.checklist.yaml_lines import checklist_header_problem
 from pytest_vlcheck.engine import unscored_result
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
-from pytest_vlcheck.prior_eval import junit_properties
+from pytest_vlcheck.parsing.yaml_lines import checklist_header_problem
+from pytest_vlcheck.priors.evaluation import junit_properties
 from pytest_vlcheck.report.verdict import verdict_details, verdict_line
 from pytest_vlcheck.results import CapabilityResult, Status
-from pytest_vlcheck.session import VlcheckSession
+from pytest_vlcheck.run.session import VlcheckSession
 
 SESSION_KEY = pytest.StashKey[VlcheckSession]()
 NO_MODEL_REASON = (

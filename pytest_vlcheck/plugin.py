@@ -22,7 +22,8 @@ from pytest_vlcheck.engine.embedding_cache import parse_size
 from pytest_vlcheck.engine.evaluate import MISSING_POLICIES
 from pytest_vlcheck.engine.progress import stderr_writer
 from pytest_vlcheck.engine.scoring import ScoringStats
-from pytest_vlcheck.gating import (
+from pytest_vlcheck.gates.baseline import Baseline
+from pytest_vlcheck.gates.gating import (
     DEFAULT_ALPHA,
     DEFAULT_MAX_DROP,
     GateSettings,
@@ -36,11 +37,10 @@ from pytest_vlcheck.images.loading import set_max_image_pixels
 from pytest_vlcheck.items import SESSION_KEY, ChecklistFile, ChecklistItem, NotAChecklist
 from pytest_vlcheck.models.protocol import PRECISIONS, ModelOptions
 from pytest_vlcheck.models.registry import ModelSpecError, parse_specs
-from pytest_vlcheck.report.baseline import Baseline
 from pytest_vlcheck.report.loader import ReportFormatError
 from pytest_vlcheck.results import from_transport
-from pytest_vlcheck.session import Settings, VlcheckSession
-from pytest_vlcheck.sharding import Shard, ShardSpecError, assign_shards, parse_shard
+from pytest_vlcheck.run.session import Settings, VlcheckSession
+from pytest_vlcheck.run.sharding import Shard, ShardSpecError, assign_shards, parse_shard
 
 STATS_KEY = "vlcheck_stats"
 """The key of the scoring stats in an xdist worker's ``workeroutput``."""
@@ -236,7 +236,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _add_bundled_checklists(config: pytest.Config) -> None:
     """Collect the shipped suite: alone when no paths were given, else beside them."""
-    from pytest_vlcheck.bundled import bundled_checklists_dir
+    from pytest_vlcheck.checklist.bundled import bundled_checklists_dir
 
     try:
         directory = str(bundled_checklists_dir())
@@ -668,7 +668,7 @@ class ReportHooks:
             write_report(settings.report_dir, self.state.models_meta(), rows, errors=errors)
             write_samples(settings.report_dir / "samples.jsonl", sample_rows(results))
         if settings.save_baseline is not None and exitstatus != pytest.ExitCode.INTERRUPTED:
-            from pytest_vlcheck.report.baseline import git_commit
+            from pytest_vlcheck.gates.baseline import git_commit
 
             specs = {spec.name: spec.text for spec in settings.specs}
             conditions = run_conditions(settings.model_options)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vlcheck.report.baseline import Baseline, BaselineError, git_commit, make_entry
+from pytest_vlcheck.gates.baseline import Baseline, BaselineError, git_commit, make_entry
 from pytest_vlcheck.report.loader import ReportFormatError
 from pytest_vlcheck.report.samples import SampleRow, outcomes_by_key, read_samples, write_samples
 

@@ -13,7 +13,7 @@ import pytest
 from test_gates_e2e import checklist, scores
 
 from pytest_vlcheck.cli import main
-from pytest_vlcheck.report.baseline import Baseline, make_entry
+from pytest_vlcheck.gates.baseline import Baseline, make_entry
 
 PROBE = """
 def test_spatial(vl_model):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pytest_vlcheck.cli import main
+from pytest_vlcheck.gates.baseline import Baseline, make_entry
 from pytest_vlcheck.report import write_report
-from pytest_vlcheck.report.baseline import Baseline, make_entry
 from pytest_vlcheck.report.samples import SampleRow, write_samples
 from pytest_vlcheck.report.svg import line_chart
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_vlcheck.bundled import bundled_checklists, bundled_checklists_dir
 from pytest_vlcheck.checklist import ChecklistError
+from pytest_vlcheck.checklist.bundled import bundled_checklists, bundled_checklists_dir
 from pytest_vlcheck.checklist.generators import expand
 from pytest_vlcheck.checklist.loader import load_checklist
 from pytest_vlcheck.images.scenes import (

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_vlcheck.bundled import bundled_checklists
 from pytest_vlcheck.checklist import ChecklistError, load_checklist
+from pytest_vlcheck.checklist.bundled import bundled_checklists
 from pytest_vlcheck.cli import main
 from pytest_vlcheck.cli.schema import schema_text
 

@@ -10,7 +10,7 @@ from colour_scorer import SOURCE
 from PIL import Image
 
 from pytest_vlcheck.checklist import load_checklist
-from pytest_vlcheck.checklist.errors import ChecklistError
+from pytest_vlcheck.parsing.errors import ChecklistError
 from pytest_vlcheck.tasks.caption import CaptionExample
 from pytest_vlcheck.tasks.group import GroupExample
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_vlcheck.gates.baseline import BaselineEntry
+from pytest_vlcheck.gates.decision import gate, gate_details, pvalue, verdict_suffix
 from pytest_vlcheck.metrics.paired import (
     bonferroni,
     holm,
     mcnemar_midp,
     min_detectable_discordant,
 )
-from pytest_vlcheck.report.baseline import BaselineEntry
-from pytest_vlcheck.report.gate import gate, gate_details, pvalue, verdict_suffix
 
 
 def test_mcnemar_midp_against_hand_computations() -> None:

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vlcheck.checklist.text_perturb import add_typos
 from pytest_vlcheck.engine.content_keys import image_key
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.images.perturb import ImagePerturbation, derive_seed, make_perturbation
 from pytest_vlcheck.images.refs import ImageRef, canonical_scene
 from pytest_vlcheck.images.scenes import occluded, pixel_digest, render_scene
+from pytest_vlcheck.texts.perturb import add_typos
 
 SCENE = {
     "size": [64, 48],

@@ -235,7 +235,7 @@ def _lookup(table: dict[str, float]):
 
 
 def test_prior_block_caption_by_hand(tmp_path: Path) -> None:
-    from pytest_vlcheck.prior_eval import prior_block
+    from pytest_vlcheck.priors.evaluation import prior_block
     from pytest_vlcheck.results import ExampleOutcome
 
     test = _checklist_test(
@@ -265,7 +265,7 @@ def test_prior_block_caption_by_hand(tmp_path: Path) -> None:
 
 
 def test_prior_block_group_triplets_by_hand(tmp_path: Path) -> None:
-    from pytest_vlcheck.prior_eval import prior_block
+    from pytest_vlcheck.priors.evaluation import prior_block
     from pytest_vlcheck.results import ExampleOutcome
 
     test = _checklist_test(
@@ -291,7 +291,7 @@ def test_prior_block_group_triplets_by_hand(tmp_path: Path) -> None:
 
 
 def test_prior_block_is_not_applicable_to_image_tests(tmp_path: Path) -> None:
-    from pytest_vlcheck.prior_eval import junit_properties, prior_block
+    from pytest_vlcheck.priors.evaluation import junit_properties, prior_block
     from pytest_vlcheck.results import ExampleOutcome
 
     test = _checklist_test(

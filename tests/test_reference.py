@@ -15,8 +15,8 @@ import pytest
 from colour_scorer import SOURCE
 from PIL import Image
 
+from pytest_vlcheck.gates.reference import with_reference
 from pytest_vlcheck.metrics.paired import discordant_pairs
-from pytest_vlcheck.reference import with_reference
 from pytest_vlcheck.results import CapabilityResult, ExampleOutcome, ResultFormatError
 
 

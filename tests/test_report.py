@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vlcheck import atomic
+from pytest_vlcheck import atomic, fmt
 from pytest_vlcheck.atomic import atomic_write_bytes, atomic_write_text
 from pytest_vlcheck.report import (
     REPORT_FILES,
     ReportFormatError,
-    fmt,
     format_matrix,
     matrix_document,
     read_matrix,

@@ -10,6 +10,7 @@ import pytest
 from colour_scorer import SOURCE
 from PIL import Image
 
+from pytest_vlcheck.gates.decision import GateResult
 from pytest_vlcheck.report import (
     ReportFormatError,
     RunError,
@@ -20,13 +21,12 @@ from pytest_vlcheck.report import (
     render_files,
     write_report,
 )
-from pytest_vlcheck.report.gate import GateResult
 from pytest_vlcheck.report.html import render_html
 from pytest_vlcheck.report.markdown import render_markdown
 from pytest_vlcheck.report.matrix import build_matrix
 from pytest_vlcheck.report.svg import radar_chart
 from pytest_vlcheck.results import CapabilityResult, FailureExample
-from pytest_vlcheck.session import Settings, VlcheckSession
+from pytest_vlcheck.run.session import Settings, VlcheckSession
 
 MODELS = [
     {"name": "old", "spec": "py:m:old", "fingerprint": "f1"},

@@ -7,7 +7,7 @@ import json
 import pytest
 from test_gates_e2e import checklist, scores
 
-from pytest_vlcheck.sharding import Shard, ShardSpecError, assign_shards, parse_shard
+from pytest_vlcheck.run.sharding import Shard, ShardSpecError, assign_shards, parse_shard
 
 
 def test_parse_shard() -> None:

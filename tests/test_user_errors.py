@@ -16,12 +16,6 @@ import pytest
 from PIL import Image
 
 from pytest_vlcheck.checklist import ChecklistError, is_checklist_file, load_checklist
-from pytest_vlcheck.checklist.fields import type_name
-from pytest_vlcheck.checklist.yaml_lines import (
-    LineList,
-    LineMap,
-    checklist_header_problem,
-)
 from pytest_vlcheck.errors import (
     ImageError,
     ModelLoadError,
@@ -34,6 +28,12 @@ from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.models import registry
 from pytest_vlcheck.models.custom_backend import factory_arguments
 from pytest_vlcheck.models.protocol import ModelOptions, check_rows, check_scorer
+from pytest_vlcheck.parsing.fields import type_name
+from pytest_vlcheck.parsing.yaml_lines import (
+    LineList,
+    LineMap,
+    checklist_header_problem,
+)
 
 OPTIONS = ModelOptions(device="cpu", batch_size=8)
 

@@ -17,7 +17,7 @@ from pytest_vlcheck.engine.scoring import ScoringStats
 from pytest_vlcheck.models.registry import parse_spec
 from pytest_vlcheck.plugin import STATS_KEY, ReportHooks
 from pytest_vlcheck.results import CapabilityResult
-from pytest_vlcheck.session import Settings, VlcheckSession
+from pytest_vlcheck.run.session import Settings, VlcheckSession
 
 ROOT = Path(__file__).resolve().parents[1]
 STATS_LINE = re.compile(r"\[(\w+)\] (\d+) images, (\d+) texts, 0 pairs in (\d+) model calls")

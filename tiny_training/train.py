@@ -361,7 +361,7 @@ def recalibrate_batchnorm(model: Any, batches: Iterable[tuple[Any, torch.Tensor]
 
 def bundled_scenes() -> list[dict[str, Any]]:
     """Every scene the bundled checklists use (generators expanded), as spec mappings."""
-    from pytest_vlcheck.bundled import bundled_checklists
+    from pytest_vlcheck.checklist.bundled import bundled_checklists
     from pytest_vlcheck.checklist.loader import load_checklist
 
     scenes = []

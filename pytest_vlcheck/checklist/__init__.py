@@ -12,7 +12,7 @@ from typing import Any
 _EXPORTS = {
     "Checklist": "pytest_vlcheck.checklist.schema",
     "ChecklistTest": "pytest_vlcheck.checklist.schema",
-    "ChecklistError": "pytest_vlcheck.checklist.errors",
+    "ChecklistError": "pytest_vlcheck.parsing.errors",
     "is_checklist_file": "pytest_vlcheck.checklist.loader",
     "load_checklist": "pytest_vlcheck.checklist.loader",
 }

@@ -21,15 +21,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_vlcheck.checklist.errors import ChecklistError
-from pytest_vlcheck.checklist.example_fields import (
+from pytest_vlcheck.parsing.errors import ChecklistError
+from pytest_vlcheck.parsing.example_fields import (
     ParseContext,
     example_id,
     parse_image,
     parse_tags,
 )
-from pytest_vlcheck.checklist.fields import Fields, type_name
-from pytest_vlcheck.checklist.yaml_lines import LineMap
+from pytest_vlcheck.parsing.fields import Fields, type_name
+from pytest_vlcheck.parsing.yaml_lines import LineMap
 
 if TYPE_CHECKING:
     from pytest_vlcheck.images.refs import ImageRef

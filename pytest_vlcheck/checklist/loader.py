@@ -9,13 +9,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pytest_vlcheck.checklist.errors import ChecklistError, ErrorCollector
-from pytest_vlcheck.checklist.example_fields import ParseContext, example_id, parse_tags
-from pytest_vlcheck.checklist.fields import Fields, type_name
 from pytest_vlcheck.checklist.jsonl import SUFFIX as JSONL_SUFFIX
 from pytest_vlcheck.checklist.jsonl import fast_examples, load_jsonl_examples
 from pytest_vlcheck.checklist.schema import Checklist, ChecklistTest, MacroSpec
-from pytest_vlcheck.checklist.yaml_lines import checklist_header_problem, load_yaml
+from pytest_vlcheck.parsing.errors import ChecklistError, ErrorCollector
+from pytest_vlcheck.parsing.example_fields import ParseContext, example_id, parse_tags
+from pytest_vlcheck.parsing.fields import Fields, type_name
+from pytest_vlcheck.parsing.yaml_lines import checklist_header_problem, load_yaml
 from pytest_vlcheck.tasks import TASKS, Task, get_task
 
 T = TypeVar("T")

@@ -15,9 +15,9 @@ import argparse
 import sys
 from pathlib import Path, PurePosixPath
 
-from pytest_vlcheck.bundled import PREFIX, from_report_name
 from pytest_vlcheck.checklist import ChecklistError, load_checklist
-from pytest_vlcheck.report.baseline import Baseline, BaselineError
+from pytest_vlcheck.checklist.bundled import PREFIX, from_report_name
+from pytest_vlcheck.gates.baseline import Baseline, BaselineError
 
 __all__ = [
     "RootMismatch",

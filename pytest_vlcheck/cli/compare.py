@@ -18,11 +18,11 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from pytest_vlcheck import fmt
 from pytest_vlcheck.atomic import atomic_write_text
+from pytest_vlcheck.gates.baseline import Baseline
+from pytest_vlcheck.gates.decision import pvalue
 from pytest_vlcheck.metrics.paired import discordant_pairs, holm, mcnemar_midp
-from pytest_vlcheck.report import fmt
-from pytest_vlcheck.report.baseline import Baseline
-from pytest_vlcheck.report.gate import pvalue
 from pytest_vlcheck.report.html import _CSS
 from pytest_vlcheck.report.loader import ReportFormatError, validate_document
 from pytest_vlcheck.report.markdown import _table as md_table

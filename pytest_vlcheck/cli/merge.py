@@ -89,7 +89,7 @@ def _check_disjoint(keys_by_input: list[tuple[Path, list[Key]]], what: str) -> N
 
 def merge_baselines(inputs: list[Path], output: Path) -> Path:
     """Merge baseline files into ``output`` (written atomically), as one run would save it."""
-    from pytest_vlcheck.report.baseline import Baseline
+    from pytest_vlcheck.gates.baseline import Baseline
 
     baselines = [(path, Baseline.load(path)) for path in inputs]
     _check_disjoint([(path, b.keys()) for path, b in baselines], "baselines")
@@ -154,7 +154,7 @@ def _with_reference(
 ) -> list[dict[str, Any]]:
     """Reference-model deltas computed again over the merged run: Holm's correction runs over
     every compared test x model of the run, which no single shard saw."""
-    from pytest_vlcheck.reference import with_reference
+    from pytest_vlcheck.gates.reference import with_reference
     from pytest_vlcheck.results import CapabilityResult, ExampleOutcome
 
     outcomes: dict[Key, list[ExampleOutcome]] = {}

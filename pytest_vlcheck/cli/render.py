@@ -64,8 +64,8 @@ def image_name(ref: ImageRef) -> str:
 def run_render(args: argparse.Namespace) -> int:
     """Handler of ``vlcheck render``: 0 when every image was written, 1 when some could not
     be loaded, 2 for a bad checklist or arguments."""
-    from pytest_vlcheck.checklist.errors import ChecklistError
     from pytest_vlcheck.checklist.loader import load_checklist
+    from pytest_vlcheck.parsing.errors import ChecklistError
 
     if args.limit is not None and args.limit < 1:
         print("vlcheck render: --limit must be at least 1", file=sys.stderr)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from pytest_vlcheck.report import fmt
+from pytest_vlcheck import fmt
 from pytest_vlcheck.report.prior_view import prior_html
 from pytest_vlcheck.report.sections import Cell, Delta, Failures, Report, Section, SliceTable
 from pytest_vlcheck.report.svg import bar_chart, model_colour, radar_chart

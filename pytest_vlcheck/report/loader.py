@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_vlcheck.json_checks import JsonChecker, is_int, read_json
 from pytest_vlcheck.results import STATUSES, CapabilityResult, ResultFormatError
+from pytest_vlcheck.results.json_checks import JsonChecker, ReportFormatError, is_int, read_json
 
 __all__ = [
     "REPORT_VERSION",
@@ -28,10 +28,6 @@ __all__ = [
 ]
 
 REPORT_VERSION = 1
-
-
-class ReportFormatError(ValueError):
-    """``matrix.json`` is not a valid vlcheck report; the message names the file and field."""
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from pytest_vlcheck.report import fmt
+from pytest_vlcheck import fmt
 from pytest_vlcheck.report.prior_view import prior_markdown
 from pytest_vlcheck.report.sections import Cell, Report, Section
 from pytest_vlcheck.report.terminal import cell_text

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from pytest_vlcheck.report import fmt
+from pytest_vlcheck import fmt
 
 __all__ = ["grid_svg", "prior_html", "prior_markdown", "prior_summary", "prior_verdict_lines"]
 

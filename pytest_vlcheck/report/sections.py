@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pytest_vlcheck.report import fmt
-from pytest_vlcheck.report.gate import gate_of, pvalue
+from pytest_vlcheck import fmt
+from pytest_vlcheck.gates.decision import gate_of, pvalue
 from pytest_vlcheck.report.loader import RunError
 from pytest_vlcheck.report.matrix import Matrix, Row, build_matrix, status_counts
 from pytest_vlcheck.results import CapabilityResult, FailureExample

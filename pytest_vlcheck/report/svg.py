@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from pytest_vlcheck.report import fmt
+from pytest_vlcheck import fmt
 from pytest_vlcheck.report.matrix import Matrix, Row
 
 __all__ = [

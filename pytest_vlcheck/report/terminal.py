@@ -8,7 +8,7 @@ of the cells, then it truncates the row labels, then the model headers.
 
 from __future__ import annotations
 
-from pytest_vlcheck.report import fmt
+from pytest_vlcheck import fmt
 from pytest_vlcheck.report.sections import Cell, Report
 
 __all__ = ["UNSCORED_MARK", "cell_text", "format_matrix", "matrix_lines"]

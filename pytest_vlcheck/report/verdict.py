@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_vlcheck.report.fmt import ci, pct, value
-from pytest_vlcheck.report.gate import gate_details, gate_of, verdict_suffix
+from pytest_vlcheck.fmt import ci, pct, value
+from pytest_vlcheck.gates.decision import gate_details, gate_of, verdict_suffix
 from pytest_vlcheck.report.prior_view import prior_verdict_lines
 from pytest_vlcheck.tasks import TASKS
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from pytest_vlcheck import metrics
-from pytest_vlcheck.checklist.fields import Fields
+from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.protocol import GenerationRules, Judgement
 
 

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from pytest_vlcheck import metrics
-from pytest_vlcheck.checklist.example_fields import ParseContext, image_at, image_list
-from pytest_vlcheck.checklist.fields import Fields
 from pytest_vlcheck.images.refs import ImageRef
+from pytest_vlcheck.parsing.example_fields import ParseContext, image_at, image_list
+from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.base import BaseTask, choose_one, mean_chance
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
 

@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from pytest_vlcheck.checklist.errors import ChecklistError
-from pytest_vlcheck.checklist.example_fields import ParseContext, image_at
-from pytest_vlcheck.checklist.fields import Fields, type_name
-from pytest_vlcheck.checklist.text_perturb import MAX_TYPOS, TEXT_KINDS, add_typos
 from pytest_vlcheck.images.perturb import KINDS, derive_seed, make_perturbation
 from pytest_vlcheck.images.refs import ImageRef
+from pytest_vlcheck.parsing.errors import ChecklistError
+from pytest_vlcheck.parsing.example_fields import ParseContext, image_at
+from pytest_vlcheck.parsing.fields import Fields, type_name
 from pytest_vlcheck.tasks.base import BaseTask
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+from pytest_vlcheck.texts.perturb import MAX_TYPOS, TEXT_KINDS, add_typos
 
 _SIDE_WORDS = re.compile(r"\b(left|right)\b", re.IGNORECASE)
 

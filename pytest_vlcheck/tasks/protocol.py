@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 if TYPE_CHECKING:
-    from pytest_vlcheck.checklist.example_fields import ParseContext
-    from pytest_vlcheck.checklist.fields import Fields
     from pytest_vlcheck.images.refs import ImageRef
+    from pytest_vlcheck.parsing.example_fields import ParseContext
+    from pytest_vlcheck.parsing.fields import Fields
 
 Grid = tuple[tuple["ImageRef", ...], tuple[str, ...]]
 """An example's images (rows) and texts (columns); every pair is scored."""

@@ -15,10 +15,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pytest_vlcheck.gates.baseline import Baseline, BaselineEntry, make_entry
+from pytest_vlcheck.gates.decision import gate
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.torch_utils import computed_precision
-from pytest_vlcheck.report.baseline import Baseline, BaselineEntry, make_entry
-from pytest_vlcheck.report.gate import gate
 from pytest_vlcheck.report.samples import SampleRow
 from pytest_vlcheck.results import CapabilityResult
 

@@ -17,8 +17,7 @@ from typing import Any
 
 from pytest_vlcheck import __version__
 from pytest_vlcheck.atomic import atomic_write_text
-from pytest_vlcheck.json_checks import JsonChecker, read_json
-from pytest_vlcheck.report.loader import ReportFormatError
+from pytest_vlcheck.results.json_checks import JsonChecker, ReportFormatError, read_json
 
 __all__ = [
     "BASELINE_VERSION",

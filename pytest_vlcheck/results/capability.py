@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-from pytest_vlcheck.json_checks import JsonChecker
+from pytest_vlcheck.results.json_checks import JsonChecker
 
 Status = Literal["passed", "failed", "skipped", "error"]
 STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "skipped")
@@ -66,7 +66,7 @@ class CapabilityResult:
     gated; ``prior`` holds the linguistic-prior block (``prior_eval.prior_block``; README's
     matrix.json section) when the run had ``--vl-prior`` or the test a ``hard_threshold``;
     ``reference`` holds the paired comparison with the run's first model
-    (``pytest_vlcheck.reference``) for every other model of a run with several.
+    (``pytest_vlcheck.gates.reference``) for every other model of a run with several.
     ``fingerprint`` (the model's weights), ``content_hash`` (the test's YAML) and ``outcomes``
     travel with the result but
     stay out of ``matrix.json``.

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.atomic import atomic_write_bytes
-from pytest_vlcheck.checklist.example_fields import ParseContext, example_id, parse_image
-from pytest_vlcheck.checklist.fields import Fields
 from pytest_vlcheck.checklist.loader import _content_hash, _parse_test
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.images.refs import ImageRef
+from pytest_vlcheck.parsing.example_fields import ParseContext, example_id, parse_image
+from pytest_vlcheck.parsing.fields import Fields
 
 PIL_PREFIX = "pil:sha256:"
 

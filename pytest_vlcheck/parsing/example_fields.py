@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_vlcheck.checklist.errors import ChecklistError
-from pytest_vlcheck.checklist.fields import Fields, number_text, type_name
 from pytest_vlcheck.images.refs import Crop, ImageRef, canonical_scene
+from pytest_vlcheck.parsing.errors import ChecklistError
+from pytest_vlcheck.parsing.fields import Fields, number_text, type_name
 
 _IMAGE_KEYS = ("path", "url", "scene", "crop", "crop_relative", "sha256")
 

@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pytest_vlcheck.bundled import report_name
+from pytest_vlcheck.checklist.bundled import report_name
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.engine import ModelRunner, evaluate_test
 from pytest_vlcheck.engine.embedding_cache import DEFAULT_MAX_BYTES, EmbeddingCache
 from pytest_vlcheck.engine.evaluate import MissingPolicy
 from pytest_vlcheck.engine.progress import Writer
-from pytest_vlcheck.gating import GateSettings, apply_gate, entry_of, run_conditions
+from pytest_vlcheck.gates.gating import GateSettings, apply_gate, entry_of, run_conditions
+from pytest_vlcheck.gates.reference import with_reference
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec
-from pytest_vlcheck.prior_eval import NO_PRIOR, not_applicable, prior_block
-from pytest_vlcheck.reference import with_reference
+from pytest_vlcheck.priors.evaluation import NO_PRIOR, not_applicable, prior_block
 from pytest_vlcheck.report.loader import RunError
 from pytest_vlcheck.report.thumbnails import THUMBNAIL_DIR
 from pytest_vlcheck.results import CapabilityResult

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from pytest_vlcheck.checklist.errors import ChecklistError
+from pytest_vlcheck.parsing.errors import ChecklistError
 
 
 class LineMap(dict):

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_vlcheck import fmt
+from pytest_vlcheck.gates.baseline import CONDITION_KEYS, BaselineEntry
 from pytest_vlcheck.metrics.paired import (
     bonferroni,
     discordant_pairs,
@@ -20,8 +22,6 @@ from pytest_vlcheck.metrics.paired import (
     mcnemar_midp,
     min_detectable_discordant,
 )
-from pytest_vlcheck.report import fmt
-from pytest_vlcheck.report.baseline import CONDITION_KEYS, BaselineEntry
 
 __all__ = [
     "GateResult",

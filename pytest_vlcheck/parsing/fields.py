@@ -9,8 +9,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pytest_vlcheck.checklist.errors import ChecklistError, closest, did_you_mean
-from pytest_vlcheck.checklist.yaml_lines import LineList, LineMap
+from pytest_vlcheck.parsing.errors import ChecklistError, closest, did_you_mean
+from pytest_vlcheck.parsing.yaml_lines import LineList, LineMap
 
 _TYPE_NAMES: tuple[tuple[type, str], ...] = (
     (bool, "true or false"),  # before int: a bool is an int to Python, not to a reader

@@ -10,6 +10,11 @@ from pathlib import Path
 from typing import Any
 
 
+class ReportFormatError(ValueError):
+    """A file the tool wrote (``matrix.json``, a baseline) is not valid; the message names the
+    file and field."""
+
+
 def is_number(x: Any) -> bool:
     """An int or float, not a bool."""
     return isinstance(x, (int, float)) and not isinstance(x, bool)

@@ -1,0 +1,27 @@
+"""Results: the typed value of one test x model outcome, as every layer shares it.
+
+``CapabilityResult`` is the public type the Python API returns and ``matrix.json`` publishes
+(``to_json`` / ``from_json``); ``json_checks`` validates the JSON files the tool reads back.
+"""
+
+from pytest_vlcheck.results.capability import (
+    STATUSES,
+    CapabilityResult,
+    ExampleOutcome,
+    FailureExample,
+    ResultFormatError,
+    Status,
+    from_transport,
+    outcomes_from_json,
+)
+
+__all__ = [
+    "STATUSES",
+    "CapabilityResult",
+    "ExampleOutcome",
+    "FailureExample",
+    "ResultFormatError",
+    "Status",
+    "from_transport",
+    "outcomes_from_json",
+]

@@ -1,0 +1,1 @@
+"""Text-side helpers of the task kinds: seeded caption perturbations (typos)."""
