@@ -268,8 +268,8 @@ def python_rows(
     ):
         return None
     if call.excinfo is not None and isinstance(call.excinfo.value, VerdictFailure):
-        fields = call.excinfo.value.result.to_json()
-        report.longrepr = "\n".join([verdict_line(fields), *verdict_details(fields)])
+        result = call.excinfo.value.result
+        report.longrepr = "\n".join([verdict_line(result), *verdict_details(result)])
     elif call.excinfo is not None and isinstance(call.excinfo.value, VlcheckUserError):
         report.longrepr = call.excinfo.value.render()
     rows = item.stash.get(ROWS_KEY, [])

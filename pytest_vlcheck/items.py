@@ -42,7 +42,7 @@ class VerdictFailure(AssertionError):
     """The pass rate is below the threshold."""
 
     def __init__(self, result: CapabilityResult) -> None:
-        super().__init__(verdict_line(result.to_json()))
+        super().__init__(verdict_line(result))
         self.result = result
 
 
@@ -156,8 +156,8 @@ class ChecklistItem(pytest.Item):
     ) -> str | Any:
         """A verdict, or a user error's own message, instead of a traceback."""
         if isinstance(excinfo.value, VerdictFailure):
-            fields = excinfo.value.result.to_json()
-            return "\n".join([verdict_line(fields), *verdict_details(fields)])
+            result = excinfo.value.result
+            return "\n".join([verdict_line(result), *verdict_details(result)])
         if isinstance(excinfo.value, VlcheckUserError):
             return self._user_error(excinfo.value)
         return super().repr_failure(excinfo, style=style)

@@ -22,17 +22,10 @@ from pytest_vlcheck.engine.embedding_cache import parse_size
 from pytest_vlcheck.engine.evaluate import MISSING_POLICIES
 from pytest_vlcheck.engine.progress import stderr_writer
 from pytest_vlcheck.engine.scoring import ScoringStats
-from pytest_vlcheck.gates.baseline import Baseline
-from pytest_vlcheck.gates.gating import (
-    DEFAULT_ALPHA,
-    DEFAULT_MAX_DROP,
-    GateSettings,
-    baseline_entries,
-    run_conditions,
-    sample_rows,
-    save_baseline,
-    unmatched_warning,
-)
+from pytest_vlcheck.gates.baseline import Baseline, baseline_entries, save_baseline
+from pytest_vlcheck.gates.conditions import run_conditions
+from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP, GateSettings
+from pytest_vlcheck.gates.wording import unmatched_warning
 from pytest_vlcheck.images.loading import set_max_image_pixels
 from pytest_vlcheck.items import SESSION_KEY, ChecklistFile, ChecklistItem, NotAChecklist
 from pytest_vlcheck.models.protocol import PRECISIONS, ModelOptions
@@ -661,7 +654,7 @@ class ReportHooks:
         results = self.state.ordered()
         if settings.report_dir is not None:
             from pytest_vlcheck.report import write_report
-            from pytest_vlcheck.report.samples import write_samples
+            from pytest_vlcheck.results.samples import sample_rows, write_samples
 
             rows = [r.to_json() for r in results]
             errors = self.state.collection_errors

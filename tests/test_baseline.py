@@ -1,4 +1,4 @@
-"""report.baseline and report.samples: round trips, merging, matching and clear load errors."""
+"""gates.baseline and results.samples: round trips, merging, matching and clear load errors."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from pytest_vlcheck.gates.baseline import Baseline, BaselineError, git_commit, make_entry
 from pytest_vlcheck.report.loader import ReportFormatError
-from pytest_vlcheck.report.samples import SampleRow, outcomes_by_key, read_samples, write_samples
+from pytest_vlcheck.results.samples import SampleRow, outcomes_by_key, read_samples, write_samples
 
 CONDITIONS = {"precision": "fp32", "device": "cpu", "batch_size": 64, "torch": "2.3.0"}
 

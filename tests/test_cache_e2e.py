@@ -19,7 +19,7 @@ from pytest_vlcheck.engine import ModelRunner, evaluate_test
 from pytest_vlcheck.engine.embedding_cache import DB_NAME, EmbeddingCache
 from pytest_vlcheck.engine.progress import Progress, stderr_writer
 from pytest_vlcheck.errors import ModelLoadError
-from pytest_vlcheck.gates.gating import run_conditions
+from pytest_vlcheck.gates.conditions import run_conditions
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import identify, load_scorer, parse_spec

@@ -11,8 +11,8 @@ import pytest
 from pytest_vlcheck.cli import main
 from pytest_vlcheck.gates.baseline import Baseline, make_entry
 from pytest_vlcheck.report import write_report
-from pytest_vlcheck.report.samples import SampleRow, write_samples
 from pytest_vlcheck.report.svg import line_chart
+from pytest_vlcheck.results.samples import SampleRow, write_samples
 
 FILE = "checklists/a.yaml"
 TESTS = {"color": "attribute/color", "count": "counting/number"}

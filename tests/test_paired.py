@@ -1,12 +1,13 @@
-"""metrics.paired and report.gate: McNemar mid-p, Bonferroni, Holm and the gate's verdicts,
-checked against hand computations (the arithmetic is in the comments)."""
+"""metrics.paired, gates.decision and gates.wording: McNemar mid-p, Bonferroni, Holm and the
+gate's verdicts, checked against hand computations (the arithmetic is in the comments)."""
 
 from __future__ import annotations
 
 import pytest
 
 from pytest_vlcheck.gates.baseline import BaselineEntry
-from pytest_vlcheck.gates.decision import gate, gate_details, pvalue, verdict_suffix
+from pytest_vlcheck.gates.decision import gate
+from pytest_vlcheck.gates.wording import gate_details, pvalue, verdict_suffix
 from pytest_vlcheck.metrics.paired import (
     bonferroni,
     holm,

@@ -253,7 +253,7 @@ def test_prior_block_caption_by_hand(tmp_path: Path) -> None:
     # The model (scores of caption, n, m) is right on 0 and 2, wrong on 1 and 3.
     rows = {"0": [0.9, 0.1, 0.2], "1": [0.1, 0.9, 0.2], "2": [0.9, 0.1, 0.5], "3": [0.5, 0.5, 0]}
     outcomes = [ExampleOutcome(i, False, False, [row]) for i, row in rows.items()]
-    block = prior_block(test, outcomes, _lookup(ppl), ["lm"])
+    block = prior_block(test, outcomes, _lookup(ppl), ["lm"]).to_json()
     assert (block["n"], block["n_hard"], block["hard_passed"]) == (4, 2, 1)
     assert block["accuracy"] == 0.5 and block["prior_accuracy"] == 0.5
     assert block["hard_accuracy"] == 0.5 and block["linguistic_gap"] == 0.0
@@ -282,7 +282,7 @@ def test_prior_block_group_triplets_by_hand(tmp_path: Path) -> None:
         ExampleOutcome("x", True, False, [[0.9, 0.1], [0.2, 0.8]]),
         ExampleOutcome("y", False, False, [[0.1, 0.9], [0.2, 0.8]]),
     ]
-    block = prior_block(test, outcomes, _lookup(ppl), ["lm"])
+    block = prior_block(test, outcomes, _lookup(ppl), ["lm"]).to_json()
     assert (block["n"], block["n_hard"], block["hard_passed"]) == (4, 3, 2)
     assert block["prior_accuracy"] == 0.25 and block["accuracy"] == 0.75
     assert block["hard_accuracy"] == pytest.approx(2 / 3)
@@ -302,13 +302,11 @@ def test_prior_block_is_not_applicable_to_image_tests(tmp_path: Path) -> None:
     block = prior_block(
         test, [ExampleOutcome("0", True, False, [[0.9], [0.1]])], _lookup({}), ["lm"]
     )
-    assert block["applicable"] is False and "image test" in block["reason"]
-    assert junit_properties(block) == [("vlcheck_prior", f"lm: {block['reason']}")]
+    assert block.applicable is False and "image test" in block.reason
+    assert junit_properties(block) == [("vlcheck_prior", f"lm: {block.reason}")]
 
 
 def test_prior_field_round_trips_and_is_validated() -> None:
-    from dataclasses import replace
-
     from pytest_vlcheck.results import CapabilityResult, ResultFormatError
 
     base = CapabilityResult(
@@ -330,7 +328,8 @@ def test_prior_field_round_trips_and_is_validated() -> None:
         "hard_threshold_met": None,
         "grid": {"n": [[2]], "passed": [[1]]},
     }
-    result = replace(base, prior=block)
+    result = CapabilityResult.from_json({**base.to_json(), "prior": block})
+    assert result.to_json()["prior"] == block
     assert CapabilityResult.from_json(result.to_json()) == result
     assert "prior" not in base.to_json()
     with pytest.raises(ResultFormatError, match=r"prior\.applicable"):
@@ -341,6 +340,7 @@ def test_prior_field_round_trips_and_is_validated() -> None:
 
 def test_grid_svg_puts_the_priors_surest_cell_top_left() -> None:
     from pytest_vlcheck.report.prior_view import grid_svg, prior_verdict_lines
+    from pytest_vlcheck.results.blocks import PriorNotApplicable
 
     grid = {
         "true_edges": [1, 2, 3],
@@ -353,11 +353,6 @@ def test_grid_svg_puts_the_priors_surest_cell_top_left() -> None:
     cells = [part.split("</text>")[0].rsplit(">", 1)[-1] for part in svg.split("<rect")[1:]]
     assert cells == ["75.0% (n=4)", "0.0% (n=1)", "50.0% (n=2)", "-"]
     lines = prior_verdict_lines(
-        {
-            "applicable": False,
-            "priors": [],
-            "hard_threshold": 0.5,
-            "reason": "hard_threshold not applied: no --vl-prior",
-        }
+        PriorNotApplicable((), "hard_threshold not applied: no --vl-prior", hard_threshold=0.5)
     )
     assert lines == ["linguistic prior (no prior): hard_threshold not applied: no --vl-prior"]

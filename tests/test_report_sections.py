@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 
@@ -10,7 +9,6 @@ import pytest
 from colour_scorer import SOURCE
 from PIL import Image
 
-from pytest_vlcheck.gates.decision import GateResult
 from pytest_vlcheck.report import (
     ReportFormatError,
     RunError,
@@ -26,6 +24,7 @@ from pytest_vlcheck.report.markdown import render_markdown
 from pytest_vlcheck.report.matrix import build_matrix
 from pytest_vlcheck.report.svg import radar_chart
 from pytest_vlcheck.results import CapabilityResult, FailureExample
+from pytest_vlcheck.results.blocks import GateComparison, ReferenceDelta
 from pytest_vlcheck.run.session import Settings, VlcheckSession
 
 MODELS = [
@@ -51,9 +50,9 @@ def row(model: str, test: str, passed: int, n: int = 60, **kw) -> dict:
     return CapabilityResult(test=test, model=model, n=n, passed=passed, **values).to_json()
 
 
-def gate_dict(delta: float, *, regressed=False, improved=False, p=0.0004) -> dict:
-    """A result's ``gate`` as ``gating.apply_gate`` stores it."""
-    measured = GateResult(
+def gate_block(delta: float, *, regressed=False, improved=False, p=0.0004) -> GateComparison:
+    """A result's ``gate`` as ``decision.apply_gate`` stores it."""
+    return GateComparison(
         delta_pts=delta,
         baseline_rate=0.833,
         current_rate=0.633,
@@ -68,28 +67,21 @@ def gate_dict(delta: float, *, regressed=False, improved=False, p=0.0004) -> dic
         added=0,
         removed=0,
         min_detectable_drop_pts=10.0,
+        baseline_model="base",
     )
-    return dataclasses.asdict(measured) | {"baseline_model": "base"}
 
 
-def reference(delta: float, p_holm: float | None) -> dict:
-    return {
-        "model": "old",
-        "delta_pts": delta,
-        "p_value": p_holm,
-        "p_holm": p_holm,
-        "n_paired": 60,
-        "discordant": [9, 0],
-    }
+def reference(delta: float, p_holm: float | None) -> ReferenceDelta:
+    return ReferenceDelta("old", delta, p_holm, p_holm, 60, (9, 0))
 
 
 def delta_rows() -> list[dict]:
     """Test a: 'new' dropped 20 points (gate regressed; reference significant).
     Test b: 'new' gained 5 points, not significant; 'old' gained significantly at the gate."""
     return [
-        row("old", "a", 50, gate=gate_dict(0.0)),
-        row("new", "a", 38, gate=gate_dict(-20.0, regressed=True), reference=reference(-20, 0.01)),
-        row("old", "b", 30, gate=gate_dict(12.5, improved=True, p=0.001)),
+        row("old", "a", 50, gate=gate_block(0.0)),
+        row("new", "a", 38, gate=gate_block(-20.0, regressed=True), reference=reference(-20, 0.01)),
+        row("old", "b", 30, gate=gate_block(12.5, improved=True, p=0.001)),
         row("new", "b", 33, reference=reference(5.0, 0.3)),
     ]
 
@@ -114,7 +106,7 @@ def test_deltas_in_the_model():
 
 
 def test_macro_judged_gate_delta_says_micro():
-    rows = [row("old", "a", 50, judged="macro_average", gate=gate_dict(-3.0))]
+    rows = [row("old", "a", 50, judged="macro_average", gate=gate_block(-3.0))]
     delta = build_report(MODELS[:1], rows).sections[0].cells[0].deltas[0]
     assert delta.basis == "micro pass rate"
     assert delta.describe.startswith("-3.0 pts (micro pass rate) vs baseline base")

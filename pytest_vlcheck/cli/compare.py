@@ -21,16 +21,16 @@ from typing import Any
 from pytest_vlcheck import fmt
 from pytest_vlcheck.atomic import atomic_write_text
 from pytest_vlcheck.gates.baseline import Baseline
-from pytest_vlcheck.gates.decision import pvalue
+from pytest_vlcheck.gates.wording import pvalue
 from pytest_vlcheck.metrics.paired import discordant_pairs, holm, mcnemar_midp
 from pytest_vlcheck.report.html import _CSS
 from pytest_vlcheck.report.loader import ReportFormatError, validate_document
 from pytest_vlcheck.report.markdown import _table as md_table
 from pytest_vlcheck.report.markdown import escape_md
 from pytest_vlcheck.report.matrix import Matrix, Row, build_matrix
-from pytest_vlcheck.report.samples import outcomes_by_key, read_samples
 from pytest_vlcheck.report.svg import line_chart, pooled_rate
 from pytest_vlcheck.report.terminal import _line, _widths
+from pytest_vlcheck.results.samples import outcomes_by_key, read_samples
 
 __all__ = ["Comparison", "Run", "add_compare_command", "compare_runs", "load_run"]
 

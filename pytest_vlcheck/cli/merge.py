@@ -21,7 +21,7 @@ from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.report.loader import ReportFormatError
 
 if TYPE_CHECKING:
-    from pytest_vlcheck.report.samples import SampleRow
+    from pytest_vlcheck.results.samples import SampleRow
 
 __all__ = ["MergeError", "add_merge_command", "merge_baselines", "merge_reports"]
 
@@ -101,8 +101,8 @@ def merge_baselines(inputs: list[Path], output: Path) -> Path:
 def merge_reports(inputs: list[Path], output: Path) -> list[Path]:
     """Merge report folders into ``output``; returns the paths written."""
     from pytest_vlcheck.report import read_report, write_report
-    from pytest_vlcheck.report.samples import read_samples, write_samples
     from pytest_vlcheck.report.thumbnails import copy_thumbnails, thumbnail_names
+    from pytest_vlcheck.results.samples import read_samples, write_samples
 
     documents = []
     for folder in inputs:

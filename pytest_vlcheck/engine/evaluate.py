@@ -6,9 +6,8 @@ one batched pass); this module only reads scores and asks the test's task kind.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Literal, get_args
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -16,8 +15,8 @@ from pytest_vlcheck import metrics
 from pytest_vlcheck.checklist.schema import ChecklistTest, MacroSpec
 from pytest_vlcheck.engine.scoring import ModelRunner, Unscorable
 from pytest_vlcheck.errors import VlcheckUserError
+from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.metrics.aggregates import macro_average
-from pytest_vlcheck.report.thumbnails import write_thumbnails
 from pytest_vlcheck.results import CapabilityResult, ExampleOutcome, FailureExample, Status
 from pytest_vlcheck.tasks import Example, Judgement, Task, get_task
 
@@ -25,6 +24,10 @@ MissingPolicy = Literal["error", "skip"]
 MISSING_POLICIES: tuple[MissingPolicy, ...] = get_args(MissingPolicy)
 FAILURES_KEPT = 5
 MISSING_LISTED = 5
+
+ThumbnailWriter = Callable[[Sequence[ImageRef], Callable[[ImageRef], Any]], list[str]]
+"""``(refs, load) -> one thumbnail file name per ref`` (empty when one cannot be loaded):
+the session passes the report's writer, so the engine knows nothing of reports."""
 
 
 class MissingImagesError(VlcheckUserError, RuntimeError):
@@ -37,14 +40,14 @@ def evaluate_test(
     *,
     threshold: float | None = None,
     missing: MissingPolicy = "error",
-    thumbnail_dir: Path | None = None,
+    thumbnails: ThumbnailWriter | None = None,
 ) -> CapabilityResult:
     """Judge ``test`` from ``runner``'s scores.
 
     ``threshold`` overrides the test's own (``--vl-threshold``). ``missing`` is ``error``
     (unavailable images fail the whole test with their names) or ``skip`` (score the rest,
-    count the others as unscored). With ``thumbnail_dir``, the kept failures' images are
-    written there as thumbnails (``report.thumbnails``).
+    count the others as unscored). With ``thumbnails``, the kept failures' images are
+    written through it (the session passes ``report.thumbnails.write_thumbnails``).
     """
     task = get_task(test.task)
     grids: list[np.ndarray] = []
@@ -91,7 +94,7 @@ def evaluate_test(
         metrics=extra,
         judged="macro_average" if test.macro is not None and test.macro.judge else "pass_rate",
         slices=metrics.slice_rates(judgement.correct, [e.tags for e in scored]),
-        failures=_failures(task, scored, grids, judgement.correct, runner, thumbnail_dir),
+        failures=_failures(task, scored, grids, judgement.correct, runner, thumbnails),
         unscored={"image unavailable": len(lost)} if lost else {},
         fingerprint=runner.fingerprint,
         outcomes=_outcomes(scored, grids, judgement),
@@ -131,10 +134,10 @@ def _failures(
     grids: list[np.ndarray],
     correct: np.ndarray,
     runner: ModelRunner,
-    thumbnail_dir: Path | None,
+    thumbnails: ThumbnailWriter | None,
 ) -> list[FailureExample]:
     """The first few failing examples with every score they involved (and their images'
-    thumbnails when there is a folder for them)."""
+    thumbnails when there is a writer for them)."""
     out = []
     for example, grid, ok in zip(examples, grids, correct, strict=True):
         if ok:
@@ -147,11 +150,7 @@ def _failures(
                 texts=list(texts),
                 scores=[[float(v) for v in row] for row in grid],
                 detail=task.describe_failure(example, grid),
-                thumbnails=(
-                    []
-                    if thumbnail_dir is None
-                    else write_thumbnails(refs, runner.load_image, thumbnail_dir)
-                ),
+                thumbnails=[] if thumbnails is None else thumbnails(refs, runner.load_image),
             )
         )
         if len(out) == FAILURES_KEPT:

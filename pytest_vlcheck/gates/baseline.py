@@ -1,5 +1,8 @@
 """Baseline files: the memory between runs that regression gates compare against.
 
+Format, load, merge, prune, and the entries a run saves (``baseline_entries``,
+``save_baseline``).
+
 A baseline holds, per (file, test, model), the verdict numbers, the per-example outcomes by
 example id, what was measured (spec, fingerprint, test content hash) and how (run conditions,
 tool version, git commit). ``file`` is relative to pytest's rootdir, so keys match across
@@ -17,6 +20,7 @@ from typing import Any
 
 from pytest_vlcheck import __version__
 from pytest_vlcheck.atomic import atomic_write_text
+from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.json_checks import JsonChecker, ReportFormatError, read_json
 
 __all__ = [
@@ -26,8 +30,10 @@ __all__ = [
     "Baseline",
     "BaselineEntry",
     "BaselineError",
+    "baseline_entries",
     "git_commit",
     "make_entry",
+    "save_baseline",
 ]
 
 BASELINE_VERSION = 1
@@ -245,3 +251,34 @@ def git_commit(directory: str | Path) -> str | None:
         return None
     commit = proc.stdout.strip()
     return commit if proc.returncode == 0 and commit else None
+
+
+def baseline_entries(
+    results: Iterable[CapabilityResult],
+    specs: Mapping[str, str],
+    conditions: Mapping[str, Any],
+    commit: str | None,
+) -> list[BaselineEntry]:
+    """Entries for every measured result (an errored or skipped test keeps its old entry)."""
+    return [
+        make_entry(
+            r.to_json(),
+            {o.id: o.correct for o in r.outcomes},
+            spec=specs.get(r.model, ""),
+            fingerprint=r.fingerprint or None,
+            content_hash=r.content_hash,
+            conditions=conditions,
+            git_commit=commit,
+        )
+        for r in results
+        if r.status in ("passed", "failed") and r.n > 0
+    ]
+
+
+def save_baseline(path: Path, entries: list[BaselineEntry]) -> Baseline:
+    """Merge ``entries`` into the baseline at ``path`` (created when absent), atomically."""
+    existing = Baseline.load(path) if path.exists() else Baseline(entries=())
+    merged = existing.merge(entries)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    merged.dump(path)
+    return merged

@@ -1,9 +1,10 @@
-"""The regression gate: one test x model of a run against its baseline entry.
+"""The gate decision: compare one item with its baseline entry and settle its verdict.
 
-A test fails the gate when it dropped by more than ``max_drop_pts`` percentage points AND the
-paired test on the examples matched by id (exact McNemar mid-p) is below ``alpha / m``, where
-``m`` counts the tests x models gated in the whole selection. Bonferroni keeps each verdict a
-function of its own item, so serial runs, ``-n N`` and CI shards agree; Holm is for reports.
+Examples are paired by id; the change is tested with the exact McNemar mid-p, Bonferroni-
+corrected over ``m``, the items gated in the whole selection (``gates.counting``).
+Bonferroni keeps each verdict a function of its own item, so serial runs, ``-n N`` and CI
+shards agree; Holm is for reports. An item regresses on a significant drop of more than
+``max_drop_pts``. Pure: no pytest.
 """
 
 from __future__ import annotations
@@ -13,50 +14,46 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_vlcheck import fmt
-from pytest_vlcheck.gates.baseline import CONDITION_KEYS, BaselineEntry
+from pytest_vlcheck.gates.baseline import CONDITION_KEYS, Baseline, BaselineEntry
 from pytest_vlcheck.metrics.paired import (
     bonferroni,
     discordant_pairs,
-    holm,
     mcnemar_midp,
     min_detectable_discordant,
 )
+from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results.blocks import GateComparison, GateWarning
 
 __all__ = [
-    "GateResult",
+    "DEFAULT_ALPHA",
+    "DEFAULT_MAX_DROP",
+    "GateSettings",
+    "apply_gate",
+    "entry_of",
     "gate",
-    "gate_details",
-    "gate_of",
-    "holm",
-    "pvalue",
-    "verdict_suffix",
 ]
+
+DEFAULT_MAX_DROP = 2.0
+DEFAULT_ALPHA = 0.05
+NO_ENTRY = "no baseline entry for this test"
 
 
 @dataclass(frozen=True)
-class GateResult:
-    """What the gate measured for one item; ``b``: examples lost, ``c``: examples gained.
+class GateSettings:
+    """``--vl-baseline`` and its companions."""
 
-    ``min_detectable_drop_pts`` is None when even every matched example flipping to wrong
-    could not reach significance (the test is too small to gate on at this m).
-    """
+    baseline: Baseline | None = None
+    baseline_model: str | None = None
+    max_drop_pts: float = DEFAULT_MAX_DROP
+    alpha: float = DEFAULT_ALPHA
+    gate_only: bool = False
 
-    delta_pts: float
-    baseline_rate: float
-    current_rate: float
-    n_matched: int
-    b: int
-    c: int
-    p_mid: float
-    p_corrected: float
-    alpha_corrected: float
-    regressed: bool
-    improved: bool
-    added: int
-    removed: int
-    min_detectable_drop_pts: float | None
-    warnings: tuple[str, ...] = ()
+
+def entry_of(settings: GateSettings, file: str, test: str, model: str) -> BaselineEntry | None:
+    """The baseline entry a test x model is gated against, if any."""
+    if settings.baseline is None:
+        return None
+    return settings.baseline.entry_for(file, test, model, settings.baseline_model)
 
 
 def _condition_warnings(entry: BaselineEntry, conditions: Mapping[str, object] | None) -> list[str]:
@@ -82,7 +79,7 @@ def gate(
     max_drop_pts: float,
     content_hash: str | None = None,
     conditions: Mapping[str, object] | None = None,
-) -> GateResult:
+) -> GateComparison:
     """Compare one item with its baseline entry (examples paired by id).
 
     ``content_hash`` and ``conditions`` are the current run's; when given and different from
@@ -104,7 +101,7 @@ def gate(
     if not n_matched:
         warnings.append("no example ids match the baseline's")
     warnings += _condition_warnings(entry, conditions)
-    return GateResult(
+    return GateComparison(
         delta_pts=delta_pts,
         baseline_rate=baseline_rate,
         current_rate=current_rate,
@@ -120,54 +117,37 @@ def gate(
         removed=sum(1 for i in entry.outcomes if i not in current_outcomes),
         min_detectable_drop_pts=100.0 * d / n_matched if d <= n_matched else None,
         warnings=tuple(warnings),
+        baseline_model=entry.model,
     )
 
 
-def pvalue(p: float) -> str:
-    """A p-value with two significant digits: ``0.018``, ``0.0003``, ``1.2e-07``, ``1``."""
-    return f"{p:.2g}"
+def apply_gate(
+    result: CapabilityResult,
+    settings: GateSettings,
+    *,
+    m: int,
+    conditions: Mapping[str, Any],
+) -> CapabilityResult:
+    """The result with its gate (or a warning when the baseline has no entry for it).
 
-
-def _pts(delta: float) -> str:
-    """Signed points with one decimal, rounded half-up like every other report number."""
-    text = fmt.pct(delta / 100)[:-1]
-    return text if text.startswith("-") or text == "0.0" else "+" + text
-
-
-def verdict_suffix(g: GateResult) -> str:
-    """The gate's part of the verdict line:
-    ``(-12.5 pts vs baseline 53.7%, McNemar mid-p 0.0003, corrected 0.018)``."""
-    return (
-        f"({_pts(g.delta_pts)} pts vs baseline {fmt.pct(g.baseline_rate)}, "
-        f"McNemar mid-p {pvalue(g.p_mid)}, corrected {pvalue(g.p_corrected)})"
+    A significant drop beyond ``max_drop_pts`` fails the item; with ``gate_only`` only such
+    a drop fails it, and the threshold verdict is reported alone.
+    """
+    if settings.baseline is None or result.n == 0:
+        return result
+    entry = entry_of(settings, result.file, result.test, result.model)
+    if entry is None:
+        return dataclasses.replace(result, gate=GateWarning(NO_ENTRY))
+    measured = gate(
+        {o.id: o.correct for o in result.outcomes},
+        result.pass_rate or 0.0,
+        entry,
+        m=max(m, 1),
+        alpha=settings.alpha,
+        max_drop_pts=settings.max_drop_pts,
+        content_hash=result.content_hash,
+        conditions=conditions,
     )
-
-
-def gate_details(g: GateResult) -> list[str]:
-    """Further lines for a verdict: discordant pairs, added/removed examples, the smallest
-    detectable drop, and the warnings."""
-    lines = [f"{g.n_matched} examples matched: {g.b} lost, {g.c} gained since the baseline"]
-    if g.added or g.removed:
-        lines.append(f"{g.added} examples added, {g.removed} removed since the baseline")
-    if g.min_detectable_drop_pts is None:
-        lines.append(
-            f"too few examples to gate: no drop is significant at alpha {pvalue(g.alpha_corrected)}"
-        )
-    else:
-        lines.append(
-            f"smallest detectable drop: {fmt.pct(g.min_detectable_drop_pts / 100)[:-1]} pts "
-            f"(at alpha {pvalue(g.alpha_corrected)})"
-        )
-    lines += [f"warning: {w}" for w in g.warnings]
-    return lines
-
-
-def gate_of(result: Mapping[str, Any]) -> GateResult | None:
-    """The ``GateResult`` a result row carries, if it was gated."""
-    raw = result.get("gate") or {}
-    if "p_mid" not in raw:
-        return None
-    names = {f.name for f in dataclasses.fields(GateResult)}
-    values = {k: v for k, v in raw.items() if k in names}
-    values["warnings"] = tuple(values.get("warnings", ()))
-    return GateResult(**values)
+    threshold_ok = result.status == "passed"
+    passed = not measured.regressed and (settings.gate_only or threshold_ok)
+    return dataclasses.replace(result, status="passed" if passed else "failed", gate=measured)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 from pytest_vlcheck.metrics.paired import discordant_pairs, holm, mcnemar_midp
 from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results.blocks import ReferenceDelta
 
 __all__ = ["reference_delta", "with_reference"]
 
@@ -21,7 +22,7 @@ def _measured(result: CapabilityResult | None) -> TypeGuard[CapabilityResult]:
     return result is not None and result.status in ("passed", "failed") and result.n > 0
 
 
-def reference_delta(reference: CapabilityResult, other: CapabilityResult) -> dict[str, Any]:
+def reference_delta(reference: CapabilityResult, other: CapabilityResult) -> ReferenceDelta:
     """``other`` against the reference model on the same test, before Holm (``p_holm`` None).
 
     ``p_value`` is None when no example id is shared (nothing to pair).
@@ -31,14 +32,14 @@ def reference_delta(reference: CapabilityResult, other: CapabilityResult) -> dic
     )
     # rounded like the gate's delta, so 0.48 vs 0.50 reads -2.0, not -2.0000000000000018
     delta = round(100.0 * ((other.pass_rate or 0.0) - (reference.pass_rate or 0.0)), 9)
-    return {
-        "model": reference.model,
-        "delta_pts": delta,
-        "p_value": mcnemar_midp(lost, gained) if n_paired else None,
-        "p_holm": None,
-        "n_paired": n_paired,
-        "discordant": [lost, gained],
-    }
+    return ReferenceDelta(
+        model=reference.model,
+        delta_pts=delta,
+        p_value=mcnemar_midp(lost, gained) if n_paired else None,
+        p_holm=None,
+        n_paired=n_paired,
+        discordant=(lost, gained),
+    )
 
 
 def with_reference(
@@ -49,14 +50,14 @@ def with_reference(
     if len(models) < 2:
         return list(results)
     first = {(r.file, r.test): r for r in results if r.model == models[0]}
-    deltas: dict[int, dict[str, Any]] = {}
+    deltas: dict[int, ReferenceDelta] = {}
     for index, result in enumerate(results):
         ref = first.get((result.file, result.test))
         if result.model != models[0] and _measured(ref) and _measured(result):
             deltas[index] = reference_delta(ref, result)
-    tested = [i for i, d in deltas.items() if d["p_value"] is not None]
-    for i, p in zip(tested, holm([deltas[i]["p_value"] for i in tested]), strict=True):
-        deltas[i]["p_holm"] = p
+    tested = {i: d.p_value for i, d in deltas.items() if d.p_value is not None}
+    for i, p in zip(tested, holm(list(tested.values())), strict=True):
+        deltas[i] = dataclasses.replace(deltas[i], p_holm=p)
     return [
         dataclasses.replace(r, reference=deltas[i]) if i in deltas else r
         for i, r in enumerate(results)

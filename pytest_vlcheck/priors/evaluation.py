@@ -20,6 +20,7 @@ from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.metrics.choice import beats_all
 from pytest_vlcheck.metrics.priors import hard_test_stats, perplexity_grid, prior_choices
 from pytest_vlcheck.results import ExampleOutcome
+from pytest_vlcheck.results.blocks import Prior, PriorBlock, PriorNotApplicable
 from pytest_vlcheck.tasks import get_task
 
 Perplexity = Callable[[Sequence[str]], np.ndarray]
@@ -52,20 +53,12 @@ def choice_units(
     return units, np.array(right, dtype=bool)
 
 
-def not_applicable(priors: Sequence[str], reason: str, hard_threshold: float | None) -> dict:
-    """The block of a test the prior cannot judge, or of a run without a prior."""
-    block: dict[str, Any] = {"applicable": False, "priors": list(priors), "reason": reason}
-    if hard_threshold is not None:
-        block["hard_threshold"] = hard_threshold
-    return block
-
-
 def prior_block(
     test: ChecklistTest,
     outcomes: Sequence[ExampleOutcome],
     perplexity: Perplexity,
     priors: Sequence[str],
-) -> dict[str, Any]:
+) -> Prior:
     """The result's ``prior`` field: the prior's accuracy, the model's hard-test accuracy
     with its Wilson interval, the linguistic gap, the hard threshold's verdict and the
     Figure-1 grid (model accuracy over true-caption x best-negative perplexity bins)."""
@@ -75,7 +68,7 @@ def prior_block(
             f"not applicable: a {test.task} test gives the prior no choice between captions "
             "(its text is fixed, or there is no choice)"
         )
-        return not_applicable(priors, reason, test.hard_threshold)
+        return PriorNotApplicable(tuple(priors), reason, test.hard_threshold)
     texts = sorted({t for true_text, others in units for t in (true_text, *others)})
     lookup = dict(zip(texts, np.asarray(perplexity(texts), dtype=np.float64), strict=True))
     true_ppl = np.array([lookup[true_text] for true_text, _ in units])
@@ -86,22 +79,21 @@ def prior_block(
     met = None
     if test.hard_threshold is not None and stats.hard_accuracy is not None:
         met = stats.hard_accuracy >= test.hard_threshold
-    return {
-        "applicable": True,
-        "priors": list(priors),
-        "n": stats.n,
-        "accuracy": stats.accuracy,
-        "prior_accuracy": stats.prior_accuracy,
-        "n_hard": stats.n_hard,
-        "hard_passed": stats.hard_passed,
-        "hard_accuracy": stats.hard_accuracy,
-        "hard_ci_low": stats.hard_ci_low,
-        "hard_ci_high": stats.hard_ci_high,
-        "linguistic_gap": stats.gap,
-        "hard_threshold": test.hard_threshold,
-        "hard_threshold_met": met,
-        "grid": _grid(true_ppl, other_ppl.min(axis=1), model_right),
-    }
+    return PriorBlock(
+        priors=tuple(priors),
+        n=stats.n,
+        accuracy=stats.accuracy,
+        prior_accuracy=stats.prior_accuracy,
+        n_hard=stats.n_hard,
+        hard_passed=stats.hard_passed,
+        hard_accuracy=stats.hard_accuracy,
+        hard_ci_low=stats.hard_ci_low,
+        hard_ci_high=stats.hard_ci_high,
+        linguistic_gap=stats.gap,
+        hard_threshold=test.hard_threshold,
+        hard_threshold_met=met,
+        grid=_grid(true_ppl, other_ppl.min(axis=1), model_right),
+    )
 
 
 def _grid(true_ppl: np.ndarray, best_other: np.ndarray, right: np.ndarray) -> dict[str, Any]:
@@ -132,12 +124,13 @@ JUNIT_FIELDS = (
 )
 
 
-def junit_properties(block: dict[str, Any]) -> list[tuple[str, Any]]:
+def junit_properties(block: Prior) -> list[tuple[str, Any]]:
     """JUnit properties for a prior block: ``vlcheck_prior`` names the priors (or says why
     none applies), then ``vlcheck_prior_accuracy``, ``vlcheck_hard_accuracy``, ..."""
-    names = "+".join(block.get("priors", []))
-    if not block["applicable"]:
-        return [("vlcheck_prior", f"{names}: {block['reason']}" if names else block["reason"])]
+    names = "+".join(block.priors)
+    if isinstance(block, PriorNotApplicable):
+        return [("vlcheck_prior", f"{names}: {block.reason}" if names else block.reason)]
+    values = ((key, getattr(block, key)) for key in JUNIT_FIELDS)
     return [("vlcheck_prior", names)] + [
-        (f"vlcheck_{key}", block[key]) for key in JUNIT_FIELDS if block.get(key) is not None
+        (f"vlcheck_{key}", value) for key, value in values if value is not None
     ]

@@ -1,6 +1,6 @@
 """The linguistic-prior block of a result (seed 001) as verdict lines, Markdown and HTML.
 
-Pure functions over the result JSON's ``prior`` field (``prior_eval.prior_block``). The
+Pure functions over a result's ``prior`` block (``results.blocks``). The
 HTML carries the seed's Figure 1 as an inline SVG heatmap: the model's accuracy per
 (true-caption perplexity bin x best-negative perplexity bin). Rows go from the lowest true
 perplexity down, columns from the highest best-negative perplexity right, so the top-left
@@ -15,6 +15,7 @@ from html import escape
 from typing import Any
 
 from pytest_vlcheck import fmt
+from pytest_vlcheck.results.blocks import Prior, PriorBlock, PriorNotApplicable
 
 __all__ = ["grid_svg", "prior_html", "prior_markdown", "prior_summary", "prior_verdict_lines"]
 
@@ -33,80 +34,80 @@ _CELL_W, _CELL_H, _LEFT, _TOP = 78, 34, 118, 46
 _FONT = 'font-family="system-ui, sans-serif" font-size="11"'
 
 
-def _gap(block: Mapping[str, Any]) -> str:
-    gap = block.get("linguistic_gap")
+def _gap(block: PriorBlock) -> str:
+    gap = block.linguistic_gap
     return fmt.MISSING if gap is None else f"{100 * gap:+.1f} pts"
 
 
-def _threshold(block: Mapping[str, Any]) -> str:
-    limit = block.get("hard_threshold")
+def _threshold(block: Prior) -> str:
+    limit = block.hard_threshold
     if limit is None:
         return "-"
-    met = block.get("hard_threshold_met")
+    met = block.hard_threshold_met if isinstance(block, PriorBlock) else None
     verdict = {True: "met", False: "NOT met", None: "not judged"}[met]
     return f"{fmt.pct(limit)} {verdict}"
 
 
-def prior_summary(block: Mapping[str, Any]) -> str:
+def prior_summary(block: Prior) -> str:
     """One line: the prior's accuracy, the hard-test accuracy with its interval, the gap."""
-    names = "+".join(block.get("priors", [])) or "no prior"
-    if not block["applicable"]:
-        return f"linguistic prior ({names}): {block['reason']}"
+    names = "+".join(block.priors) or "no prior"
+    if isinstance(block, PriorNotApplicable):
+        return f"linguistic prior ({names}): {block.reason}"
     hard = (
-        f"hard-test accuracy {fmt.pct(block['hard_accuracy'])} "
-        f"({block['hard_passed']}/{block['n_hard']} hard, "
-        f"95% CI {fmt.ci(block['hard_ci_low'], block['hard_ci_high'])})"
-        if block["n_hard"]
+        f"hard-test accuracy {fmt.pct(block.hard_accuracy)} "
+        f"({block.hard_passed}/{block.n_hard} hard, "
+        f"95% CI {fmt.ci(block.hard_ci_low, block.hard_ci_high)})"
+        if block.n_hard
         else "no hard example (the prior is right on every one)"
     )
     return (
-        f"linguistic prior ({names}): prior accuracy {fmt.pct(block['prior_accuracy'])} "
-        f"over {block['n']}; {hard}; accuracy {fmt.pct(block['accuracy'])}, "
+        f"linguistic prior ({names}): prior accuracy {fmt.pct(block.prior_accuracy)} "
+        f"over {block.n}; {hard}; accuracy {fmt.pct(block.accuracy)}, "
         f"linguistic gap {_gap(block)}"
     )
 
 
-def prior_verdict_lines(block: Mapping[str, Any] | None) -> list[str]:
+def prior_verdict_lines(block: Prior | None) -> list[str]:
     """Verdict details: the summary, and what became of a ``hard_threshold``."""
-    if not block:
+    if block is None:
         return []
     lines = [prior_summary(block)]
-    limit = block.get("hard_threshold")
-    if limit is None or not block["applicable"]:
-        if limit is not None and block.get("priors"):
+    limit = block.hard_threshold
+    if limit is None or isinstance(block, PriorNotApplicable):
+        if limit is not None and block.priors:
             lines.append("hard_threshold not applied: the prior does not apply to this test")
         return lines
-    met = block.get("hard_threshold_met")
+    met = block.hard_threshold_met
     if met is None:
         lines.append(f"hard_threshold {fmt.pct(limit)} not judged: no hard example")
     else:
         relation = ">=" if met else "<"
         outcome = "holds" if met else "fails: the test fails whatever its pass rate"
         lines.append(
-            f"hard_threshold: hard-test accuracy {fmt.pct(block['hard_accuracy'])} {relation} "
+            f"hard_threshold: hard-test accuracy {fmt.pct(block.hard_accuracy)} {relation} "
             f"{fmt.pct(limit)}, {outcome}"
         )
     return lines
 
 
-def _row(name: str, block: Mapping[str, Any]) -> list[str]:
-    names = "+".join(block.get("priors", [])) or "-"
-    if not block["applicable"]:
-        return [name, names, block["reason"], "", "", "", "", "", _threshold(block)]
+def _row(name: str, block: Prior) -> list[str]:
+    names = "+".join(block.priors) or "-"
+    if isinstance(block, PriorNotApplicable):
+        return [name, names, block.reason, "", "", "", "", "", _threshold(block)]
     return [
         name,
         names,
-        fmt.pct(block["prior_accuracy"]),
-        f"{block['n_hard']}/{block['n']}",
-        fmt.pct(block["hard_accuracy"]),
-        fmt.ci(block["hard_ci_low"], block["hard_ci_high"]),
-        fmt.pct(block["accuracy"]),
+        fmt.pct(block.prior_accuracy),
+        f"{block.n_hard}/{block.n}",
+        fmt.pct(block.hard_accuracy),
+        fmt.ci(block.hard_ci_low, block.hard_ci_high),
+        fmt.pct(block.accuracy),
         _gap(block),
         _threshold(block),
     ]
 
 
-def prior_markdown(blocks: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+def prior_markdown(blocks: Sequence[tuple[str, Prior]]) -> list[str]:
     """A test section's prior table for ``matrix.md`` from its (model, prior block) pairs
     ([] when no result has a prior)."""
     if not blocks:
@@ -171,7 +172,7 @@ def grid_svg(grid: Mapping[str, Any], title: str) -> str:
     return "\n".join(out)
 
 
-def prior_html(blocks: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+def prior_html(blocks: Sequence[tuple[str, Prior]]) -> list[str]:
     """A test section's prior table and one Figure-1 heatmap per model, from its (model,
     prior block) pairs ([] without priors)."""
     if not blocks:
@@ -186,8 +187,8 @@ def prior_html(blocks: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
         out.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>")
     out.append("</table>")
     for name, block in blocks:
-        grid = block.get("grid")
-        if block["applicable"] and grid and grid.get("n"):
+        grid = block.grid if isinstance(block, PriorBlock) else None
+        if grid and grid.get("n"):
             title = f"{name}: accuracy by perplexity bin (seed 001, Figure 1)"
             out += [
                 "<figure>",

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pytest_vlcheck import fmt
-from pytest_vlcheck.gates.decision import gate_of, pvalue
+from pytest_vlcheck.gates.wording import pvalue
 from pytest_vlcheck.report.loader import RunError
 from pytest_vlcheck.report.matrix import Matrix, Row, build_matrix, status_counts
 from pytest_vlcheck.results import CapabilityResult, FailureExample
+from pytest_vlcheck.results.blocks import GateComparison, Prior
 
 __all__ = [
     "REFERENCE_ALPHA",
@@ -70,8 +71,8 @@ class Delta:
 
 
 def _gate_delta(result: CapabilityResult) -> Delta | None:
-    measured = gate_of({"gate": result.gate})
-    if measured is None or result.gate is None:
+    measured = result.gate
+    if not isinstance(measured, GateComparison):
         return None
     significance: Significance = (
         "drop" if measured.regressed else "gain" if measured.improved else ""
@@ -81,7 +82,7 @@ def _gate_delta(result: CapabilityResult) -> Delta | None:
     basis = "pass rate" if result.judged == "pass_rate" else "micro pass rate"
     return Delta(
         "gate",
-        str(result.gate.get("baseline_model", "?")),
+        measured.baseline_model,
         measured.delta_pts,
         measured.p_corrected,
         significance,
@@ -91,19 +92,12 @@ def _gate_delta(result: CapabilityResult) -> Delta | None:
 
 def _reference_delta(result: CapabilityResult) -> Delta | None:
     ref = result.reference
-    if not ref or not isinstance(ref.get("delta_pts"), (int, float)):
+    if ref is None:
         return None
-    p_holm = ref.get("p_holm")
     significance: Significance = ""
-    if isinstance(p_holm, (int, float)) and p_holm < REFERENCE_ALPHA:
-        significance = "drop" if ref["delta_pts"] < 0 else "gain" if ref["delta_pts"] > 0 else ""
-    return Delta(
-        "reference",
-        str(ref.get("model", "?")),
-        float(ref["delta_pts"]),
-        p_holm if isinstance(p_holm, (int, float)) else None,
-        significance,
-    )
+    if ref.p_holm is not None and ref.p_holm < REFERENCE_ALPHA:
+        significance = "drop" if ref.delta_pts < 0 else "gain" if ref.delta_pts > 0 else ""
+    return Delta("reference", ref.model, float(ref.delta_pts), ref.p_holm, significance)
 
 
 @dataclass(frozen=True)
@@ -194,7 +188,7 @@ class Section:
         return next((c for c in self.cells if c.model == model), None)
 
     @property
-    def priors(self) -> list[tuple[str, dict[str, Any]]]:
+    def priors(self) -> list[tuple[str, Prior]]:
         """(model, prior block) for results measured with a ``--vl-prior`` (or a
         ``hard_threshold`` that could not be applied)."""
         return [(c.model, c.result.prior) for c in self.cells if c.result.prior]

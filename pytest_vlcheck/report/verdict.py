@@ -2,84 +2,78 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from pytest_vlcheck.fmt import ci, pct, value
-from pytest_vlcheck.gates.decision import gate_details, gate_of, verdict_suffix
+from pytest_vlcheck.gates.wording import gate_details, verdict_suffix
 from pytest_vlcheck.report.prior_view import prior_verdict_lines
+from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results.blocks import GateComparison, GateWarning, PriorBlock
 from pytest_vlcheck.tasks import TASKS
 
 SHOWN_FAILURES = 3
 
 
-def verdict_line(result: Mapping[str, Any]) -> str:
+def verdict_line(result: CapabilityResult) -> str:
     """A complete verdict in one line, e.g.
     ``attribute/color: 61.3% (245/400, 95% CI 56.4-65.9) < 75.0% [clip]``; when a macro
     average is what the threshold judges, it leads and the micro figures follow."""
-    judged = result.get("judged", "pass_rate")
-    value_judged = result["pass_rate"] if judged == "pass_rate" else result["metrics"].get(judged)
-    reached = value_judged is not None and value_judged >= result["threshold"]
+    judged = result.judged
+    value_judged = result.pass_rate if judged == "pass_rate" else result.metrics.get(judged)
+    reached = value_judged is not None and value_judged >= result.threshold
     relation = ">=" if reached else "<"
     micro = (
-        f"{pct(result['pass_rate'])} ({result['passed']}/{result['n']}, "
-        f"95% CI {ci(result['ci_low'], result['ci_high'])})"
+        f"{pct(result.pass_rate)} ({result.passed}/{result.n}, "
+        f"95% CI {ci(result.ci_low, result.ci_high)})"
     )
     if judged != "pass_rate":
         shown = "n/a" if value_judged is None else pct(value_judged)
         line = (
-            f"{result['capability']}: {judged} {shown} {relation} {pct(result['threshold'])} "
-            f"(micro {micro}) [{result['model']}]"
+            f"{result.capability}: {judged} {shown} {relation} {pct(result.threshold)} "
+            f"(micro {micro}) [{result.model}]"
         )
     else:
-        line = (
-            f"{result['capability']}: {micro} {relation} {pct(result['threshold'])} "
-            f"[{result['model']}]"
-        )
-    measured_gate = gate_of(result)
-    if measured_gate is not None:
+        line = f"{result.capability}: {micro} {relation} {pct(result.threshold)} [{result.model}]"
+    if isinstance(result.gate, GateComparison):
         line = line.replace(
-            f" [{result['model']}]", f" {verdict_suffix(measured_gate)} [{result['model']}]"
+            f" [{result.model}]", f" {verdict_suffix(result.gate)} [{result.model}]"
         )
-        if measured_gate.regressed:
+        if result.gate.regressed:
             line = "REGRESSED " + line
-    prior = result.get("prior") or {}
-    if prior.get("hard_threshold_met") is False:
+    prior = result.prior
+    if isinstance(prior, PriorBlock) and prior.hard_threshold_met is False:
         line += (
-            f"; hard-test accuracy {pct(prior['hard_accuracy'])} < "
-            f"{pct(prior['hard_threshold'])} (hard_threshold)"
+            f"; hard-test accuracy {pct(prior.hard_accuracy)} < "
+            f"{pct(prior.hard_threshold)} (hard_threshold)"
         )
-    unscored = sum(result.get("unscored", {}).values())
+    unscored = sum(result.unscored.values())
     if unscored:
-        reasons = ", ".join(f"{count} {reason}" for reason, count in result["unscored"].items())
+        reasons = ", ".join(f"{count} {reason}" for reason, count in result.unscored.items())
         line += f"; {unscored} example(s) unscored ({reasons})"
     return line
 
 
-def verdict_details(result: Mapping[str, Any]) -> list[str]:
+def verdict_details(result: CapabilityResult) -> list[str]:
     """Lines under the verdict: chance, task metrics, and a few failing examples."""
-    task = result["task"]
-    criterion = f", criterion {result['criterion']}" if result.get("criterion") else ""
-    chance = "no chance level" if result["chance"] is None else f"chance {pct(result['chance'])}"
-    lines = [f"task {task}{criterion}; {chance}; test {result['file']}::{result['test']}"]
-    if result.get("metrics"):
+    task = result.task
+    criterion = f", criterion {result.criterion}" if result.criterion else ""
+    chance = "no chance level" if result.chance is None else f"chance {pct(result.chance)}"
+    lines = [f"task {task}{criterion}; {chance}; test {result.file}::{result.test}"]
+    if result.metrics:
         lines.append(
             "metrics: "
-            + ", ".join(f"{name} {value(number)}" for name, number in result["metrics"].items())
+            + ", ".join(f"{name} {value(number)}" for name, number in result.metrics.items())
         )
     if task in TASKS:
-        lines.extend(TASKS[task].verdict_notes(result.get("score_kind", "similarity")))
-    lines.extend(prior_verdict_lines(result.get("prior")))
-    if result.get("ties"):
-        lines.append(f"{result['ties']} example(s) lost by an exact tie (ties count as wrong)")
-    measured_gate = gate_of(result)
-    if measured_gate is not None:
-        lines.append(f"gate against baseline model {result['gate'].get('baseline_model', '?')}:")
-        lines.extend(f"  {text}" for text in gate_details(measured_gate))
-    elif result.get("gate"):
-        lines.append(f"gate: {result['gate'].get('warning', '')}")
-    failures = result.get("failures", [])
+        lines.extend(TASKS[task].verdict_notes(result.score_kind))
+    lines.extend(prior_verdict_lines(result.prior))
+    if result.ties:
+        lines.append(f"{result.ties} example(s) lost by an exact tie (ties count as wrong)")
+    if isinstance(result.gate, GateComparison):
+        lines.append(f"gate against baseline model {result.gate.baseline_model}:")
+        lines.extend(f"  {text}" for text in gate_details(result.gate))
+    elif isinstance(result.gate, GateWarning):
+        lines.append(f"gate: {result.gate.warning}")
+    failures = result.failures
     if failures:
         lines.append(f"failing examples (first {min(len(failures), SHOWN_FAILURES)}):")
-        lines.extend(f"  [{f['id']}] {f['detail']}" for f in failures[:SHOWN_FAILURES])
+        lines.extend(f"  [{f.id}] {f.detail}" for f in failures[:SHOWN_FAILURES])
     return lines

@@ -12,6 +12,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
+from pytest_vlcheck.results.blocks import (
+    Gate,
+    Prior,
+    ReferenceDelta,
+    gate_from_json,
+    prior_from_json,
+)
 from pytest_vlcheck.results.json_checks import JsonChecker
 
 Status = Literal["passed", "failed", "skipped", "error"]
@@ -62,11 +69,12 @@ class CapabilityResult:
     scores were similarities or match probabilities; ``message`` says why an errored or
     skipped test has no measurement; ``known_failure`` is the test's reason for expecting
     this model to fail (``known_failures``: pytest's strict xfail); ``gate`` holds the
-    comparison with a baseline entry (``report.gate.GateResult`` fields) when the run was
-    gated; ``prior`` holds the linguistic-prior block (``prior_eval.prior_block``; README's
-    matrix.json section) when the run had ``--vl-prior`` or the test a ``hard_threshold``;
-    ``reference`` holds the paired comparison with the run's first model
-    (``pytest_vlcheck.gates.reference``) for every other model of a run with several.
+    comparison with a baseline entry (or a warning that there is none) when the run was
+    gated; ``prior`` holds the linguistic-prior block (``priors.evaluation.prior_block``;
+    README's matrix.json section) when the run had ``--vl-prior`` or the test a
+    ``hard_threshold``; ``reference`` holds the paired comparison with the run's first model
+    (``pytest_vlcheck.gates.reference``) for every other model of a run with several (the
+    block types are in ``results.blocks``).
     ``fingerprint`` (the model's weights), ``content_hash`` (the test's YAML) and ``outcomes``
     travel with the result but
     stay out of ``matrix.json``.
@@ -96,9 +104,9 @@ class CapabilityResult:
     unscored: dict[str, int] = field(default_factory=dict)
     message: str = ""
     known_failure: str = ""
-    gate: dict[str, Any] | None = None
-    prior: dict[str, Any] | None = None
-    reference: dict[str, Any] | None = None
+    gate: Gate | None = None
+    prior: Prior | None = None
+    reference: ReferenceDelta | None = None
     fingerprint: str = field(default="", compare=False)
     content_hash: str = field(default="", compare=False)
     outcomes: tuple[ExampleOutcome, ...] = field(default=(), compare=False, repr=False)
@@ -107,6 +115,9 @@ class CapabilityResult:
         """The ``matrix.json`` row (plus the outcomes, for the xdist transport)."""
         row = asdict(self)
         transport = {key: row.pop(key) for key in ("fingerprint", "content_hash", "outcomes")}
+        for key in ("gate", "prior", "reference"):
+            block = getattr(self, key)
+            row[key] = None if block is None else block.to_json()
         for key in ("gate", "prior", "reference", "known_failure"):
             if not row[key]:
                 row.pop(key)
@@ -160,73 +171,16 @@ def _parse_result(c: JsonChecker, raw: Any, where: str) -> CapabilityResult:
         unscored={k: c.integer(v, f"{where}.unscored[{k!r}]") for k, v in unscored.items()},
         message=c.text(r, "message", where, ""),
         known_failure=c.text(r, "known_failure", where, ""),
-        gate=dict(c.mapping(r["gate"], f"{where}.gate")) if r.get("gate") else None,
-        prior=_prior(c, r["prior"], f"{where}.prior") if r.get("prior") is not None else None,
+        gate=gate_from_json(c, r["gate"], f"{where}.gate") if r.get("gate") else None,
+        prior=(
+            prior_from_json(c, r["prior"], f"{where}.prior") if r.get("prior") is not None else None
+        ),
         reference=(
-            _reference(c, r["reference"], f"{where}.reference") if r.get("reference") else None
+            ReferenceDelta.from_json(c, r["reference"], f"{where}.reference")
+            if r.get("reference")
+            else None
         ),
     )
-
-
-PRIOR_NUMBERS = (
-    "prior_accuracy",
-    "accuracy",
-    "hard_accuracy",
-    "hard_ci_low",
-    "hard_ci_high",
-    "linguistic_gap",
-    "hard_threshold",
-)
-PRIOR_COUNTS = ("n", "n_hard", "hard_passed")
-
-
-def _prior(c: JsonChecker, raw: Any, where: str) -> dict[str, Any]:
-    """The prior block: ``applicable`` and ``priors`` always; numbers where applicable."""
-    block = dict(c.mapping(raw, where))
-    if not isinstance(block.get("applicable"), bool):
-        raise c.fail(f"{where}.applicable", "expected true or false")
-    names = c.listing(block.get("priors", []), f"{where}.priors")
-    if not all(isinstance(name, str) for name in names):
-        raise c.fail(f"{where}.priors", "expected a list of prior names")
-    for key in PRIOR_NUMBERS:
-        if key in block:
-            block[key] = c.number(block[key], f"{where}.{key}")
-    if not block["applicable"]:
-        block["reason"] = c.text(block, "reason", where)
-        return block
-    for key in PRIOR_COUNTS:
-        if key not in block:
-            raise c.fail(where, f"missing key {key!r}, expected an integer")
-        block[key] = c.integer(block[key], f"{where}.{key}")
-    met = block.get("hard_threshold_met")
-    if met is not None and not isinstance(met, bool):
-        raise c.fail(f"{where}.hard_threshold_met", "expected true, false or null")
-    if "grid" in block:
-        block["grid"] = dict(c.mapping(block["grid"], f"{where}.grid"))
-    return block
-
-
-def _reference(c: JsonChecker, raw: Any, where: str) -> dict[str, Any]:
-    """A ``reference`` delta: the first model's name, the delta, mid-p and Holm p (or null),
-    the examples paired and the discordant counts ``[lost, gained]``."""
-    r = c.mapping(raw, where)
-    for key in ("delta_pts", "n_paired", "discordant"):
-        if key not in r:
-            raise c.fail(where, f"missing key {key!r}")
-    discordant = c.listing(r["discordant"], f"{where}.discordant")
-    if len(discordant) != 2:
-        raise c.fail(f"{where}.discordant", f"expected [lost, gained], got {discordant!r}")
-    delta = c.number(r["delta_pts"], f"{where}.delta_pts")
-    if delta is None:
-        raise c.fail(f"{where}.delta_pts", "expected a number of points, got null")
-    return {
-        "model": c.text(r, "model", where),
-        "delta_pts": delta,
-        "p_value": c.number(r.get("p_value"), f"{where}.p_value"),
-        "p_holm": c.number(r.get("p_holm"), f"{where}.p_holm"),
-        "n_paired": c.integer(r["n_paired"], f"{where}.n_paired"),
-        "discordant": [c.integer(x, f"{where}.discordant[{i}]") for i, x in enumerate(discordant)],
-    }
 
 
 def _slices(c: JsonChecker, raw: Any, where: str) -> dict[str, dict[str, dict[str, Any]]]:

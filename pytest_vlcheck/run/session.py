@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,15 +20,18 @@ from pytest_vlcheck.engine import ModelRunner, evaluate_test
 from pytest_vlcheck.engine.embedding_cache import DEFAULT_MAX_BYTES, EmbeddingCache
 from pytest_vlcheck.engine.evaluate import MissingPolicy
 from pytest_vlcheck.engine.progress import Writer
-from pytest_vlcheck.gates.gating import GateSettings, apply_gate, entry_of, run_conditions
+from pytest_vlcheck.gates.conditions import run_conditions
+from pytest_vlcheck.gates.counting import count_gated, count_python_gated
+from pytest_vlcheck.gates.decision import GateSettings, apply_gate
 from pytest_vlcheck.gates.reference import with_reference
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec
-from pytest_vlcheck.priors.evaluation import NO_PRIOR, not_applicable, prior_block
+from pytest_vlcheck.priors.evaluation import NO_PRIOR, prior_block
 from pytest_vlcheck.report.loader import RunError
-from pytest_vlcheck.report.thumbnails import THUMBNAIL_DIR
+from pytest_vlcheck.report.thumbnails import THUMBNAIL_DIR, write_thumbnails
 from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results.blocks import Prior, PriorBlock, PriorNotApplicable
 
 if TYPE_CHECKING:
     from pytest_vlcheck.priors import AveragePrior
@@ -126,7 +130,11 @@ class VlcheckSession:
             runner,
             threshold=self.settings.threshold,
             missing=self.settings.missing,
-            thumbnail_dir=None if report_dir is None else report_dir / THUMBNAIL_DIR,
+            thumbnails=(
+                None
+                if report_dir is None
+                else partial(write_thumbnails, directory=report_dir / THUMBNAIL_DIR)
+            ),
         )
         result = replace(
             result,
@@ -134,18 +142,18 @@ class VlcheckSession:
             content_hash=test.content_hash,
             prior=self.prior_of(test, result),
         )
-        if result.prior and result.prior.get("hard_threshold_met") is False:
+        if isinstance(result.prior, PriorBlock) and result.prior.hard_threshold_met is False:
             result = replace(result, status="failed")
         conditions = run_conditions(self.settings.model_options)
         m = self.gated + self.python_gated
         return apply_gate(result, self.settings.gates, m=m, conditions=conditions)
 
-    def prior_of(self, test: ChecklistTest, result: CapabilityResult) -> dict | None:
+    def prior_of(self, test: ChecklistTest, result: CapabilityResult) -> Prior | None:
         """The result's prior block; without ``--vl-prior`` only a note on a hard threshold."""
         if not self.settings.priors:
             if test.hard_threshold is None:
                 return None
-            return not_applicable((), NO_PRIOR, test.hard_threshold)
+            return PriorNotApplicable((), NO_PRIOR, test.hard_threshold)
         from pytest_vlcheck.priors import parse_prior_spec
 
         names = [parse_prior_spec(text).name for text in self.settings.priors]
@@ -180,30 +188,12 @@ class VlcheckSession:
 
     def count_gated(self, items: list[tuple[ChecklistTest, str]]) -> None:
         """Count m over the whole selection (before any sharding or xdist split)."""
-        gates = self.settings.gates
-        self.gated = sum(
-            1
-            for test, model in items
-            if entry_of(gates, self.relative(test.file), test.id, model) is not None
-        )
+        keys = [(self.relative(test.file), test.id, model) for test, model in items]
+        self.gated = count_gated(self.settings.gates, keys)
 
     def count_python_gated(self, tests: list[tuple[str, str, str]]) -> None:
-        """Add the baseline entries of selected Python tests to m: ``tests`` holds (file
-        relative to the rootdir, test key, model); an entry belongs to a test when it is the
-        key itself or one of its named ``evaluate`` rows (``KEY::NAME``)."""
-        gates = self.settings.gates
-        if gates.baseline is None:
-            return
-        names: dict[str, set[str]] = {}
-        for entry in gates.baseline.entries:
-            names.setdefault(entry.file, set()).add(entry.test)
-        self.python_gated = sum(
-            1
-            for file, key, model in tests
-            for name in names.get(file, ())
-            if (name == key or name.startswith(f"{key}::"))
-            and entry_of(gates, file, name, model) is not None
-        )
+        """Add the baseline entries of selected Python tests to m (``gates.counting``)."""
+        self.python_gated = count_python_gated(self.settings.gates, tests)
 
     def record(self, result: CapabilityResult) -> None:
         """Keep a result for the matrix and the report files."""

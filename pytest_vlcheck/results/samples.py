@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.atomic import atomic_write_text
-from pytest_vlcheck.report.loader import ReportFormatError
+from pytest_vlcheck.results.capability import CapabilityResult
+from pytest_vlcheck.results.json_checks import ReportFormatError
 
-__all__ = ["SampleRow", "outcomes_by_key", "read_samples", "write_samples"]
+__all__ = ["SampleRow", "outcomes_by_key", "read_samples", "sample_rows", "write_samples"]
 
 Key = tuple[str, str, str]
 
@@ -53,6 +54,17 @@ class SampleRow:
             "scores": scores,
         }
         return json.dumps(doc, ensure_ascii=False, allow_nan=False)
+
+
+def sample_rows(results: Iterable[CapabilityResult]) -> list[SampleRow]:
+    """One row per example x model of ``results``."""
+    return [
+        SampleRow(
+            r.file, r.test, r.model, o.id, o.correct, o.tie, tuple(tuple(row) for row in o.scores)
+        )
+        for r in results
+        for o in r.outcomes
+    ]
 
 
 def write_samples(path: str | Path, rows: Iterable[SampleRow]) -> None:

@@ -1,0 +1,29 @@
+"""How a run measured (precision, device, batch size, library versions): saved with each
+baseline entry, and compared by the gate, which warns when they differ."""
+
+from __future__ import annotations
+
+from importlib import metadata
+from typing import Any
+
+from pytest_vlcheck.models.protocol import ModelOptions
+from pytest_vlcheck.models.torch_utils import computed_precision
+
+__all__ = ["run_conditions"]
+
+
+def run_conditions(options: ModelOptions) -> dict[str, Any]:
+    """How a run measured: the precision computed in (fp16 on the CPU is fp32), the device
+    asked for, batch size and library versions (read from the installed metadata, so
+    nothing heavy is imported)."""
+    conditions: dict[str, Any] = {
+        "precision": computed_precision(options.precision, options.device),
+        "device": options.device,
+        "batch_size": "auto" if options.auto_batch else options.batch_size,
+    }
+    for name, dist in (("torch", "torch"), ("open_clip", "open_clip_torch"), ("transformers",) * 2):
+        try:
+            conditions[name] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            conditions[name] = None
+    return conditions
