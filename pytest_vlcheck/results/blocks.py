@@ -137,7 +137,7 @@ class PriorNotApplicable:
 
     def to_json(self) -> dict[str, Any]:
         block: dict[str, Any] = {
-            "applicable": False,
+            "applicable": self.applicable,
             "priors": list(self.priors),
             "reason": self.reason,
         }
@@ -180,7 +180,7 @@ class PriorBlock:
     _COUNTS: ClassVar = ("n", "n_hard", "hard_passed")
 
     def to_json(self) -> dict[str, Any]:
-        block = {"applicable": True} | dataclasses.asdict(self)
+        block = {"applicable": self.applicable} | dataclasses.asdict(self)
         block["priors"] = list(self.priors)
         block["grid"] = dict(self.grid)
         return block
