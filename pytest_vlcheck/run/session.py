@@ -7,7 +7,8 @@ plugin stores one ``VlcheckSession`` in the pytest config's stash.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from pytest_vlcheck.engine import ModelRunner, evaluate_test
 from pytest_vlcheck.engine.embedding_cache import DEFAULT_MAX_BYTES, EmbeddingCache
 from pytest_vlcheck.engine.evaluate import MissingPolicy
 from pytest_vlcheck.engine.progress import Writer
+from pytest_vlcheck.engine.scoring import ScoringStats
 from pytest_vlcheck.gates.gating import GateSettings, apply_gate, entry_of, run_conditions
 from pytest_vlcheck.gates.reference import with_reference
 from pytest_vlcheck.images.loading import ImageLoader
@@ -31,6 +33,7 @@ from pytest_vlcheck.results import CapabilityResult
 
 if TYPE_CHECKING:
     from pytest_vlcheck.priors import AveragePrior
+    from pytest_vlcheck.run.outcome import Run
 
 _LOCATED = re.compile(r"^(?P<file>\S.*?):(?P<line>\d+): (?P<message>.+)$")
 
@@ -242,3 +245,34 @@ class VlcheckSession:
             {"name": s.name, "spec": s.text, "fingerprint": fingerprints.get(s.name, "")}
             for s in self.settings.specs
         ]
+
+    def finished(
+        self, stats: dict[str, ScoringStats] | None = None, step: int | None = None
+    ) -> Run:
+        """The run as its outputs read it: results in report order, the models, the
+        collection errors and each model's scoring stats (``stats`` when summed elsewhere,
+        as an xdist controller does; else this session's runners')."""
+        from pytest_vlcheck.run.outcome import Run
+
+        return Run(
+            results=tuple(self.ordered()),
+            models=tuple(self.models_meta()),
+            settings=self.settings,
+            errors=tuple(self.collection_errors),
+            stats=stats or {name: runner.stats for name, runner in self.runners.items()},
+            step=step,
+        )
+
+
+def stats_to_json(runners: Mapping[str, ModelRunner]) -> dict[str, dict[str, float]]:
+    """Each model's scoring stats as plain numbers (what an xdist worker sends back)."""
+    return {name: asdict(runner.stats) for name, runner in runners.items()}
+
+
+def add_stats(totals: dict[str, ScoringStats], sent: Mapping[str, Mapping[str, float]]) -> None:
+    """Add the stats one xdist worker sent to ``totals``, per model."""
+    for name, stats in sent.items():
+        total = asdict(totals.get(name, ScoringStats()))
+        for key, value in stats.items():
+            total[key] += value
+        totals[name] = ScoringStats(**total)
