@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -82,18 +82,23 @@ class VlcheckSession:
     _prior: AveragePrior | None = None
     collection_errors: list[RunError] = field(default_factory=list)
     """Files that failed to collect, for the report files."""
+    scorers: dict[str, Any] = field(default_factory=dict)
+    """Models given as built scorer objects (the Python API), by name: never loaded from a
+    spec, and kept out of the disk cache (their weights change while training)."""
 
     def runner(self, model: str) -> ModelRunner:
         """The model's runner, made on first use (the model itself loads on first scoring)."""
         if model not in self.runners:
             spec = next(s for s in self.settings.specs if s.name == model)
             loader = ImageLoader(self.settings.url_cache_dir)
+            built = self.scorers.get(model)
             self.runners[model] = ModelRunner(
                 spec,
                 self.settings.model_options,
                 loader,
-                cache=self.embedding_cache(),
+                cache=None if built is not None else self.embedding_cache(),
                 progress=self.progress,
+                _scorer=built,
             )
         return self.runners[model]
 

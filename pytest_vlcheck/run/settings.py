@@ -118,8 +118,8 @@ def build_settings(source: OptionSource) -> Settings:
         if raw.value not in choices:
             raise SettingsError(f"{raw.where} is '{raw.value}'; expected one of {choices}")
     batch_size, auto_batch = _batch_size(source.get("batch_size"))
-    _apply_max_image_pixels(source.get("max_image_pixels"))
-    threshold = source.get("threshold")
+    _apply_max_image_pixels(_number(source.get("max_image_pixels"), int))
+    threshold = _number(source.get("threshold"))
     if threshold.value is not None and not 0 <= threshold.value <= 1:
         raise SettingsError(f"{threshold.where} must be between 0 and 1")
     image_root = source.get("image_root").value
@@ -145,6 +145,17 @@ def build_settings(source: OptionSource) -> Settings:
         else _cache_root(source, "embeddings"),
         embedding_cache_bytes=_cache_size(source.get("cache_size")),
     )
+
+
+def _number(raw: Raw, kind: type = float) -> Raw:
+    """``raw`` when it is a number of ``kind`` (an int is a float too) or None; a string or
+    a bool from Python is refused here rather than failing a comparison later."""
+    value = raw.value
+    kinds = (int, float) if kind is float else (int,)
+    if value is None or (isinstance(value, kinds) and not isinstance(value, bool)):
+        return raw
+    expected = "a whole number" if kind is int else "a number"
+    raise SettingsError(f"{raw.where} is {value!r}; expected {expected}")
 
 
 def model_specs(raw: Raw) -> tuple[ModelSpec, ...]:
@@ -270,7 +281,7 @@ def _check_writable(directory: Path, where: str) -> None:
 
 def _gate_settings(source: OptionSource) -> GateSettings:
     """The baseline to gate against (a bad file is refused before any scoring)."""
-    alpha, max_drop = source.get("alpha"), source.get("max_drop")
+    alpha, max_drop = _number(source.get("alpha")), _number(source.get("max_drop"))
     if not 0 < alpha.value < 1:
         raise SettingsError(f"{alpha.where} is {alpha.value}; expected a number in (0, 1)")
     if max_drop.value < 0:
