@@ -166,3 +166,20 @@ def test_the_readme_options_table_names_every_option_and_keyword() -> None:
     assert sorted(flag for flag, _ in rows) == sorted(flag for flag, _ in COMMAND_LINE_OPTIONS)
     keywords = {k for _, cell in rows for k in re.findall(r"`([a-z_]+)`", cell)}
     assert keywords == set(DEFAULTS) | {"bundled"}
+
+
+def test_a_failed_test_fails_the_run(project: pytest.Pytester) -> None:
+    project.makefile(".yaml", plain=CHECKLIST)  # 'hard' fails, without a known failure
+    run = evaluate("py:colour_model:make", "plain.yaml")
+    assert not run.passed
+    assert [r.test for r in run.results if r.status == "failed"] == ["hard"]
+
+
+def test_a_model_that_will_not_load_raises_one_line(project: pytest.Pytester) -> None:
+    with pytest.raises(VlcheckUserError) as caught:
+        evaluate("py:colour_model:absent", "checks.yaml")
+    assert str(caught.value) == (
+        "cannot load model 'py:colour_model:absent': 'absent' in module 'colour_model' "
+        f"({project.path / 'colour_model.py'}) does not exist; expected a function or class "
+        "returning a scorer"
+    )

@@ -69,9 +69,8 @@ class Run:
         for spec in self.settings.specs:
             scalars = model_scalars(list(self.of_model(spec.name)))
             if several:
-                scalars = prefixed(getattr(spec, "group", None) or spec.name, scalars)
-            step = getattr(spec, "step", None)
-            logged.append((scalars, self.step if step is None else step))
+                scalars = prefixed(spec.group or spec.name, scalars)
+            logged.append((scalars, self.step if spec.step is None else spec.step))
         return logged
 
 
