@@ -20,9 +20,9 @@ from pytest_vlcheck.engine.progress import stderr_writer
 from pytest_vlcheck.engine.scoring import ScoringStats
 from pytest_vlcheck.items import SESSION_KEY, ChecklistFile, ChecklistItem, NotAChecklist
 from pytest_vlcheck.results import from_transport
-from pytest_vlcheck.run.options import COMMAND_LINE_OPTIONS, INI_DEFAULTS
+from pytest_vlcheck.run.options import COMMAND_LINE_OPTIONS, INI_TWINS
 from pytest_vlcheck.run.session import VlcheckSession, add_stats, stats_to_json
-from pytest_vlcheck.run.settings import Raw, SettingsError, build_settings
+from pytest_vlcheck.run.settings import DEFAULTS, Raw, SettingsError, build_settings
 from pytest_vlcheck.run.sharding import Shard, ShardSpecError, parse_shard, shard_of
 from pytest_vlcheck.run.sinks import TerminalMatrix, emit_all, file_sinks
 
@@ -35,10 +35,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("vlcheck", "vision-language capability checklists")
     for flag, keywords in COMMAND_LINE_OPTIONS:
         group.addoption(flag, **keywords)
-    for name, kind, default in INI_DEFAULTS:
-        option = "--" + name.replace("_", "-")
+    for key, kind in INI_TWINS:
+        option = "--vl-" + key.replace("_", "-")
         help_text = f"default {option} values" if kind == "linelist" else f"default for {option}"
-        parser.addini(name, help_text, type=kind, default=default)
+        parser.addini(f"vl_{key}", help_text, type=kind, default=_ini_default(key))
+
+
+def _ini_default(key: str) -> Any:
+    """The option's default, as the ini parser holds it (a list for a line list)."""
+    default = DEFAULTS[key]
+    return list(default) if isinstance(default, tuple) else default
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -191,14 +191,15 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 """Each option's flag and its argparse keywords, in ``pytest --help`` order."""
 
-INI_DEFAULTS: tuple[tuple[str, str, Any], ...] = (
-    ("vl_model", "linelist", []),
-    ("vl_prior", "linelist", []),
-    ("vl_device", "string", "auto"),
-    ("vl_batch_size", "string", "auto"),
-    ("vl_precision", "string", "fp32"),
-    ("vl_missing", "string", "error"),
-    ("vl_cache_size", "string", "2GB"),
-    ("vl_no_cache", "bool", False),
+INI_TWINS: tuple[tuple[str, str], ...] = (
+    ("model", "linelist"),
+    ("prior", "linelist"),
+    ("device", "string"),
+    ("batch_size", "string"),
+    ("precision", "string"),
+    ("missing", "string"),
+    ("cache_size", "string"),
+    ("no_cache", "bool"),
 )
-"""Each ini twin: name, pytest ini type and default."""
+"""The options with an ini twin (``vl_<key>``), by Python name, and pytest's ini type; the
+twin's default is the option's (``run.settings.DEFAULTS``)."""

@@ -19,8 +19,8 @@ from typing import Any, Protocol
 from pytest_vlcheck.engine.embedding_cache import parse_size
 from pytest_vlcheck.engine.evaluate import MISSING_POLICIES
 from pytest_vlcheck.errors import ModelSpecError, VlcheckUserError
-from pytest_vlcheck.gates.baseline import Baseline
-from pytest_vlcheck.gates.gating import DEFAULT_ALPHA, DEFAULT_MAX_DROP, GateSettings
+from pytest_vlcheck.gates import Baseline, GateSettings
+from pytest_vlcheck.gates.gating import DEFAULT_ALPHA, DEFAULT_MAX_DROP
 from pytest_vlcheck.images.loading import set_max_image_pixels
 from pytest_vlcheck.models.protocol import PRECISIONS, ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec, parse_specs
