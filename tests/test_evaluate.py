@@ -57,10 +57,17 @@ def test_a_scorer_object_measures_what_its_spec_does(project: pytest.Pytester) -
     assert by_object.to_json()["models"][0]["spec"] == "<ColourScorer object>"
 
 
+@pytest.fixture(scope="module")
+def open_clip_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Built outside any pytester test: torch, imported here, must outlive pytester's
+    restoring of ``sys.modules`` (torch cannot be imported twice in one process)."""
+    return build_open_clip(tmp_path_factory.mktemp("oc"))
+
+
 def test_a_tiny_open_clip_model_equals_the_pytest_report(
-    project: pytest.Pytester, tmp_path: Path
+    project: pytest.Pytester, open_clip_files: tuple[Path, Path]
 ) -> None:
-    config, weights = build_open_clip(tmp_path / "oc")
+    config, weights = open_clip_files
     spec = f"oc=open_clip:{config}@{weights}"
     project.runpytest(f"--vl-model={spec}", "--vl-report=rep", "--vl-no-cache")
     run = evaluate(spec, ".", no_cache=True, report_dir="api")
