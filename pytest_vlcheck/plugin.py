@@ -82,8 +82,7 @@ def _add_bundled_checklists(config: pytest.Config) -> None:
         config.args.append(directory)
 
 
-_FROM_INI = {"model", "prior", "device", "batch_size", "precision", "missing", "cache_size"}
-_FROM_INI_FLAG = {"no_cache"}
+_INI_KINDS = dict(INI_TWINS)
 _PLAIN_NAMES = {"precision": "vl_precision", "missing": "vl_missing"}
 """Options whose argparse choices leave only the ini value to check: named plainly."""
 
@@ -101,11 +100,12 @@ class PytestOptions:
         name = "report" if key == "report_dir" else key
         value = getattr(self.config.option, f"vl_{name}")
         where = _PLAIN_NAMES.get(key, f"--vl-{name.replace('_', '-')}")
-        if key in _FROM_INI_FLAG:
+        kind = _INI_KINDS.get(key)
+        if kind == "bool":  # a flag: set on the command line or in the ini file
             return Raw(value or self.config.getini(f"vl_{name}"), where)
-        if key in _FROM_INI and value in (None, []):
+        if kind is not None and value in (None, []):
             value = self.config.getini(f"vl_{name}")
-            if key not in ("model", "prior"):  # those name the option, as they always have
+            if kind != "linelist":  # model and prior name the option, as they always have
                 where = _PLAIN_NAMES.get(key, f"vl_{name} (ini)")
         return Raw(value, where)
 

@@ -4,12 +4,12 @@ one line each."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from model_builders import build_open_clip
 from test_plugin import CHECKLIST, colour_project
 
 from pytest_vlcheck import Run, evaluate
@@ -57,23 +57,38 @@ def test_a_scorer_object_measures_what_its_spec_does(project: pytest.Pytester) -
     assert by_object.to_json()["models"][0]["spec"] == "<ColourScorer object>"
 
 
-@pytest.fixture(scope="module")
-def open_clip_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """Built outside any pytester test: torch, imported here, must outlive pytester's
-    restoring of ``sys.modules`` (torch cannot be imported twice in one process)."""
-    return build_open_clip(tmp_path_factory.mktemp("oc"))
+EVALUATE_OPEN_CLIP = """
+import json
+from pathlib import Path
+from model_builders import build_open_clip
+from pytest_vlcheck import evaluate
+
+config, weights = build_open_clip(Path("oc"))
+spec = f"oc=open_clip:{config}@{weights}"
+run = evaluate(spec, ".", no_cache=True, report_dir="api")
+Path("evaluated.json").write_text(json.dumps({"spec": spec, "matrix": run.to_json()}))
+"""
 
 
-def test_a_tiny_open_clip_model_equals_the_pytest_report(
-    project: pytest.Pytester, open_clip_files: tuple[Path, Path]
-) -> None:
-    config, weights = open_clip_files
-    spec = f"oc=open_clip:{config}@{weights}"
-    project.runpytest(f"--vl-model={spec}", "--vl-report=rep", "--vl-no-cache")
-    run = evaluate(spec, ".", no_cache=True, report_dir="api")
+def test_a_tiny_open_clip_model_equals_the_pytest_report(project: pytest.Pytester) -> None:
+    # Both sides in subprocesses: torch cannot be imported twice in one process, and
+    # pytester's restoring of sys.modules after a test would make this one import it again.
+    tests_dir = str(Path(__file__).parent)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")]),
+    }
+    subprocess.run(
+        [sys.executable, "-c", EVALUATE_OPEN_CLIP], cwd=project.path, env=env, check=True
+    )
+    evaluated = json.loads((project.path / "evaluated.json").read_text())
+    result = project.runpytest_subprocess(
+        f"--vl-model={evaluated['spec']}", "--vl-report=rep", "--vl-no-cache"
+    )
+    result.assert_outcomes(failed=5)
     expected = json.loads((project.path / "rep" / "matrix.json").read_text())
-    assert without_model_identity(run.to_json()) == without_model_identity(expected)
-    assert {r.model for r in run.results} == {"oc"}
+    assert evaluated["matrix"] == expected
+    assert {r["model"] for r in expected["results"]} == {"oc"}
 
 
 def test_select_keeps_test_ids_and_capability_prefixes(project: pytest.Pytester) -> None:

@@ -19,7 +19,7 @@ from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.run.checklists import checklist_files, load_tests, selected
 from pytest_vlcheck.run.outcome import Run
-from pytest_vlcheck.run.session import VlcheckSession
+from pytest_vlcheck.run.session import Settings, VlcheckSession
 from pytest_vlcheck.run.settings import KeywordOptions, SettingsError, build_settings
 from pytest_vlcheck.run.sinks import LoggerSink, Sink, emit_all, file_sinks
 
@@ -55,7 +55,24 @@ def evaluate(
     source = KeywordOptions({**options, "report_dir": report_dir, "baseline": baseline})
     if isinstance(model, str):
         source.values["model"] = model
-    settings = build_settings(source)
+    settings, scorers = _with_model(build_settings(source), model, preprocess, tokenizer, name)
+    loggers = _checked_loggers(log)
+    paths = _paths(checklists, bundled)
+    tests = selected(load_tests(checklist_files(paths), settings.image_root), select)
+    session = VlcheckSession(settings, scorers=scorers)
+    try:
+        run = _measure(session, tests, step)
+    finally:
+        session.close()
+    _emit(run, file_sinks(run), loggers)
+    return run
+
+
+def _with_model(
+    settings: Settings, model: Any, preprocess: Any, tokenizer: Any, name: str | None
+) -> tuple[Settings, dict[str, Any]]:
+    """The settings with the model's spec under ``name``, and the built scorer of a model
+    object by its name ({} for a spec string, which the session loads)."""
     scorers: dict[str, Any] = {}
     if isinstance(model, str):
         if preprocess is not None or tokenizer is not None:
@@ -69,16 +86,7 @@ def evaluate(
         settings = replace(settings, specs=(_object_spec(name, model),))
     if name is not None:
         settings = replace(settings, specs=tuple(replace(s, name=name) for s in settings.specs))
-    loggers = _checked_loggers(log)
-    paths = _paths(checklists, bundled)
-    tests = selected(load_tests(checklist_files(paths), settings.image_root), select)
-    session = VlcheckSession(settings, scorers=scorers)
-    try:
-        run = _measure(session, tests, step)
-    finally:
-        session.close()
-    _emit(run, file_sinks(run), loggers)
-    return run
+    return settings, scorers
 
 
 def _measure(session: VlcheckSession, tests: list[ChecklistTest], step: int | None) -> Run:
