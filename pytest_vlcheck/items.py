@@ -138,6 +138,19 @@ class ChecklistItem(pytest.Item):
         if self.result.status != "passed":
             raise VerdictFailure(self.result)
 
+    def transport(self, report: pytest.TestReport, call: pytest.CallInfo[None]) -> dict | None:
+        """The result row for the report that decides this item's verdict (setup when it
+        did not pass, else the call), as it travels to an xdist controller; None otherwise."""
+        if self.model is None or not (
+            report.when == "call" or (report.when == "setup" and not report.passed)
+        ):
+            return None
+        status = "error" if report.when == "setup" and report.failed else report.outcome
+        message = ""
+        if report.when == "setup" and call.excinfo is not None:
+            message = str(call.excinfo.value).splitlines()[0]
+        return self.outcome(status, message).to_json(with_outcomes=True)
+
     def outcome(self, status: Status, message: str = "") -> CapabilityResult:
         """This item's result under pytest's verdict; for a test with no measurement, an
         empty one with the reason."""

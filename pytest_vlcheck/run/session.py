@@ -7,10 +7,11 @@ plugin stores one ``VlcheckSession`` in the pytest config's stash.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from pytest_vlcheck.engine import ModelRunner, evaluate_test
 from pytest_vlcheck.engine.embedding_cache import DEFAULT_MAX_BYTES, EmbeddingCache
 from pytest_vlcheck.engine.evaluate import MissingPolicy
 from pytest_vlcheck.engine.progress import Writer
+from pytest_vlcheck.engine.scoring import ScoringStats
 from pytest_vlcheck.gates.conditions import run_conditions
 from pytest_vlcheck.gates.counting import count_gated, count_python_gated
 from pytest_vlcheck.gates.decision import GateSettings, apply_gate
@@ -35,6 +37,7 @@ from pytest_vlcheck.results.blocks import Prior, PriorBlock, PriorNotApplicable
 
 if TYPE_CHECKING:
     from pytest_vlcheck.priors import AveragePrior
+    from pytest_vlcheck.run.outcome import Run
 
 _LOCATED = re.compile(r"^(?P<file>\S.*?):(?P<line>\d+): (?P<message>.+)$")
 
@@ -83,18 +86,23 @@ class VlcheckSession:
     _prior: AveragePrior | None = None
     collection_errors: list[RunError] = field(default_factory=list)
     """Files that failed to collect, for the report files."""
+    scorers: dict[str, Any] = field(default_factory=dict)
+    """Models given as built scorer objects (the Python API), by name: never loaded from a
+    spec, and kept out of the disk cache (their weights change while training)."""
 
     def runner(self, model: str) -> ModelRunner:
         """The model's runner, made on first use (the model itself loads on first scoring)."""
         if model not in self.runners:
             spec = next(s for s in self.settings.specs if s.name == model)
             loader = ImageLoader(self.settings.url_cache_dir)
+            built = self.scorers.get(model)
             self.runners[model] = ModelRunner(
                 spec,
                 self.settings.model_options,
                 loader,
-                cache=self.embedding_cache(),
+                cache=None if built is not None else self.embedding_cache(),
                 progress=self.progress,
+                _scorer=built,
             )
         return self.runners[model]
 
@@ -232,3 +240,34 @@ class VlcheckSession:
             {"name": s.name, "spec": s.text, "fingerprint": fingerprints.get(s.name, "")}
             for s in self.settings.specs
         ]
+
+    def finished(
+        self, stats: dict[str, ScoringStats] | None = None, step: int | None = None
+    ) -> Run:
+        """The run as its outputs read it: results in report order, the models, the
+        collection errors and each model's scoring stats (``stats`` when summed elsewhere,
+        as an xdist controller does; else this session's runners')."""
+        from pytest_vlcheck.run.outcome import Run
+
+        return Run(
+            results=tuple(self.ordered()),
+            models=tuple(self.models_meta()),
+            settings=self.settings,
+            errors=tuple(self.collection_errors),
+            stats=stats or {name: runner.stats for name, runner in self.runners.items()},
+            step=step,
+        )
+
+
+def stats_to_json(runners: Mapping[str, ModelRunner]) -> dict[str, dict[str, float]]:
+    """Each model's scoring stats as plain numbers (what an xdist worker sends back)."""
+    return {name: asdict(runner.stats) for name, runner in runners.items()}
+
+
+def add_stats(totals: dict[str, ScoringStats], sent: Mapping[str, Mapping[str, float]]) -> None:
+    """Add the stats one xdist worker sent to ``totals``, per model."""
+    for name, stats in sent.items():
+        total = asdict(totals.get(name, ScoringStats()))
+        for key, value in stats.items():
+            total[key] += value
+        totals[name] = ScoringStats(**total)

@@ -11,13 +11,13 @@ the heaviest shard within the largest group of the ideal share.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 from pytest_vlcheck.errors import VlcheckUserError
 
-__all__ = ["Shard", "ShardSpecError", "assign_shards", "parse_shard"]
+__all__ = ["Shard", "ShardSpecError", "assign_shards", "parse_shard", "shard_of"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -65,3 +65,13 @@ def assign_shards(weights: Mapping[K, int], count: int) -> dict[K, int]:
         assignment[group] = index
         heapq.heappush(loads, (load + max(weights[group], 1), index))
     return assignment
+
+
+def shard_of(items: Sequence[tuple[K, int]], shard: Shard) -> list[bool]:
+    """For each (group, weight) of a selection, in order: does job ``shard`` run it? A
+    group's weight is the sum over its items."""
+    weights: dict[K, int] = {}
+    for group, weight in items:
+        weights[group] = weights.get(group, 0) + weight
+    assignment = assign_shards(weights, shard.count)
+    return [assignment[group] == shard.index for group, _weight in items]

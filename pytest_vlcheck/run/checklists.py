@@ -1,0 +1,85 @@
+"""Find and load the checklists a Python caller names, as pytest would collect them.
+
+A file is loaded (one that is not a checklist says why); a folder is searched recursively
+for checklist files the way the plugin recognises them (``is_checklist_file``), skipping
+the folders pytest's default ``norecursedirs`` skips. ``select`` narrows the tests.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_vlcheck.checklist import ChecklistTest, is_checklist_file, load_checklist
+from pytest_vlcheck.parsing.yaml_lines import checklist_header_problem
+from pytest_vlcheck.run.settings import SettingsError
+
+SKIPPED_FOLDERS = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv")
+"""pytest's default ``norecursedirs``."""
+
+NOTHING_FOUND = (
+    "no checklist found in {paths}; expected a .yaml or .yml file whose first key is "
+    "'vlcheck: 1' (then 'tests:'), or a folder holding some ('vlcheck validate PATH' says why "
+    "a file is not one)"
+)
+
+
+def checklist_files(paths: Sequence[str | Path], where: str = "checklists") -> list[Path]:
+    """Every checklist file under ``paths``, each once, in path order."""
+    found: dict[Path, None] = {}
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found.update(dict.fromkeys(_search(path)))
+        elif path.is_file():
+            problem = checklist_header_problem(path)
+            if problem is not None:
+                raise SettingsError(f"{where}: {problem}")
+            found[path] = None
+        else:
+            raise SettingsError(
+                f"{where}: {path} does not exist; expected a checklist file or a folder of them"
+            )
+    if not found:
+        names = ", ".join(str(path) for path in paths)
+        raise SettingsError(f"{where}: {NOTHING_FOUND.format(paths=names or 'no paths')}")
+    return list(found)
+
+
+def _search(folder: Path) -> list[Path]:
+    """Checklist files under ``folder``, sorted, outside the folders pytest skips."""
+    files = []
+    for entry in sorted(folder.iterdir()):
+        if entry.is_dir():
+            if not any(fnmatch.fnmatch(entry.name, pattern) for pattern in SKIPPED_FOLDERS):
+                files.extend(_search(entry))
+        elif is_checklist_file(entry):
+            files.append(entry)
+    return files
+
+
+def load_tests(files: Sequence[Path], image_root: Path | None) -> list[ChecklistTest]:
+    """Every test of ``files`` (a checklist error is raised as it is: ``FILE:LINE: ...``)."""
+    return [test for file in files for test in load_checklist(file, image_root=image_root).tests]
+
+
+def selected(tests: list[ChecklistTest], select: Sequence[str] | None) -> list[ChecklistTest]:
+    """The tests ``select`` names: a test id, or a capability prefix (``attribute`` and
+    ``attribute/color`` both select ``attribute/color``; ``attr`` selects neither). Every
+    entry must select something, so a typo is not a silently smaller run."""
+    if select is None:
+        return tests
+    entries = [select] if isinstance(select, str) else list(select)
+    for entry in entries:
+        if not any(_matches(test, entry) for test in tests):
+            raise SettingsError(
+                f"select: {entry!r} is neither a test id nor a capability (prefix) of the "
+                "checklists; expected e.g. a test's id: or 'attribute/color'"
+            )
+    return [test for test in tests if any(_matches(test, entry) for entry in entries)]
+
+
+def _matches(test: ChecklistTest, entry: str) -> bool:
+    parts = tuple(entry.strip("/").split("/"))
+    return test.id == entry or test.capability_parts[: len(parts)] == parts

@@ -1,0 +1,185 @@
+"""``evaluate``: run checklists on a model from Python (a training loop, a notebook).
+
+The same settings checks, scoring, gates and outputs as a pytest run, with no pytest: the
+returned ``Run`` equals what ``--vl-report`` writes for the same weights and checklists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pytest_vlcheck.checklist import ChecklistTest
+from pytest_vlcheck.engine import unscored_result
+from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
+from pytest_vlcheck.models.protocol import ModelOptions
+from pytest_vlcheck.models.registry import ModelSpec
+from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.run.checklists import checklist_files, load_tests, selected
+from pytest_vlcheck.run.outcome import Run
+from pytest_vlcheck.run.session import Settings, VlcheckSession
+from pytest_vlcheck.run.settings import KeywordOptions, SettingsError, build_settings
+from pytest_vlcheck.run.sinks import LoggerSink, Sink, emit_all, file_sinks
+
+LogSpec = str | Callable[[dict[str, float], int | None], None]
+
+
+def evaluate(
+    model: Any,
+    checklists: str | Path | Sequence[str | Path],
+    *,
+    preprocess: Any = None,
+    tokenizer: Any = None,
+    name: str | None = None,
+    step: int | None = None,
+    log: LogSpec | Sequence[LogSpec] | None = None,
+    report_dir: str | Path | None = None,
+    baseline: str | Path | None = None,
+    bundled: bool = False,
+    select: str | Sequence[str] | None = None,
+    **options: Any,
+) -> Run:
+    """Score ``checklists`` on ``model`` and return the run's typed results.
+
+    ``model`` is a ``--vl-model`` spec (``NAME=SPEC`` too) or an object with the scorer
+    protocol; ``checklists`` a path or a list of files and folders (folders are searched for
+    checklist files); ``bundled`` adds the shipped suite; ``select`` keeps the tests with
+    these ids or capability prefixes. ``options`` are the ``--vl-*`` run options by their
+    Python names (``batch_size=32``, ``max_drop=1.0``, ``save_baseline="b.json"``).
+    ``report_dir`` writes the ``--vl-report`` files, ``baseline`` gates against a baseline,
+    ``log`` sends each model's scalars (``Run.scalars``) at ``step`` to loggers. A mistake
+    in any argument raises one ``VlcheckUserError`` naming it, before any scoring.
+    """
+    source = KeywordOptions({**options, "report_dir": report_dir, "baseline": baseline})
+    if isinstance(model, str):
+        source.values["model"] = model
+    settings, scorers = _with_model(build_settings(source), model, preprocess, tokenizer, name)
+    loggers = _checked_loggers(log)
+    paths = _paths(checklists, bundled)
+    tests = selected(load_tests(checklist_files(paths), settings.image_root), select)
+    session = VlcheckSession(settings, scorers=scorers)
+    try:
+        run = _measure(session, tests, step)
+    finally:
+        session.close()
+    _emit(run, file_sinks(run), loggers)
+    return run
+
+
+def _with_model(
+    settings: Settings, model: Any, preprocess: Any, tokenizer: Any, name: str | None
+) -> tuple[Settings, dict[str, Any]]:
+    """The settings with the model's spec under ``name``, and the built scorer of a model
+    object by its name ({} for a spec string, which the session loads)."""
+    scorers: dict[str, Any] = {}
+    if isinstance(model, str):
+        if preprocess is not None or tokenizer is not None:
+            raise SettingsError(
+                "preprocess/tokenizer: given with a model spec string; expected them only "
+                "with a model object"
+            )
+    else:
+        name = name or "model"
+        scorers[name] = built_scorer(model, preprocess, tokenizer, settings.model_options)
+        settings = replace(settings, specs=(_object_spec(name, model),))
+    if name is not None:
+        settings = replace(settings, specs=tuple(replace(s, name=name) for s in settings.specs))
+    return settings, scorers
+
+
+def _measure(session: VlcheckSession, tests: list[ChecklistTest], step: int | None) -> Run:
+    """Every test on every model, the way the plugin's items judge them."""
+    models = [spec.name for spec in session.settings.specs]
+    session.count_gated([(test, model) for test in tests for model in models])
+    for model in models:
+        session.plan(model, tests)
+    for test in tests:
+        for model in models:
+            session.record(_judged(session, test, model))
+    return session.finished(step=step)
+
+
+def _judged(session: VlcheckSession, test: ChecklistTest, model: str) -> CapabilityResult:
+    """One test on one model with pytest's verdict: a known failure keeps its measured
+    status (xfail), a user error (missing images, a scorer breaking the protocol) is an
+    errored row with its first line; a model that will not load raises."""
+    try:
+        result = session.evaluate(test, model)
+    except ModelLoadError:
+        raise
+    except VlcheckUserError as exc:
+        empty = unscored_result(test, model, "error", session.settings.threshold)
+        message = str(exc).splitlines()[0]
+        return replace(empty, file=session.relative(test.file)).with_status("error", message)
+    known = test.known_failures.get(model, "")
+    if known:
+        return replace(result, known_failure=known)
+    return result
+
+
+def built_scorer(model: Any, preprocess: Any, tokenizer: Any, options: ModelOptions) -> Any:
+    """A model object as a scorer: the seam where live models come in.
+
+    ``pytest_vlcheck.models.live.live_scorer(model, preprocess=..., tokenizer=...,
+    options=options)`` wraps an open_clip or transformers model; until it is part of this
+    tree, only an object that already has the scorer protocol is taken.
+    """
+    from pytest_vlcheck.models.protocol import ScorerProtocolError, check_scorer
+
+    if preprocess is not None or tokenizer is not None:
+        raise SettingsError(
+            "preprocess/tokenizer: live open_clip and transformers models are not taken yet; "
+            "expected a model object with the scorer protocol, or a --vl-model spec string"
+        )
+    try:
+        check_scorer(model, "model")
+    except ScorerProtocolError as exc:
+        raise SettingsError(f"model: {exc}, or a --vl-model spec string") from None
+    return model
+
+
+def _object_spec(name: str, model: Any) -> ModelSpec:
+    """The spec a model object is reported under (``matrix.json``'s ``models[].spec``)."""
+    return ModelSpec(name=name, text=f"<{type(model).__name__} object>", scheme="", body="")
+
+
+def _paths(checklists: Any, bundled: bool) -> list[Path]:
+    """The paths to search, the bundled suite's folder added with ``bundled``."""
+    paths = [checklists] if isinstance(checklists, (str, Path)) else list(checklists)
+    if bundled:
+        from pytest_vlcheck.checklist.bundled import bundled_checklists_dir
+
+        try:
+            paths.append(bundled_checklists_dir())
+        except FileNotFoundError as exc:
+            raise SettingsError(f"bundled: {exc}") from None
+    return [Path(path) for path in paths]
+
+
+def _checked_loggers(log: Any) -> list[LogSpec]:
+    """The ``log`` specs, each checked cheaply now (a bad one costs no scoring)."""
+    if log is None:
+        return []
+    specs = list(log) if isinstance(log, (list, tuple)) else [log]
+    from pytest_vlcheck.loggers import check_logger_spec
+
+    for spec in specs:
+        check_logger_spec(spec, "log=")
+    return specs
+
+
+def _emit(run: Run, sinks: list[Sink], log_specs: list[LogSpec]) -> None:
+    """Write the files, then start each logger, log the run and close it."""
+    emit_all(run, sinks)
+    if not log_specs:
+        return
+    from pytest_vlcheck.loggers import open_logger
+
+    for spec in log_specs:
+        logger = open_logger(spec, "log=")
+        try:
+            LoggerSink(logger).emit(run)
+        finally:
+            logger.close()

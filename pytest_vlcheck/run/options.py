@@ -1,0 +1,205 @@
+"""The ``--vl-*`` command-line options as data: flag, argparse keywords and help text.
+
+pytest registers them from this table; the Python API takes the same options as keyword
+arguments (``run.settings.DEFAULTS``). Kept free of pytest, so the help text has one home.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_vlcheck.engine.evaluate import MISSING_POLICIES
+from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
+from pytest_vlcheck.models.protocol import PRECISIONS
+
+COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "--vl-model",
+        {
+            "action": "append",
+            "default": [],
+            "metavar": "SPEC",
+            "help": "model to test, repeatable: clip, tiny, open_clip:ARCH[@PRETRAINED], "
+            "hf:NAME_OR_DIR, scores:FILE, py:MODULE:FACTORY; NAME=SPEC names it",
+        },
+    ),
+    ("--vl-device", {"default": None, "help": "auto (cuda, mps, cpu), cpu, cuda:0, ..."}),
+    (
+        "--vl-batch-size",
+        {
+            "default": None,
+            "metavar": "N",
+            "help": "inputs per forward pass, or auto (the default: 256 on a GPU, halved while it "
+            "runs out of memory; 64 elsewhere)",
+        },
+    ),
+    (
+        "--vl-precision",
+        {
+            "choices": PRECISIONS,
+            "default": None,
+            "help": "forward-pass precision; decisions always use fp32 scores",
+        },
+    ),
+    (
+        "--vl-image-root",
+        {
+            "default": None,
+            "metavar": "DIR",
+            "help": "resolve image paths here instead of each checklist's image_root",
+        },
+    ),
+    (
+        "--vl-threshold",
+        {
+            "type": float,
+            "default": None,
+            "metavar": "RATE",
+            "help": "override every test's pass-rate threshold (0 to 1)",
+        },
+    ),
+    (
+        "--vl-missing",
+        {
+            "choices": MISSING_POLICIES,
+            "default": None,
+            "help": "unloadable images: error the test (default) or skip those examples",
+        },
+    ),
+    (
+        "--vl-cache-dir",
+        {
+            "default": None,
+            "metavar": "DIR",
+            "help": "root of the embedding cache and of downloaded URL images (default: pytest's "
+            "cache dir)",
+        },
+    ),
+    (
+        "--vl-no-cache",
+        {
+            "action": "store_true",
+            "default": None,
+            "help": "encode everything: do not read or write the embedding cache",
+        },
+    ),
+    (
+        "--vl-cache-size",
+        {
+            "default": None,
+            "metavar": "SIZE",
+            "help": "bound on the embedding cache, e.g. 500MB, 2GB (default 2GB); the least "
+            "recently used entries are evicted",
+        },
+    ),
+    (
+        "--vl-bundled",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "also collect the checklists shipped with pytest-vlcheck (only "
+            "them when no paths are given)",
+        },
+    ),
+    (
+        "--vl-report",
+        {
+            "default": None,
+            "metavar": "DIR",
+            "help": "write matrix.json, matrix.md, matrix.csv and report.html here",
+        },
+    ),
+    (
+        "--vl-max-image-pixels",
+        {
+            "type": int,
+            "default": None,
+            "metavar": "N",
+            "help": "decode images up to N pixels (default: Pillow's decompression-bomb limit)",
+        },
+    ),
+    (
+        "--vl-baseline",
+        {
+            "default": None,
+            "metavar": "FILE",
+            "help": "gate every test against this baseline: fail on a significant drop",
+        },
+    ),
+    (
+        "--vl-save-baseline",
+        {
+            "default": None,
+            "metavar": "FILE",
+            "help": "merge this run's measured tests into a baseline file (created if absent)",
+        },
+    ),
+    (
+        "--vl-max-drop",
+        {
+            "type": float,
+            "default": DEFAULT_MAX_DROP,
+            "metavar": "PTS",
+            "help": "a drop must exceed this many points to fail the gate (default 2.0)",
+        },
+    ),
+    (
+        "--vl-alpha",
+        {
+            "type": float,
+            "default": DEFAULT_ALPHA,
+            "metavar": "A",
+            "help": "significance level of the gate, Bonferroni-corrected over the items gated "
+            "(default 0.05)",
+        },
+    ),
+    (
+        "--vl-baseline-model",
+        {
+            "default": None,
+            "metavar": "NAME",
+            "help": "the baseline model every run model is compared with",
+        },
+    ),
+    (
+        "--vl-gate-only",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "report threshold verdicts but fail items only on gate regressions",
+        },
+    ),
+    (
+        "--vl-prior",
+        {
+            "action": "append",
+            "default": [],
+            "metavar": "SPEC",
+            "help": "a text-only language-model prior, repeatable (perplexities averaged): "
+            "hf:NAME_OR_DIR or py:MODULE:FACTORY; adds hard-test accuracy per caption/group test",
+        },
+    ),
+    (
+        "--vl-shard",
+        {
+            "default": None,
+            "metavar": "K/N",
+            "help": "run only job K of N (CI matrices): tests split by example count, "
+            "deterministically; merge the report folders with 'vlcheck merge'",
+        },
+    ),
+)
+"""Each option's flag and its argparse keywords, in ``pytest --help`` order."""
+
+INI_TWINS: tuple[tuple[str, str], ...] = (
+    ("model", "linelist"),
+    ("prior", "linelist"),
+    ("device", "string"),
+    ("batch_size", "string"),
+    ("precision", "string"),
+    ("missing", "string"),
+    ("cache_size", "string"),
+    ("no_cache", "bool"),
+)
+"""The options with an ini twin (``vl_<key>``), by Python name, and pytest's ini type; the
+twin's default is the option's (``run.settings.DEFAULTS``)."""

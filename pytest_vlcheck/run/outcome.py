@@ -1,0 +1,80 @@
+"""``Run``: what one vlcheck run measured, as the Python API returns it and every output
+(terminal matrix, report files, baseline, loggers) reads it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_vlcheck.engine.scoring import ScoringStats
+from pytest_vlcheck.report.loader import RunError
+from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.run.session import Settings
+
+
+@dataclass(frozen=True)
+class Run:
+    """The results of one run: one ``CapabilityResult`` per test x model, in report order.
+
+    ``models`` is ``matrix.json``'s model list (name, spec, fingerprint); ``errors`` the
+    checklists that failed to collect; ``stats`` each model's scoring counts; ``step`` the
+    training step the run measured (None outside training).
+    """
+
+    results: tuple[CapabilityResult, ...]
+    models: tuple[Mapping[str, str], ...]
+    settings: Settings
+    errors: tuple[RunError, ...] = ()
+    stats: Mapping[str, ScoringStats] = field(default_factory=dict)
+    step: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``matrix.json`` document (what ``--vl-report`` writes)."""
+        from pytest_vlcheck.report import matrix_document
+
+        rows = [result.to_json() for result in self.results]
+        return matrix_document([dict(m) for m in self.models], rows, self.errors)
+
+    @property
+    def passed(self) -> bool:
+        """True when every test passed on every model (a known failure that failed counts as
+        passed, as pytest's xfail does) and every checklist collected."""
+        return not self.errors and all(_passed(result) for result in self.results)
+
+    @property
+    def regressions(self) -> tuple[CapabilityResult, ...]:
+        """The results whose baseline gate found a significant drop (with ``baseline=``)."""
+        return tuple(r for r in self.results if r.gate and r.gate.get("regressed"))
+
+    def of_model(self, name: str) -> tuple[CapabilityResult, ...]:
+        """One model's results."""
+        return tuple(r for r in self.results if r.model == name)
+
+    def scalars(self) -> dict[str, float]:
+        """Loggable numbers: ``vlcheck/<capability>/<test>/pass_rate`` and summaries; with
+        several models each model's are prefixed by its name (a checkpoint glob's group)."""
+        scalars: dict[str, float] = {}
+        for one, _step in self.scalars_per_model():
+            scalars.update(one)
+        return scalars
+
+    def scalars_per_model(self) -> list[tuple[dict[str, float], int | None]]:
+        """Each model's scalars (prefixed when the run has several) with the step to log
+        them at: the checkpoint's own step, else the run's."""
+        from pytest_vlcheck.loggers import model_scalars, prefixed
+
+        several = len(self.settings.specs) > 1
+        logged = []
+        for spec in self.settings.specs:
+            scalars = model_scalars(list(self.of_model(spec.name)))
+            if several:
+                scalars = prefixed(spec.group or spec.name, scalars)
+            logged.append((scalars, self.step if spec.step is None else spec.step))
+        return logged
+
+
+def _passed(result: CapabilityResult) -> bool:
+    if result.known_failure:
+        return result.status == "failed"
+    return result.status in ("passed", "skipped")

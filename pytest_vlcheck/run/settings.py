@@ -1,0 +1,308 @@
+"""Option values -> the run's validated, frozen ``Settings``, with no pytest in sight.
+
+The plugin (``--vl-*`` options and their ini twins) and the Python API (``evaluate``'s
+keyword arguments) both hand their raw values to ``build_settings`` through an
+``OptionSource``, so one set of checks and one set of messages serve both; each message names
+the option the way its caller spelled it (``--vl-report``, ``report_dir``,
+``vl_batch_size (ini)``). Every mistake is a ``SettingsError``, found before any scoring.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from pytest_vlcheck.engine.embedding_cache import parse_size
+from pytest_vlcheck.engine.evaluate import MISSING_POLICIES
+from pytest_vlcheck.errors import ModelSpecError, VlcheckUserError
+from pytest_vlcheck.gates import Baseline, GateSettings
+from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
+from pytest_vlcheck.images.loading import set_max_image_pixels
+from pytest_vlcheck.models.protocol import PRECISIONS, ModelOptions
+from pytest_vlcheck.models.registry import ModelSpec, parse_specs
+from pytest_vlcheck.results.json_checks import ReportFormatError
+from pytest_vlcheck.run.session import Settings
+
+DEFAULTS: dict[str, Any] = {
+    "model": (),
+    "device": "auto",
+    "batch_size": "auto",
+    "precision": "fp32",
+    "image_root": None,
+    "threshold": None,
+    "missing": "error",
+    "cache_dir": None,
+    "no_cache": False,
+    "cache_size": "2GB",
+    "report_dir": None,
+    "max_image_pixels": None,
+    "baseline": None,
+    "save_baseline": None,
+    "max_drop": DEFAULT_MAX_DROP,
+    "alpha": DEFAULT_ALPHA,
+    "baseline_model": None,
+    "gate_only": False,
+    "prior": (),
+}
+"""Every run option, by its Python name, with the value it takes when not given."""
+
+
+class SettingsError(VlcheckUserError, ValueError):
+    """An option value that cannot run: ``str()`` names the option and what is expected."""
+
+
+@dataclass(frozen=True)
+class Raw:
+    """One option's value as given (None: not given) and the name its caller knows it by."""
+
+    value: Any
+    where: str
+
+
+class OptionSource(Protocol):
+    """Where option values come from: pytest's config, or Python keyword arguments."""
+
+    rootdir: Path
+    """Report paths are written relative to it (and baseline keys matched)."""
+
+    def get(self, key: str) -> Raw:
+        """The value of option ``key`` (a key of ``DEFAULTS``), defaults applied."""
+        ...
+
+    def cache_root(self, kind: str) -> Path:
+        """Where the ``kind`` cache (``images``, ``embeddings``) lives when no ``cache_dir``
+        is given."""
+        ...
+
+
+class KeywordOptions:
+    """Options given as Python keyword arguments (``evaluate(..., batch_size=32)``)."""
+
+    def __init__(self, values: Mapping[str, Any], rootdir: Path | None = None) -> None:
+        check_keywords(values)
+        self.values = dict(values)
+        self.rootdir = (rootdir or Path.cwd()).resolve()
+
+    def get(self, key: str) -> Raw:
+        """The keyword's value, or its default; messages name the keyword."""
+        value = self.values.get(key, DEFAULTS[key])
+        return Raw(DEFAULTS[key] if value is None and key not in _NONE_OK else value, key)
+
+    def cache_root(self, kind: str) -> Path:
+        """A ``.vlcheck_cache`` folder in the root directory (the current one by default)."""
+        return self.rootdir / ".vlcheck_cache" / kind
+
+
+_NONE_OK = {key for key, default in DEFAULTS.items() if default is None}
+
+
+def check_keywords(values: Mapping[str, Any]) -> None:
+    """Refuse a keyword that is no run option, suggesting the nearest one."""
+    for key in values:
+        if key not in DEFAULTS:
+            close = difflib.get_close_matches(key, DEFAULTS, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise SettingsError(
+                f"{key}: not a vlcheck option; {hint}expected one of {', '.join(DEFAULTS)}"
+            )
+
+
+def build_settings(source: OptionSource) -> Settings:
+    """The run's settings from ``source``; raises SettingsError on the first bad value."""
+    precision, missing = source.get("precision"), source.get("missing")
+    for raw, choices in ((precision, PRECISIONS), (missing, MISSING_POLICIES)):
+        if raw.value not in choices:
+            raise SettingsError(f"{raw.where} is '{raw.value}'; expected one of {choices}")
+    batch_size, auto_batch = _batch_size(source.get("batch_size"))
+    _apply_max_image_pixels(_number(source.get("max_image_pixels"), int))
+    threshold = _number(source.get("threshold"))
+    if threshold.value is not None and not 0 <= threshold.value <= 1:
+        raise SettingsError(f"{threshold.where} must be between 0 and 1")
+    image_root = source.get("image_root").value
+    return Settings(
+        rootdir=source.rootdir,
+        gates=_gate_settings(source),
+        save_baseline=_save_baseline_path(source.get("save_baseline")),
+        priors=_prior_specs(source.get("prior")),
+        specs=model_specs(source.get("model")),
+        model_options=ModelOptions(
+            device=source.get("device").value,
+            batch_size=batch_size,
+            precision=precision.value,
+            auto_batch=auto_batch,
+        ),
+        image_root=Path(image_root).resolve() if image_root else None,
+        threshold=threshold.value,
+        missing=missing.value,
+        report_dir=_report_dir(source.get("report_dir")),
+        url_cache_dir=_cache_root(source, "images"),
+        embedding_cache_dir=None
+        if source.get("no_cache").value
+        else _cache_root(source, "embeddings"),
+        embedding_cache_bytes=_cache_size(source.get("cache_size")),
+    )
+
+
+def _number(raw: Raw, kind: type = float) -> Raw:
+    """``raw`` when it is a number of ``kind`` (an int is a float too) or None; a string or
+    a bool from Python is refused here rather than failing a comparison later."""
+    value = raw.value
+    kinds = (int, float) if kind is float else (int,)
+    if value is None or (isinstance(value, kinds) and not isinstance(value, bool)):
+        return raw
+    expected = "a whole number" if kind is int else "a number"
+    raise SettingsError(f"{raw.where} is {value!r}; expected {expected}")
+
+
+def model_specs(raw: Raw) -> tuple[ModelSpec, ...]:
+    """Parse the model specs (a string or a list of them; NAME=SPEC names one)."""
+    texts = [raw.value] if isinstance(raw.value, str) else list(raw.value)
+    try:
+        return tuple(parse_specs(texts))
+    except ModelSpecError as exc:
+        raise SettingsError(f"{raw.where}: {exc}") from None
+
+
+def _apply_max_image_pixels(raw: Raw) -> None:
+    """Pillow's decoding limit is process-wide: set it now, refusing a bound below 1."""
+    if raw.value is None:
+        return
+    if raw.value < 1:
+        raise SettingsError(f"{raw.where} must be at least 1")
+    set_max_image_pixels(raw.value)
+
+
+def _prior_specs(raw: Raw) -> tuple[str, ...]:
+    """The prior specs, checked now: a bad one is refused before scoring."""
+    from pytest_vlcheck.priors import PriorSpecError, parse_prior_spec
+
+    texts = (raw.value,) if isinstance(raw.value, str) else tuple(raw.value)
+    try:
+        for text in texts:
+            parse_prior_spec(text)
+    except PriorSpecError as exc:
+        raise SettingsError(f"{raw.where}: {exc}") from None
+    return texts
+
+
+def _cache_root(source: OptionSource, kind: str) -> Path:
+    """``cache_dir`` (the root for every cache), else the source's own place for ``kind``."""
+    cache_dir = source.get("cache_dir").value
+    if cache_dir:
+        return Path(cache_dir).resolve()
+    return source.cache_root(kind)
+
+
+def _embedding_cache_dir(source: OptionSource) -> Path | None:
+    """Beside the URL images under ``cache_dir``; None (no cache) with ``no_cache``."""
+    return None if source.get("no_cache").value else _cache_root(source, "embeddings")
+
+
+def _cache_size(raw: Raw) -> int:
+    try:
+        return parse_size(raw.value)
+    except ValueError as exc:
+        raise SettingsError(f"{raw.where}: {exc}") from None
+
+
+def _batch_size(raw: Raw) -> tuple[int, bool]:
+    """A number, at least 1 (0 is refused, not replaced), or ``auto`` (the CPU default, and
+    backends size it to their device)."""
+    if str(raw.value).strip() == "auto":
+        return ModelOptions.batch_size, True
+    expected = "expected a whole number >= 1, or auto"
+    try:
+        value = int(raw.value)
+    except ValueError:
+        raise SettingsError(f"{raw.where} is '{raw.value}'; {expected}") from None
+    if value < 1:
+        raise SettingsError(f"{raw.where} is {value}; {expected}")
+    return value, False
+
+
+def _report_dir(raw: Raw) -> Path | None:
+    """The report folder, checked writable now: a bad one is refused before scoring."""
+    if raw.value is None:
+        return None
+    from pytest_vlcheck.report import REPORT_FILES
+    from pytest_vlcheck.report.thumbnails import THUMBNAIL_DIR
+
+    folder = Path(raw.value)
+    where = f"{raw.where} {raw.value}"
+    _check_writable(folder, where)
+    for name in (*REPORT_FILES, "samples.jsonl"):
+        if (folder / name).is_dir():
+            raise SettingsError(
+                f"{where}: {folder / name} is a folder; expected the report file "
+                "of that name, or nothing there"
+            )
+    if (folder / THUMBNAIL_DIR).exists() and not (folder / THUMBNAIL_DIR).is_dir():
+        raise SettingsError(
+            f"{where}: {folder / THUMBNAIL_DIR} is a file; expected the report's "
+            "thumbnail folder, or nothing there"
+        )
+    return folder
+
+
+def _save_baseline_path(raw: Raw) -> Path | None:
+    """The baseline file a run merges into, checked now (its folder writable, an existing
+    file a readable baseline): found at the end, the mistake would cost the whole run."""
+    if raw.value is None:
+        return None
+    path = Path(raw.value)
+    _check_writable(path.parent, f"{raw.where} {raw.value}")
+    if path.exists():
+        try:
+            Baseline.load(path)
+        except ReportFormatError as exc:
+            raise SettingsError(
+                f"{raw.where}: {exc}; expected a baseline file to merge into, or a new path"
+            ) from None
+    return path
+
+
+def _check_writable(directory: Path, where: str) -> None:
+    """Create ``directory`` and write a probe file in it, or raise a one-line error."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".vlcheck-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise SettingsError(
+            f"{where}: cannot write there ({reason}); expected a writable folder"
+        ) from None
+
+
+def _gate_settings(source: OptionSource) -> GateSettings:
+    """The baseline to gate against (a bad file is refused before any scoring)."""
+    alpha, max_drop = _number(source.get("alpha")), _number(source.get("max_drop"))
+    if not 0 < alpha.value < 1:
+        raise SettingsError(f"{alpha.where} is {alpha.value}; expected a number in (0, 1)")
+    if max_drop.value < 0:
+        raise SettingsError(f"{max_drop.where} is {max_drop.value}; expected >= 0 points")
+    given, model = source.get("baseline"), source.get("baseline_model")
+    baseline = None
+    if given.value:
+        try:
+            baseline = Baseline.load(given.value)
+        except ReportFormatError as exc:
+            raise SettingsError(f"{given.where}: {exc}") from None
+        models = sorted({entry.model for entry in baseline.entries})
+        if model.value is not None and model.value not in models:
+            raise SettingsError(
+                f"{model.where} is {model.value!r}, which {given.value} does not hold; "
+                f"expected one of: {', '.join(models)}"
+            )
+    return GateSettings(
+        baseline=baseline,
+        baseline_model=model.value,
+        max_drop_pts=max_drop.value,
+        alpha=alpha.value,
+        gate_only=bool(source.get("gate_only").value),
+    )

@@ -1,0 +1,161 @@
+"""Where a finished run goes: each output is a ``Sink`` that takes the ``Run``.
+
+The plugin's end-of-session hooks, the ``vlcheck`` command and ``evaluate`` all hand their
+run to the same sinks, so the files, the terminal text and the logged numbers agree however
+the run was started; a new output is one class with ``emit``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from pytest_vlcheck.engine.scoring import ScoringStats
+from pytest_vlcheck.run.outcome import Run
+
+Segment = tuple[str, "str | None"]
+
+
+class Sink(Protocol):
+    """One output of a finished run."""
+
+    def emit(self, run: Run) -> None:
+        """Write, print or log ``run``."""
+        ...
+
+
+class TerminalOut(Protocol):
+    """What the terminal sink writes through (pytest's terminal reporter has these)."""
+
+    def write(self, text: str, **markup: bool) -> None: ...
+    def line(self, text: str = "", **markup: bool) -> None: ...
+    def write_sep(self, sep: str, title: str | None = None, **markup: bool) -> None: ...
+
+
+def stats_line(name: str, stats: ScoringStats) -> str | None:
+    """One model's scoring counts, or None when it scored nothing."""
+    if not (stats.model_calls or stats.cached):
+        return None
+    return (
+        f"[{name}] {stats.images_encoded} images, {stats.texts_encoded} texts, "
+        f"{stats.pairs_scored} pairs in {stats.model_calls} model calls, {stats.cached} cached; "
+        f"{stats.model_seconds:.1f} s in the model, {stats.load_seconds:.1f} s waiting for images"
+    )
+
+
+def matrix_segments(run: Run, width: int) -> list[list[Segment]]:
+    """The capability matrix (capability rows x model columns) as coloured line segments."""
+    from pytest_vlcheck.report import build_report, matrix_lines
+
+    rows = [result.to_json() for result in run.results]
+    report = build_report([dict(m) for m in run.models], rows, list(run.errors))
+    return matrix_lines(report, width=width)
+
+
+@dataclass
+class TerminalMatrix:
+    """The matrix, each model's stats line, the unmatched-baseline warning and where the
+    report went, printed through ``out``."""
+
+    out: TerminalOut
+    width: int = 100
+
+    def emit(self, run: Run) -> None:
+        """Print the run's summary (nothing when it has no results)."""
+        from pytest_vlcheck.gates.wording import unmatched_warning
+
+        if not run.results:
+            return
+        self.out.write_sep("=", "vlcheck capability matrix")
+        for segments in matrix_segments(run, self.width):
+            for text, colour in segments:
+                self.out.write(text, **({colour: True} if colour else {}))
+            self.out.line("")
+        for name, stats in run.stats.items():
+            line = stats_line(name, stats)
+            if line is not None:
+                self.out.line(line)
+        settings = run.settings
+        warning = unmatched_warning(run.results, settings.gates, settings.rootdir or Path.cwd())
+        if warning is not None:
+            self.out.line(warning, yellow=True, bold=True)
+        if settings.report_dir is not None:
+            self.out.line(f"vlcheck report written to {settings.report_dir}")
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    """``matrix.json``, ``matrix.md``, ``matrix.csv`` and ``report.html`` in ``folder``."""
+
+    folder: Path
+
+    def emit(self, run: Run) -> None:
+        """Write the four files atomically."""
+        from pytest_vlcheck.report import write_report
+
+        rows = [result.to_json() for result in run.results]
+        write_report(self.folder, [dict(m) for m in run.models], rows, errors=run.errors)
+
+
+@dataclass(frozen=True)
+class Samples:
+    """``samples.jsonl``: one row per example x model, for ``vlcheck compare``."""
+
+    path: Path
+
+    def emit(self, run: Run) -> None:
+        """Write the rows atomically."""
+        from pytest_vlcheck.results.samples import sample_rows, write_samples
+
+        write_samples(self.path, sample_rows(run.results))
+
+
+@dataclass(frozen=True)
+class BaselineFile:
+    """Merge the run's measured tests into the baseline at ``path``."""
+
+    path: Path
+
+    def emit(self, run: Run) -> None:
+        """Merge, with the run's conditions and the root directory's git commit."""
+        from pytest_vlcheck.gates.baseline import baseline_entries, git_commit, save_baseline
+        from pytest_vlcheck.gates.conditions import run_conditions
+
+        settings = run.settings
+        specs = {spec.name: spec.text for spec in settings.specs}
+        conditions = run_conditions(settings.model_options)
+        commit = git_commit(settings.rootdir or Path.cwd())
+        save_baseline(self.path, baseline_entries(run.results, specs, conditions, commit))
+
+
+@dataclass(frozen=True)
+class LoggerSink:
+    """Each model's scalars to a logger (``pytest_vlcheck.loggers``' ``Logger``): one call
+    per model, at the checkpoint's step, else the run's."""
+
+    logger: Any
+    """Has ``log(scalars, step)``."""
+
+    def emit(self, run: Run) -> None:
+        """Log the run's numbers."""
+        for scalars, step in run.scalars_per_model():
+            self.logger.log(scalars, step)
+
+
+def file_sinks(run: Run, *, baseline: bool = True) -> list[Sink]:
+    """The files the settings ask for: the report folder (report files and samples) and,
+    when ``baseline``, the baseline to merge into."""
+    settings = run.settings
+    sinks: list[Sink] = []
+    if settings.report_dir is not None:
+        sinks += [ReportFiles(settings.report_dir), Samples(settings.report_dir / "samples.jsonl")]
+    if baseline and settings.save_baseline is not None:
+        sinks.append(BaselineFile(settings.save_baseline))
+    return sinks
+
+
+def emit_all(run: Run, sinks: list[Sink]) -> None:
+    """Hand the run to every sink, in order."""
+    for sink in sinks:
+        sink.emit(run)
