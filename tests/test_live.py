@@ -80,6 +80,60 @@ def test_open_clip_live_embeddings_equal_the_spec_backends_in_eval_mode(tiny_spe
     assert scorer.name == "live:CLIP"
 
 
+_COCA = {
+    "embed_dim": 32,
+    "vision_cfg": {
+        "image_size": 32,
+        "layers": 1,
+        "width": 32,
+        "head_width": 16,
+        "patch_size": 8,
+        "attentional_pool": True,
+        "attn_pooler_heads": 2,
+        "output_tokens": True,
+    },
+    "text_cfg": {
+        "context_length": 16,
+        "vocab_size": 49408,
+        "width": 32,
+        "heads": 2,
+        "layers": 1,
+        "embed_cls": True,
+        "output_tokens": True,
+    },
+    "multimodal_cfg": {
+        "context_length": 16,
+        "vocab_size": 49408,
+        "width": 32,
+        "heads": 2,
+        "layers": 1,
+    },
+}
+
+
+@pytest.mark.parametrize("kind", ["CustomTextCLIP", "CoCa"])
+def test_other_open_clip_model_classes_score_like_their_own_encoders(kind):
+    torch.manual_seed(0)
+    if kind == "CoCa":
+        model, size, context = open_clip.CoCa(**_COCA), 32, 16
+    else:
+        config = json.loads(Path(TINY_CONFIG).read_text(encoding="utf-8"))
+        model, size, context = open_clip.CustomTextCLIP(**config), 96, 32
+    preprocess = open_clip.image_transform(size, is_train=False)
+    tokenizer = open_clip.tokenizer.SimpleTokenizer(context_length=context)
+    model.train()
+    scorer = live_scorer(model, preprocess=preprocess, tokenizer=tokenizer, options=CPU)
+    images = _images(3)
+    got_images, got_texts = scorer.encode_images(images), scorer.encode_texts(TEXTS)
+    assert scorer.name == f"live:{kind}" and model.training
+    model.eval()
+    with torch.no_grad():
+        own_images = model.encode_image(torch.stack([preprocess(image) for image in images]))
+        own_texts = model.encode_text(tokenizer(TEXTS))
+    np.testing.assert_allclose(got_images, own_images.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_texts, own_texts.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_a_call_runs_without_gradients_and_restores_every_modules_flag(tiny_live):
     model, preprocess, tokenizer = tiny_live
     model.train()
@@ -112,6 +166,10 @@ def test_weights_buffers_gradients_and_rng_states_are_untouched(tiny_live):
     np.random.seed(11)
     rng = (torch.get_rng_state(), random.getstate(), np.random.get_state())
 
+    def draw(module, inputs):  # a forward that uses every generator (noise, sampling)
+        torch.rand(1), random.random(), np.random.rand()
+
+    model.visual.register_forward_pre_hook(draw)
     scorer = live_scorer(model, preprocess=preprocess, tokenizer=tokenizer, options=CPU)
     scorer.encode_images(_images(3))
     scorer.encode_texts(TEXTS)
@@ -178,6 +236,8 @@ def test_the_fingerprint_follows_optimizer_steps_load_state_dict_and_data_writes
         flipped[3, 4] = -flipped[3, 4]  # one sign bit
         weight.data = flipped
     seen.append(scorer.fingerprint)
+    model.visual.conv1.weight.data[0, 0, 0, 0] += 1.0  # in place, past the version counter
+    seen.append(scorer.fingerprint)
     assert len(set(seen)) == len(seen)
 
 
@@ -210,7 +270,8 @@ def test_the_keyed_sums_are_exact_wrapped_integer_arithmetic():
 
 def test_bytes_that_are_not_whole_words_are_summed_too():
     flags = torch.tensor([True, False, True])
-    assert _tensor_sums(flags).tolist() != _tensor_sums(torch.tensor([True, True, True])).tolist()
+    other = torch.tensor([True, True, True])
+    assert _tensor_sums(flags).tolist() != _tensor_sums(other).tolist()
 
 
 @pytest.fixture(scope="module")
@@ -294,5 +355,23 @@ def test_a_live_model_without_its_preprocessing_is_a_user_error(tiny_live, hf_di
         live_scorer(model, preprocess=preprocess, options=CPU)
     from transformers import CLIPModel
 
+    clip = CLIPModel.from_pretrained(hf_dirs[0])
     with pytest.raises(VlcheckUserError, match="needs preprocess= its processor"):
-        live_scorer(CLIPModel.from_pretrained(hf_dirs[0]), options=CPU)
+        live_scorer(clip, options=CPU)
+    with pytest.raises(VlcheckUserError, match="needs preprocess= its processor"):
+        live_scorer(clip, preprocess=preprocess, tokenizer=lambda texts: texts, options=CPU)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_model_on_the_gpu_stays_there_and_is_fingerprinted_on_it(tiny_spec, tiny_live):
+    model, preprocess, tokenizer = tiny_live
+    model.to("cuda")
+    scorer = live_scorer(model, preprocess=preprocess, tokenizer=tokenizer, options=CPU)
+    np.testing.assert_allclose(
+        scorer.encode_texts(TEXTS), tiny_spec.encode_texts(TEXTS), rtol=1e-3, atol=1e-4
+    )
+    assert {p.device.type for p in model.parameters()} == {"cuda"}
+    before = scorer.fingerprint
+    with torch.no_grad():
+        model.text_projection.data[0, 0] += 1.0
+    assert scorer.fingerprint != before

@@ -152,8 +152,9 @@ def _model_kind(model: Any) -> str | None:
 
 
 def _run_settings(model: Any, options: ModelOptions) -> dict[str, Any]:
-    """Where and how the model runs: its own device and dtype (it is never moved or cast),
-    with autocast when ``--vl-precision`` asks for less than the model holds."""
+    """Where and how the model runs: its own device and dtype (it is never moved or cast, so
+    ``options.device`` does not apply), with autocast when ``options.precision`` asks for
+    less than the model holds."""
     import torch
 
     floating = [p for p in model.parameters() if p.is_floating_point()]
@@ -214,7 +215,9 @@ def _transformers_scorer(
 
     image_processor = getattr(preprocess, "image_processor", preprocess)
     tokenizer = tokenizer if tokenizer is not None else getattr(preprocess, "tokenizer", None)
-    if image_processor is None or tokenizer is None:
+    # Image processors have .preprocess, tokenizers .model_max_length (torchvision
+    # transforms and open_clip tokenizers have neither).
+    if not (hasattr(image_processor, "preprocess") and hasattr(tokenizer, "model_max_length")):
         raise VlcheckUserError(
             f"model: a transformers {type(model).__name__} needs preprocess= its processor "
             "(AutoProcessor.from_pretrained(..., backend='pil'), holding the image processor "

@@ -1,21 +1,27 @@
-"""A live model's fingerprint: a keyed checksum of the exact bits of every weight and buffer.
+"""A live model's fingerprint: a digest of the exact bits of every weight and buffer.
 
 A model in training changes under us (optimizer steps, ``load_state_dict``, ``.data``
 assignments, which torch's version counters miss), so the fingerprint is recomputed from
-the tensors at each access. Hashing every byte with sha256 means copying the weights to
-the host; instead each tensor's bit pattern is read as integer words ``w`` (int32 where the
-byte count allows, no copy) and reduced on the tensor's own device to two sums
-``sum_i w_i * k_i mod 2**64`` with fixed pseudo-random odd 64-bit keys ``k`` (int64
-arithmetic wraps, and wrapped sums do not depend on the reduction order, so CPU and CUDA
-agree exactly). Two tensors that differ make the difference ``d`` of some word nonzero with
-``|d| < 2**32``; for random keys each sum then collides with probability at most
-``2**-33`` and the two together at most ``2**-66``. Long tensors are cut into chunks of
-``CHUNK`` words (the keys repeat per chunk, every chunk's sums are kept in order), so the
-keys take a fixed 64 MiB per device. Only the small tensor of sums crosses to the host,
-where sha256 joins it with every tensor's name, dtype and shape.
+the tensors at each access, on each tensor's own device:
 
-The keys are fixed (derived from ``KEY_SEED``), so one set of weights has one fingerprint
-in every process: weights that a training run produces do not depend on them.
+- On the CPU, sha256 reads the tensor's bytes in place (no copy). Measured on open_clip
+  ViT-B-32 (``benchmarks/live_fingerprint.py``), this is the cheapest exact method there: any
+  torch arithmetic over the bits must first widen the words, which moves more memory than
+  sha256 reads.
+- On an accelerator, copying the weights to the host to hash them would cost more than the
+  hashing, so each tensor's bit pattern is read as integer words ``w`` (int32 where the
+  byte count allows, no copy) and reduced on the device to two keyed sums
+  ``sum_i w_i * k_i mod 2**64`` with fixed pseudo-random odd 64-bit keys ``k`` (int64
+  arithmetic wraps, and wrapped sums do not depend on the reduction order). Two tensors
+  that differ make the difference ``d`` of some word nonzero with ``|d| < 2**32``, so for
+  random keys each sum collides with probability at most ``2**-33``, the two together at
+  most ``2**-66``. Long tensors are cut into chunks of ``CHUNK`` words (the keys repeat per
+  chunk, every chunk's sums are kept in order), so the keys take a fixed 64 MiB per
+  device. Only the small tensor of sums crosses to the host.
+
+sha256 then joins every tensor's name, dtype, shape and digest. The keys are fixed (derived
+from ``KEY_SEED``), so one set of weights has one fingerprint in every process: weights that
+a training run produces do not depend on them.
 """
 
 from __future__ import annotations
@@ -32,43 +38,41 @@ _KEYS: dict[Any, Any] = {}  # torch.device -> int64 [_KEY_ROWS, CHUNK]
 
 
 def weights_checksum(module: Any) -> str:
-    """sha256 hex over (name, dtype, shape, keyed sums of the bits) of every tensor in
+    """sha256 hex over the name, dtype, shape and bits of every tensor in
     ``module.state_dict()`` (parameters and buffers), in the state dict's order."""
     import torch
 
-    described: list[str] = []
-    sums: dict[Any, list[Any]] = {}  # device -> the sums of its tensors, in order
+    described = hashlib.sha256()
+    on_host = hashlib.sha256()  # the bytes of the CPU tensors, read in place
+    sums: dict[Any, list[Any]] = {}  # other device -> its tensors' keyed sums, in order
     with torch.no_grad():
         for name, tensor in module.state_dict(keep_vars=True).items():
             if not isinstance(tensor, torch.Tensor):  # extra state some modules keep
-                described.append(f"{name}={tensor!r}")
+                described.update(f"{name}={tensor!r}\n".encode())
                 continue
-            described.append(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}")
-            sums.setdefault(tensor.device, []).append(_tensor_sums(tensor.detach()))
-    digest = hashlib.sha256("\n".join(described).encode("utf-8"))
+            described.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}\n".encode())
+            if tensor.device.type == "cpu":
+                on_host.update(_words(tensor.detach()).view(torch.uint8).numpy())
+            else:
+                sums.setdefault(tensor.device, []).append(_tensor_sums(tensor.detach()))
+    described.update(on_host.digest())
     for parts in sums.values():  # one copy to the host per device
         values = torch.cat(parts).cpu().tolist()
-        digest.update(struct.pack(f"<{len(values)}q", *values))
-    return digest.hexdigest()
+        described.update(struct.pack(f"<{len(values)}q", *values))
+    return described.hexdigest()
 
 
 def _tensor_sums(tensor: Any) -> Any:
-    """int64 [chunks * _KEY_ROWS]: the keyed sums of the tensor's bit pattern, per chunk."""
+    """int64 [chunks * _KEY_ROWS]: the keyed sums of the tensor's bit pattern, per chunk
+    (the products of int32 words and int64 keys are int64, wrapping mod 2**64)."""
     import torch
 
     words = _words(tensor)
     keys = _keys(words.device)
-    if words.numel() == 0:
-        return torch.zeros(0, dtype=torch.int64, device=words.device)
-    parts = []
+    parts = [torch.zeros(0, dtype=torch.int64, device=words.device)]
     for start in range(0, words.numel(), CHUNK):
         piece = words[start : start + CHUNK]
-        row_keys = keys[:, : piece.numel()]
-        if piece.device.type == "cpu":  # dot fuses multiply and add: no int64 temporary
-            wide = piece.to(torch.int64)
-            parts.append(torch.stack([torch.dot(wide, row) for row in row_keys]))
-        else:  # CUDA has no integer dot; int64 products wrap mod 2**64 all the same
-            parts.append((piece * row_keys).sum(dim=1))
+        parts.append((piece * keys[:, : piece.numel()]).sum(dim=1))
     return torch.cat(parts)
 
 
