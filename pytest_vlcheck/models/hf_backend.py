@@ -160,7 +160,6 @@ class HfDualScorer(_HfModel):
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         """Raw fp32 text embeddings [M, D]; over-long texts are truncated with a warning."""
-
         if not texts:
             return self._empty()
 

@@ -103,7 +103,10 @@ class LiveSigmoidScorer(LiveScorer):
         """(exp(logit_scale), logit_bias) as the model holds them now."""
         calibration = sigmoid_calibration_of(self.model)
         if calibration is None:  # the caller removed logit_bias after wrapping
-            raise VlcheckUserError(f"{self.name}: the model no longer has a logit_bias")
+            raise VlcheckUserError(
+                f"{self.name}: the model no longer has a logit_bias; expected the "
+                "SigLIP-style model it was wrapped with"
+            )
         return calibration
 
     def match_probability(self, similarities: np.ndarray) -> np.ndarray:
@@ -113,7 +116,7 @@ class LiveSigmoidScorer(LiveScorer):
 
 def live_scorer(
     model: Any, *, preprocess: Any = None, tokenizer: Any = None, options: ModelOptions
-) -> Any:
+) -> LiveScorer | DualEncoder | PairScorer | RefScorer:
     """A scorer for a model object: an open_clip model with its ``preprocess`` and
     ``tokenizer``, a transformers CLIP-family or SigLIP model with ``preprocess=processor``,
     or an object already implementing the scorer protocol (returned as is)."""

@@ -142,7 +142,6 @@ class OpenClipScorer(EmbeddingOutputs):
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         """Raw fp32 text embeddings [M, D]; over-long texts are truncated with a warning."""
-
         if not texts:
             return self._empty()
 
