@@ -15,7 +15,14 @@ from PIL import Image
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.models import hf_backend, open_clip_backend
 from pytest_vlcheck.models.live import LiveSigmoidScorer, live_scorer
-from pytest_vlcheck.models.live_fingerprint import CHUNK, _keys, _tensor_sums
+from pytest_vlcheck.models.live_fingerprint import (
+    CHUNK,
+    HOST_SLICE,
+    _keys,
+    _slice_digests,
+    _tensor_sums,
+    weights_checksum,
+)
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.tiny import TINY_CONFIG, TINY_SPEC
 
@@ -268,6 +275,23 @@ def test_the_keyed_sums_are_exact_wrapped_integer_arithmetic():
     assert _tensor_sums(values).tolist() == expected
 
 
+def test_cpu_bytes_are_hashed_slice_by_slice_in_order():
+    import hashlib
+
+    data = np.random.default_rng(1).integers(0, 256, HOST_SLICE + 10, dtype=np.uint8)
+    small = np.arange(7, dtype=np.uint8)
+    expected = [hashlib.sha256(part).digest() for part in (data[:HOST_SLICE], data[HOST_SLICE:])]
+    assert _slice_digests([data, small]) == [*expected, hashlib.sha256(small).digest()]
+
+
+def test_a_change_past_the_first_slice_of_a_large_tensor_changes_the_checksum():
+    layer = torch.nn.Linear(2048, 2600, bias=False)  # 21 MB: two slices
+    before = weights_checksum(layer)
+    with torch.no_grad():
+        layer.weight.data[-1, -1] = -layer.weight.data[-1, -1]
+    assert weights_checksum(layer) != before
+
+
 def test_bytes_that_are_not_whole_words_are_summed_too():
     flags = torch.tensor([True, False, True])
     other = torch.tensor([True, True, True])
@@ -347,6 +371,14 @@ def test_a_scorer_object_is_returned_as_is():
 def test_anything_else_is_one_user_error_saying_what_is_expected(thing):
     with pytest.raises(VlcheckUserError, match="cannot be scored; expected an open_clip model"):
         live_scorer(thing, options=CPU)
+
+
+def test_a_wrapped_model_is_refused_naming_the_module_to_pass(tiny_live):
+    model, preprocess, tokenizer = tiny_live
+    with pytest.raises(VlcheckUserError, match=r"a DataParallel cannot be scored \(it wraps one"):
+        live_scorer(
+            torch.nn.DataParallel(model), preprocess=preprocess, tokenizer=tokenizer, options=CPU
+        )
 
 
 def test_a_live_model_without_its_preprocessing_is_a_user_error(tiny_live, hf_dirs):

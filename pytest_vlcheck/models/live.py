@@ -132,7 +132,9 @@ def live_scorer(
         return _open_clip_scorer(model, preprocess, tokenizer, options)
     if kind == "transformers":
         return _transformers_scorer(model, preprocess, tokenizer, options)
-    raise VlcheckUserError(f"model: a {type(model).__name__} cannot be scored; {_EXPECTED}")
+    inner = getattr(model, "module", None)  # DistributedDataParallel, DataParallel
+    hint = " (it wraps one: pass its .module)" if _model_kind(inner) else ""
+    raise VlcheckUserError(f"model: a {type(model).__name__} cannot be scored{hint}; {_EXPECTED}")
 
 
 def _model_kind(model: Any) -> str | None:
