@@ -258,6 +258,25 @@ def test_same_weights_in_another_model_object_give_the_same_fingerprint(tiny_spe
     assert first.fingerprint != tiny_spec.fingerprint
 
 
+def test_the_fingerprint_names_the_architecture_and_the_preprocessing(tiny_live):
+    model, preprocess, tokenizer = tiny_live
+    config = json.loads(Path(TINY_CONFIG).read_text(encoding="utf-8"))
+    quick = open_clip.CLIP(**config, quick_gelu=True)  # the same tensors, another activation
+    quick.load_state_dict(model.state_dict())
+    smaller = open_clip.image_transform(64, is_train=False)
+    shorter = open_clip.tokenizer.SimpleTokenizer(context_length=16)
+    fingerprints = {
+        live_scorer(m, preprocess=p, tokenizer=t, options=CPU).fingerprint
+        for m, p, t in [
+            (model, preprocess, tokenizer),
+            (quick, preprocess, tokenizer),
+            (model, smaller, tokenizer),
+            (model, preprocess, shorter),
+        ]
+    }
+    assert len(fingerprints) == 4
+
+
 def test_the_keyed_sums_are_exact_wrapped_integer_arithmetic():
     values = torch.randn(CHUNK + 5)  # two chunks
     words = values.view(torch.int32).tolist()
@@ -383,7 +402,10 @@ def test_a_wrapped_model_is_refused_naming_the_module_to_pass(tiny_live):
 
 def test_a_live_model_without_its_preprocessing_is_a_user_error(tiny_live, hf_dirs):
     model, preprocess, _ = tiny_live
-    with pytest.raises(VlcheckUserError, match=r"needs preprocess= and tokenizer=.*tokenizer"):
+    with pytest.raises(
+        VlcheckUserError,
+        match=r"needs preprocess= and tokenizer= \(missing or not callable: tokenizer\)",
+    ):
         live_scorer(model, preprocess=preprocess, options=CPU)
     from transformers import CLIPModel
 

@@ -187,11 +187,12 @@ def _open_clip_scorer(
 ) -> LiveScorer:
     from pytest_vlcheck.models.open_clip_backend import OpenClipScorer
 
-    missing = [n for n, v in (("preprocess", preprocess), ("tokenizer", tokenizer)) if v is None]
-    if missing or not (callable(preprocess) and callable(tokenizer)):
+    given = {"preprocess": preprocess, "tokenizer": tokenizer}
+    missing = [name for name, value in given.items() if not callable(value)]
+    if missing:
         raise VlcheckUserError(
             f"model: an open_clip {type(model).__name__} needs preprocess= and tokenizer= "
-            f"(callables; missing: {', '.join(missing) or 'none'}); expected the eval "
+            f"(missing or not callable: {', '.join(missing)}); expected the eval "
             "transform from open_clip.create_model_and_transforms and "
             "open_clip.get_tokenizer(ARCH)"
         )
@@ -269,7 +270,7 @@ def _describe(part: Any) -> str:
     if " at 0x" in text:  # the default object repr: name the settings instead
         settings = {
             key: value
-            for key, value in sorted(vars(part).items())
+            for key, value in sorted(getattr(part, "__dict__", {}).items())
             if isinstance(value, (bool, int, float, str, tuple))
         }
         text = f"{type(part).__module__}.{type(part).__qualname__}{settings}"
