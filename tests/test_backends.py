@@ -232,6 +232,7 @@ def test_calibrated_sigmoid_by_hand():
 def test_backend_modules_import_without_torch():
     code = (
         "import sys, pytest_vlcheck.models.open_clip_backend, pytest_vlcheck.models.hf_backend\n"
+        "import pytest_vlcheck.models.live\n"
         "heavy = [m for m in ('torch', 'open_clip', 'transformers') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )

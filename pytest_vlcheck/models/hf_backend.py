@@ -38,6 +38,7 @@ from pytest_vlcheck.errors import (
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity
 from pytest_vlcheck.models.torch_utils import (
     EmbeddingOutputs,
+    ForwardContext,
     TruncationLog,
     calibrated_sigmoid,
     device_batch_size,
@@ -45,9 +46,11 @@ from pytest_vlcheck.models.torch_utils import (
     fingerprint_path,
     hub_cache_dir,
     hub_unreachable_reason,
+    inference_context,
     resolve_device,
     run_in_batches,
     short_detail,
+    sigmoid_calibration_of,
     to_float32_numpy,
     torch_dtype,
 )
@@ -75,6 +78,7 @@ class _HfModel(EmbeddingOutputs):
         device: str,
         dtype: Any,
         batch_size: int,
+        forward_context: ForwardContext | None = None,
     ) -> None:
         self.name = name
         self.fingerprint = fingerprint
@@ -86,6 +90,7 @@ class _HfModel(EmbeddingOutputs):
         self.batch_size = batch_size
         self.max_length = text_limit(model, tokenizer)
         self.truncation = TruncationLog(name)
+        self.forward_context = forward_context or inference_context
 
     def _pixels(self, images: list[Image], accepted: set[str]) -> dict[str, Any]:
         features = self.image_processor(images=list(images), return_tensors="pt")
@@ -150,13 +155,11 @@ class HfDualScorer(_HfModel):
             inputs = {key: self._on_device(value) for key, value in stacked.items()}
             return to_float32_numpy(_features(self.model.get_image_features(**inputs)))
 
-        with torch.inference_mode():
+        with self.forward_context():
             return run_in_batches(pixels, self, forward)
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         """Raw fp32 text embeddings [M, D]; over-long texts are truncated with a warning."""
-        import torch
-
         if not texts:
             return self._empty()
 
@@ -165,7 +168,7 @@ class HfDualScorer(_HfModel):
             inputs = {k: v for k, v in tokens.items() if k in self._text_names}
             return to_float32_numpy(_features(self.model.get_text_features(**inputs)))
 
-        with torch.inference_mode():
+        with self.forward_context():
             return run_in_batches(texts, self, forward)
 
 
@@ -218,7 +221,7 @@ class HfItmScorer(_HfModel):
             logits = output.itm_score.float()
             return to_float32_numpy(torch.softmax(logits, dim=-1)[:, 1])
 
-        with torch.inference_mode():
+        with self.forward_context():
             return run_in_batches(list(zip(images, texts, strict=True)), self, forward)
 
 
@@ -231,7 +234,6 @@ def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:
     offline = None if local else hub_unreachable_reason()
     if offline is not None and _cached_config(source) is None:
         raise _not_cached_error(spec, offline, "its config")
-    import torch
     import transformers
 
     device = resolve_device(options.device)
@@ -292,12 +294,10 @@ def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:
     }
     if itm_name:
         return HfItmScorer(**common)
-    logit_bias = getattr(model, "logit_bias", None)
-    if logit_bias is None:
+    calibration = sigmoid_calibration_of(model)
+    if calibration is None:
         return HfDualScorer(**common)
-    with torch.inference_mode():
-        scale = float(model.logit_scale.detach().float().exp().reshape(-1)[0])
-        bias = float(logit_bias.detach().float().reshape(-1)[0])
+    scale, bias = calibration
     return HfSigmoidScorer(logit_scale=scale, logit_bias=bias, **common)
 
 

@@ -42,6 +42,7 @@ from pytest_vlcheck.models.open_clip_tags import pretrained_table
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity
 from pytest_vlcheck.models.torch_utils import (
     EmbeddingOutputs,
+    ForwardContext,
     TruncationLog,
     calibrated_sigmoid,
     device_batch_size,
@@ -50,9 +51,11 @@ from pytest_vlcheck.models.torch_utils import (
     hub_cache_dir,
     hub_offline,
     hub_unreachable_reason,
+    inference_context,
     resolve_device,
     run_in_batches,
     short_detail,
+    sigmoid_calibration_of,
     to_float32_numpy,
 )
 
@@ -96,6 +99,7 @@ class OpenClipScorer(EmbeddingOutputs):
         device: str,
         input_dtype: Any,
         batch_size: int,
+        forward_context: ForwardContext | None = None,
     ) -> None:
         self.name = name
         self.fingerprint = fingerprint
@@ -109,6 +113,7 @@ class OpenClipScorer(EmbeddingOutputs):
             getattr(tokenizer, "context_length", None) or getattr(model, "context_length", 77)
         )
         self.truncation = TruncationLog(name)
+        self.forward_context = forward_context or inference_context
 
     def encode_images(self, images: list[Image]) -> np.ndarray:
         """Raw fp32 image embeddings [N, D] through the model's eval transform."""
@@ -132,13 +137,11 @@ class OpenClipScorer(EmbeddingOutputs):
             stacked = torch.stack(list(batch)).to(device=self.device, dtype=self.input_dtype)
             return to_float32_numpy(self.model.encode_image(stacked))
 
-        with torch.inference_mode():
+        with self.forward_context():
             return run_in_batches(pixels, self, forward)
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         """Raw fp32 text embeddings [M, D]; over-long texts are truncated with a warning."""
-        import torch
-
         if not texts:
             return self._empty()
 
@@ -147,7 +150,7 @@ class OpenClipScorer(EmbeddingOutputs):
             self._check_truncation(list(batch), tokens)
             return to_float32_numpy(self.model.encode_text(tokens[:-1].to(self.device)))
 
-        with torch.inference_mode():
+        with self.forward_context():
             return run_in_batches(texts, self, forward)
 
     def _check_truncation(self, texts: list[str], tokens: Any) -> None:
@@ -268,12 +271,10 @@ def load(body: str, options: ModelOptions) -> OpenClipScorer:
         "input_dtype": open_clip.get_input_dtype(precision) or torch.float32,
         "batch_size": device_batch_size(options, device),
     }
-    logit_bias = getattr(model, "logit_bias", None)
-    if logit_bias is None:
+    calibration = sigmoid_calibration_of(model)
+    if calibration is None:
         return OpenClipScorer(**common)
-    with torch.inference_mode():
-        scale = float(model.logit_scale.detach().float().exp().reshape(-1)[0])
-        bias = float(logit_bias.detach().float().reshape(-1)[0])
+    scale, bias = calibration
     return OpenClipSigmoidScorer(logit_scale=scale, logit_bias=bias, **common)
 
 

@@ -10,7 +10,7 @@ import hashlib
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     import torch
 
 T = TypeVar("T")
+
+ForwardContext = Callable[[], AbstractContextManager[Any]]
+"""What an encoder enters around its forward passes: ``inference_context`` for a model the
+backend built itself, the live guard (``models.live_guard``) for a caller's model."""
 
 
 # Files that decide what a model computes: weights, configs, tokenizer vocabularies.
@@ -296,6 +300,27 @@ def sha256_file(path: Path) -> str:
 
 def _is_sha256_hex(name: str) -> bool:
     return len(name) == 64 and all(c in "0123456789abcdef" for c in name)
+
+
+def inference_context() -> AbstractContextManager[Any]:
+    """``torch.inference_mode()``: the cheapest no-grad mode, for models no one trains."""
+    import torch
+
+    return torch.inference_mode()
+
+
+def sigmoid_calibration_of(model: Any) -> tuple[float, float] | None:
+    """(exp(logit_scale), logit_bias) of a SigLIP-style model as floats, read now (a model in
+    training changes them), or None for a model without ``logit_bias`` (softmax CLIP)."""
+    import torch
+
+    logit_bias = getattr(model, "logit_bias", None)
+    if logit_bias is None:
+        return None
+    with torch.no_grad():
+        scale = float(model.logit_scale.detach().float().exp().reshape(-1)[0])
+        bias = float(logit_bias.detach().float().reshape(-1)[0])
+    return scale, bias
 
 
 def chunked(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:

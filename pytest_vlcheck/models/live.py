@@ -1,0 +1,282 @@
+"""Score a model while it trains: ``live_scorer`` wraps the caller's model object.
+
+``pytest_vlcheck.evaluate(model, checklists, preprocess=..., tokenizer=...)`` is called
+from a training loop every N steps. The model is the caller's: it is never moved, cast or
+left changed (``live_guard``), and since its weights change between calls its fingerprint
+is recomputed from them at each access (``live_fingerprint``), so scores kept for one step
+are never served for the next. Encoding itself is the spec backends' code
+(``open_clip_backend.OpenClipScorer``, ``hf_backend.HfDualScorer``), entered with the live
+guard instead of ``inference_mode``.
+
+torch, open_clip and transformers are imported inside the functions only.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import TYPE_CHECKING, Any
+
+from pytest_vlcheck.errors import VlcheckUserError
+from pytest_vlcheck.models.live_fingerprint import weights_checksum
+from pytest_vlcheck.models.live_guard import live_forward
+from pytest_vlcheck.models.protocol import (
+    DualEncoder,
+    ModelOptions,
+    PairScorer,
+    RefScorer,
+)
+from pytest_vlcheck.models.torch_utils import (
+    calibrated_sigmoid,
+    device_batch_size,
+    effective_precision,
+    sigmoid_calibration_of,
+    torch_dtype,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    from PIL.Image import Image
+
+FINGERPRINT_PREFIX = "live:"
+"""Live fingerprints start with it; spec fingerprints are sha256 hex or ``hf:NAME[@REV]``."""
+
+_EXPECTED = (
+    "expected an open_clip model (CLIP, CustomTextCLIP, CoCa) with preprocess= and "
+    "tokenizer= from open_clip.create_model_and_transforms / get_tokenizer, a transformers "
+    "CLIP-family or SigLIP model with preprocess=its processor, or a scorer object "
+    "(encode_images + encode_texts, score_pairs or score_refs)"
+)
+
+
+class LiveScorer:
+    """A caller's model behind the scorer protocol, fingerprinted from its current weights."""
+
+    def __init__(self, encoder: Any, model: Any, identity: str) -> None:
+        self.encoder = encoder  # an OpenClipScorer or HfDualScorer entered with the live guard
+        self.model = model
+        self.identity = identity  # architecture class, preprocessing, precision
+
+    @property
+    def name(self) -> str:
+        """``live:<model class>``."""
+        return str(self.encoder.name)
+
+    @property
+    def fingerprint(self) -> str:
+        """``live:`` + sha256 of the identity, the model's repr and the keyed checksum of its
+        current weights and buffers: it changes with every change to them."""
+        import hashlib
+
+        digest = hashlib.sha256(self.identity.encode("utf-8"))
+        digest.update(_without_addresses(repr(self.model)).encode("utf-8"))
+        digest.update(weights_checksum(self.model).encode("ascii"))
+        return FINGERPRINT_PREFIX + digest.hexdigest()
+
+    @property
+    def truncated_texts(self) -> set[str]:
+        """Texts that were longer than the context and were cut."""
+        return set(self.encoder.truncated_texts)
+
+    def preprocess_image(self, image: Image) -> Any:
+        """The caller's eval preprocessing of one image (thread-safe; no model involved)."""
+        return self.encoder.preprocess_image(image)
+
+    def encode_preprocessed(self, pixels: list[Any]) -> np.ndarray:
+        """Raw fp32 embeddings [N, D] of images already through ``preprocess_image``."""
+        return self.encoder.encode_preprocessed(pixels)
+
+    def encode_images(self, images: list[Image]) -> np.ndarray:
+        """Raw fp32 image embeddings [N, D]."""
+        return self.encoder.encode_images(images)
+
+    def encode_texts(self, texts: list[str]) -> np.ndarray:
+        """Raw fp32 text embeddings [M, D]; over-long texts are truncated with a warning."""
+        return self.encoder.encode_texts(texts)
+
+
+class LiveSigmoidScorer(LiveScorer):
+    """A SigLIP-style live model: its calibration is read from the model at each use."""
+
+    @property
+    def sigmoid_calibration(self) -> tuple[float, float]:
+        """(exp(logit_scale), logit_bias) as the model holds them now."""
+        calibration = sigmoid_calibration_of(self.model)
+        if calibration is None:  # the caller removed logit_bias after wrapping
+            raise VlcheckUserError(
+                f"{self.name}: the model no longer has a logit_bias; expected the "
+                "SigLIP-style model it was wrapped with"
+            )
+        return calibration
+
+    def match_probability(self, similarities: np.ndarray) -> np.ndarray:
+        """sigmoid(exp(logit_scale) * cosine + logit_bias), with the current parameters."""
+        return calibrated_sigmoid(similarities, *self.sigmoid_calibration)
+
+
+def live_scorer(
+    model: Any, *, preprocess: Any = None, tokenizer: Any = None, options: ModelOptions
+) -> LiveScorer | DualEncoder | PairScorer | RefScorer:
+    """A scorer for a model object: an open_clip model with its ``preprocess`` and
+    ``tokenizer``, a transformers CLIP-family or SigLIP model with ``preprocess=processor``,
+    or an object already implementing the scorer protocol (returned as is)."""
+    if isinstance(model, (RefScorer, DualEncoder, PairScorer)):
+        if preprocess is not None or tokenizer is not None:
+            raise VlcheckUserError(
+                f"model: a {type(model).__name__} is already a scorer, so it takes no "
+                "preprocess= or tokenizer=; expected them only with a torch model"
+            )
+        return model
+    kind = _model_kind(model)
+    if kind == "open_clip":
+        return _open_clip_scorer(model, preprocess, tokenizer, options)
+    if kind == "transformers":
+        return _transformers_scorer(model, preprocess, tokenizer, options)
+    inner = getattr(model, "module", None)  # DistributedDataParallel, DataParallel
+    hint = " (it wraps one: pass its .module)" if _model_kind(inner) else ""
+    raise VlcheckUserError(f"model: a {type(model).__name__} cannot be scored{hint}; {_EXPECTED}")
+
+
+def _model_kind(model: Any) -> str | None:
+    """open_clip (encode_image/encode_text), transformers (get_*_features) or neither."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not isinstance(model, torch.nn.Module):
+        return None
+    if callable(getattr(model, "encode_image", None)) and callable(
+        getattr(model, "encode_text", None)
+    ):
+        return "open_clip"
+    if callable(getattr(model, "get_image_features", None)) and callable(
+        getattr(model, "get_text_features", None)
+    ):
+        return "transformers"
+    return None
+
+
+def _run_settings(model: Any, options: ModelOptions) -> dict[str, Any]:
+    """Where and how the model runs: its own device and dtype (it is never moved or cast, so
+    ``options.device`` does not apply), with autocast when ``options.precision`` asks for
+    less than the model holds."""
+    import torch
+
+    floating = [p for p in model.parameters() if p.is_floating_point()]
+    if not floating:
+        raise VlcheckUserError(
+            f"model: the {type(model).__name__} has no floating-point parameters; "
+            "expected a model with weights"
+        )
+    device, dtype = floating[0].device, floating[0].dtype
+    precision = effective_precision(options.precision, str(device))
+    wanted = torch_dtype(precision)
+    lower = wanted != torch.float32 and dtype == torch.float32
+    guard = functools.partial(live_forward, model, device.type, wanted if lower else None)
+    return {
+        "device": str(device),
+        "dtype": dtype,
+        "batch_size": device_batch_size(options, str(device)),
+        "forward_context": guard,
+        "precision": precision if lower else str(dtype).removeprefix("torch."),
+    }
+
+
+def _open_clip_scorer(
+    model: Any, preprocess: Any, tokenizer: Any, options: ModelOptions
+) -> LiveScorer:
+    from pytest_vlcheck.models.open_clip_backend import OpenClipScorer
+
+    given = {"preprocess": preprocess, "tokenizer": tokenizer}
+    missing = [name for name, value in given.items() if not callable(value)]
+    if missing:
+        raise VlcheckUserError(
+            f"model: an open_clip {type(model).__name__} needs preprocess= and tokenizer= "
+            f"(missing or not callable: {', '.join(missing)}); expected the eval "
+            "transform from open_clip.create_model_and_transforms and "
+            "open_clip.get_tokenizer(ARCH)"
+        )
+    settings = _run_settings(model, options)
+    name = f"live:{type(model).__name__}"
+    encoder = OpenClipScorer(
+        name=name,
+        fingerprint="",  # the live scorer computes its own at each access
+        model=model,
+        preprocess=preprocess,
+        tokenizer=tokenizer,
+        device=settings["device"],
+        input_dtype=settings["dtype"],
+        batch_size=settings["batch_size"],
+        forward_context=settings["forward_context"],
+    )
+    identity = _identity(model, settings["precision"], preprocess, tokenizer)
+    wrapper = LiveScorer if sigmoid_calibration_of(model) is None else LiveSigmoidScorer
+    return wrapper(encoder, model, identity)
+
+
+def _transformers_scorer(
+    model: Any, preprocess: Any, tokenizer: Any, options: ModelOptions
+) -> LiveScorer:
+    from pytest_vlcheck.models.hf_backend import HfDualScorer, HfSigmoidScorer
+
+    image_processor = getattr(preprocess, "image_processor", preprocess)
+    tokenizer = tokenizer if tokenizer is not None else getattr(preprocess, "tokenizer", None)
+    # Image processors have .preprocess, tokenizers .model_max_length (torchvision
+    # transforms and open_clip tokenizers have neither).
+    if not (hasattr(image_processor, "preprocess") and hasattr(tokenizer, "model_max_length")):
+        raise VlcheckUserError(
+            f"model: a transformers {type(model).__name__} needs preprocess= its processor "
+            "(AutoProcessor.from_pretrained(..., backend='pil'), holding the image processor "
+            "and the tokenizer); expected preprocess=processor, or preprocess=image_processor "
+            "and tokenizer=tokenizer"
+        )
+    settings = _run_settings(model, options)
+    calibration = sigmoid_calibration_of(model)
+    encoder_class = HfDualScorer if calibration is None else HfSigmoidScorer
+    extra: dict[str, float] = {}
+    if calibration is not None:  # the live wrapper reads them again at each use
+        extra = {"logit_scale": calibration[0], "logit_bias": calibration[1]}
+    encoder = encoder_class(
+        name=f"live:{type(model).__name__}",
+        fingerprint="",  # the live scorer computes its own at each access
+        model=model,
+        tokenizer=tokenizer,
+        image_processor=image_processor,
+        device=settings["device"],
+        dtype=settings["dtype"],
+        batch_size=settings["batch_size"],
+        forward_context=settings["forward_context"],
+        **extra,
+    )
+    config = getattr(model, "config", None)
+    config_text = config.to_json_string() if hasattr(config, "to_json_string") else ""
+    identity = _identity(model, settings["precision"], image_processor, tokenizer, config_text)
+    wrapper = LiveScorer if calibration is None else LiveSigmoidScorer
+    return wrapper(encoder, model, identity)
+
+
+def _identity(model: Any, precision: str, *parts: Any) -> str:
+    """What besides the weights decides the embeddings: the model class, the precision, the
+    preprocessing and tokenizer (their reprs, or their attributes when the repr says nothing)."""
+    described = [f"{type(model).__module__}.{type(model).__qualname__}", precision]
+    described += [_describe(part) for part in parts]
+    return "\n".join(described)
+
+
+def _describe(part: Any) -> str:
+    if isinstance(part, str):
+        return part
+    text = repr(part)
+    if " at 0x" in text:  # the default object repr: name the settings instead
+        settings = {
+            key: value
+            for key, value in sorted(getattr(part, "__dict__", {}).items())
+            if isinstance(value, (bool, int, float, str, tuple))
+        }
+        text = f"{type(part).__module__}.{type(part).__qualname__}{settings}"
+    return _without_addresses(text)
+
+
+def _without_addresses(text: str) -> str:
+    """Object addresses differ per process and say nothing about what a model computes."""
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", text)
