@@ -10,6 +10,7 @@ from typing import Any
 from pytest_vlcheck.engine.scoring import ScoringStats
 from pytest_vlcheck.report.loader import RunError
 from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results.blocks import GateComparison
 from pytest_vlcheck.run.session import Settings
 
 
@@ -45,7 +46,9 @@ class Run:
     @property
     def regressions(self) -> tuple[CapabilityResult, ...]:
         """The results whose baseline gate found a significant drop (with ``baseline=``)."""
-        return tuple(r for r in self.results if r.gate and r.gate.get("regressed"))
+        return tuple(
+            r for r in self.results if isinstance(r.gate, GateComparison) and r.gate.regressed
+        )
 
     def of_model(self, name: str) -> tuple[CapabilityResult, ...]:
         """One model's results."""
