@@ -139,7 +139,10 @@ def test_a_bad_option_is_one_line_naming_the_keyword(
 def test_bad_models_and_paths_are_one_line(project: pytest.Pytester) -> None:
     cases = [
         (("nope:x", "checks.yaml"), "model: "),
-        ((object(), "checks.yaml"), "model: model 'model' gave a object object"),
+        (
+            (object(), "checks.yaml"),
+            "model: a object object cannot be scored; expected an open_clip model",
+        ),
         (("py:colour_model:make", "absent"), "checklists: absent does not exist; expected"),
         (("py:colour_model:make", "colour_model.py"), "checklists: colour_model.py: not a"),
         (("py:colour_model:make", "images"), "checklists: no checklist found in images; expected"),

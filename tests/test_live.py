@@ -394,7 +394,9 @@ def test_anything_else_is_one_user_error_saying_what_is_expected(thing):
 
 def test_a_wrapped_model_is_refused_naming_the_module_to_pass(tiny_live):
     model, preprocess, tokenizer = tiny_live
-    with pytest.raises(VlcheckUserError, match=r"a DataParallel cannot be scored \(it wraps one"):
+    with pytest.raises(
+        VlcheckUserError, match=r"a DataParallel object cannot be scored \(it wraps one"
+    ):
         live_scorer(
             torch.nn.DataParallel(model), preprocess=preprocess, tokenizer=tokenizer, options=CPU
         )

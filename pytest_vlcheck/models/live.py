@@ -134,7 +134,9 @@ def live_scorer(
         return _transformers_scorer(model, preprocess, tokenizer, options)
     inner = getattr(model, "module", None)  # DistributedDataParallel, DataParallel
     hint = " (it wraps one: pass its .module)" if _model_kind(inner) else ""
-    raise VlcheckUserError(f"model: a {type(model).__name__} cannot be scored{hint}; {_EXPECTED}")
+    raise VlcheckUserError(
+        f"model: a {type(model).__name__} object cannot be scored{hint}; {_EXPECTED}"
+    )
 
 
 def _model_kind(model: Any) -> str | None:

@@ -14,7 +14,6 @@ from typing import Any
 from pytest_vlcheck.checklist import ChecklistTest
 from pytest_vlcheck.engine import unscored_result
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
-from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.run.checklists import checklist_files, load_tests, selected
@@ -43,14 +42,16 @@ def evaluate(
 ) -> Run:
     """Score ``checklists`` on ``model`` and return the run's typed results.
 
-    ``model`` is a ``--vl-model`` spec (``NAME=SPEC`` too) or an object with the scorer
-    protocol; ``checklists`` a path or a list of files and folders (folders are searched for
-    checklist files); ``bundled`` adds the shipped suite; ``select`` keeps the tests with
-    these ids or capability prefixes. ``options`` are the ``--vl-*`` run options by their
-    Python names (``batch_size=32``, ``max_drop=1.0``, ``save_baseline="b.json"``).
-    ``report_dir`` writes the ``--vl-report`` files, ``baseline`` gates against a baseline,
-    ``log`` sends each model's scalars (``Run.scalars``) at ``step`` to loggers. A mistake
-    in any argument raises one ``VlcheckUserError`` naming it, before any scoring.
+    ``model`` is a ``--vl-model`` spec (``NAME=SPEC`` too), a live open_clip model with its
+    ``preprocess`` and ``tokenizer``, a live transformers CLIP-family or SigLIP model with
+    ``preprocess=processor``, or an object with the scorer protocol. ``checklists`` is a
+    path or a list of files and folders (folders are searched for checklist files);
+    ``bundled`` adds the shipped suite; ``select`` keeps the tests with these ids or
+    capability prefixes. ``options`` are the ``--vl-*`` run options by their Python names
+    (``batch_size=32``, ``max_drop=1.0``, ``save_baseline="b.json"``). ``report_dir`` writes
+    the ``--vl-report`` files, ``baseline`` gates against a baseline, ``log`` sends each
+    model's scalars (``Run.scalars``) at ``step`` to loggers. A mistake in any argument
+    raises one ``VlcheckUserError`` naming it, before any scoring.
     """
     source = KeywordOptions({**options, "report_dir": report_dir, "baseline": baseline})
     if isinstance(model, str):
@@ -82,7 +83,11 @@ def _with_model(
             )
     else:
         name = name or "model"
-        scorers[name] = built_scorer(model, preprocess, tokenizer, settings.model_options)
+        from pytest_vlcheck.models.live import live_scorer
+
+        scorers[name] = live_scorer(
+            model, preprocess=preprocess, tokenizer=tokenizer, options=settings.model_options
+        )
         settings = replace(settings, specs=(_object_spec(name, model),))
     if name is not None:
         settings = replace(settings, specs=tuple(replace(s, name=name) for s in settings.specs))
@@ -117,27 +122,6 @@ def _judged(session: VlcheckSession, test: ChecklistTest, model: str) -> Capabil
     if known:
         return replace(result, known_failure=known)
     return result
-
-
-def built_scorer(model: Any, preprocess: Any, tokenizer: Any, options: ModelOptions) -> Any:
-    """A model object as a scorer: the seam where live models come in.
-
-    ``pytest_vlcheck.models.live.live_scorer(model, preprocess=..., tokenizer=...,
-    options=options)`` wraps an open_clip or transformers model; until it is part of this
-    tree, only an object that already has the scorer protocol is taken.
-    """
-    from pytest_vlcheck.models.protocol import ScorerProtocolError, check_scorer
-
-    if preprocess is not None or tokenizer is not None:
-        raise SettingsError(
-            "preprocess/tokenizer: live open_clip and transformers models are not taken yet; "
-            "expected a model object with the scorer protocol, or a --vl-model spec string"
-        )
-    try:
-        check_scorer(model, "model")
-    except ScorerProtocolError as exc:
-        raise SettingsError(f"model: {exc}, or a --vl-model spec string") from None
-    return model
 
 
 def _object_spec(name: str, model: Any) -> ModelSpec:
