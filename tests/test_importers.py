@@ -68,6 +68,7 @@ def test_formats_registry_names_every_format() -> None:
         "svo-probes",
         "aro",
         "winoground",
+        "valse",
     }
 
 

@@ -12,6 +12,7 @@ from pytest_vlcheck.importers import (
     predicate_noun,
     sugarcrepe,
     svo_probes,
+    valse,
     vl_checklist,
     winoground,
 )
@@ -19,7 +20,16 @@ from pytest_vlcheck.importers.common import Importer, SourceError
 
 FORMATS: dict[str, Importer] = {
     module.IMPORTER.name: module.IMPORTER
-    for module in (vl_checklist, sugarcrepe, predicate_noun, compun, svo_probes, aro, winoground)
+    for module in (
+        vl_checklist,
+        sugarcrepe,
+        predicate_noun,
+        compun,
+        svo_probes,
+        aro,
+        winoground,
+        valse,
+    )
 }
 
 __all__ = ["FORMATS", "Importer", "SourceError"]
