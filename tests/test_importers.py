@@ -69,6 +69,9 @@ def test_formats_registry_names_every_format() -> None:
         "aro",
         "winoground",
         "valse",
+        "colorswap",
+        "eqben",
+        "vismin",
     }
 
 

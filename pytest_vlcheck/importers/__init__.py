@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from pytest_vlcheck.importers import (
     aro,
+    colorswap,
     compun,
+    eqben,
     predicate_noun,
     sugarcrepe,
     svo_probes,
     valse,
+    vismin,
     vl_checklist,
     winoground,
 )
@@ -29,6 +32,9 @@ FORMATS: dict[str, Importer] = {
         aro,
         winoground,
         valse,
+        colorswap,
+        eqben,
+        vismin,
     )
 }
 

@@ -284,12 +284,14 @@ def read_csv(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
         raise SourceError(path, "empty file; expected a CSV header line", line=1)
     start = reader.line_num + 1
     for row in _rows(path, reader):
-        if None in row:
+        if None in row or None in row.values():
+            given = (
+                len(reader.fieldnames)
+                + len(row.get(None, ()))
+                - sum(value is None for value in row.values())
+            )
             raise SourceError(
-                path,
-                f"{len(reader.fieldnames) + len(row[None])} "
-                f"values; the header has {len(reader.fieldnames)}",
-                line=start,
+                path, f"{given} values; the header has {len(reader.fieldnames)}", line=start
             )
         yield start, row
         start = reader.line_num + 1
