@@ -77,11 +77,16 @@ class _FormatOptions:
             if args.format not in option.owners:
                 if given:
                     raise _UsageError(
-                        f"{option.flag} applies to {' and '.join(option.owners)}, not {args.format}"
+                        f"{option.flag} applies to {_and(option.owners)}, not {args.format}"
                     )
                 setattr(args, option.dest, None)
             elif not given:
                 setattr(args, option.dest, option.defaults[args.format])
+
+
+def _and(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join(filter(None, [", ".join(names[:-1]), names[-1]]))
 
 
 class _UsageError(Exception):
