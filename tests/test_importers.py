@@ -69,6 +69,8 @@ def test_formats_registry_names_every_format() -> None:
         "aro",
         "winoground",
         "valse",
+        "negbench",
+        "crepe",
         "colorswap",
         "eqben",
         "vismin",
