@@ -232,8 +232,9 @@ def read_json_records(path: Path) -> list[tuple[int, str | int, Any]]:
         pos = _JSON_SPACE.match(text, pos).end()  # type: ignore[union-attr]
         if not text.startswith(closing, pos):
             pos = _expect(path, text, pos, ",")
-    if _JSON_SPACE.match(text, pos + 1).end() != len(text):  # type: ignore[union-attr]
-        raise SourceError(path, "invalid JSON: extra data", line=_line_at(text, pos + 1))
+    rest = _JSON_SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+    if rest != len(text):
+        raise SourceError(path, "invalid JSON: extra data", line=_line_at(text, rest))
     return records
 
 
