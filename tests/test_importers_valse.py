@@ -85,6 +85,11 @@ def test_valse_named_roots_must_cover_every_source(tmp_path: Path, capsys) -> No
         capsys, tmp_path, "valse", FIXTURES, extra=("--image-root", "a", "--image-root", "swig=s")
     )
     assert "--image-root a and --image-root NAME=DIR together" in err
+    err = fails(capsys, tmp_path, "valse", FIXTURES, extra=("--image-root", "coco=c"))
+    assert err == (
+        "vlcheck import: --image-root coco=c: no image source 'coco' in valse; expected one "
+        "of: coco2017, foil, swig, visdial, visual7w"
+    )
 
 
 def _piece(tmp_path: Path, text: str, name: str = "existence.json") -> Path:

@@ -184,7 +184,12 @@ def _image_roots(args: argparse.Namespace, importer: Importer) -> tuple[str | No
     named: dict[str, str] = {}
     for value in args.image_root or []:
         name, _, directory = value.partition("=")
-        if importer.image_sources and name in importer.image_sources and directory:
+        if importer.image_sources and directory and name.isidentifier():
+            if name not in importer.image_sources:
+                raise _UsageError(
+                    f"--image-root {value}: no image source '{name}' in {args.format}; "
+                    f"expected one of: {', '.join(importer.image_sources)}"
+                )
             if name in named:
                 raise _UsageError(f"--image-root {name}=... given twice")
             named[name] = _image_root_for(args.output, directory)

@@ -207,13 +207,13 @@ def read_json_records(path: Path) -> list[tuple[int, str | int, Any]]:
     the last one silently).
     """
     text = read_text(path)
-    pos = _JSON_SPACE.match(text, 0).end()  # type: ignore[union-attr]
+    pos = _skip_space(text, 0)
     if not text.startswith(("{", "["), pos):
         raise SourceError(
             path, "expected a JSON object of records or a list of records", line=_line_at(text, pos)
         )
     keyed, closing = text[pos] == "{", "}" if text[pos] == "{" else "]"
-    pos = _JSON_SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+    pos = _skip_space(text, pos + 1)
     records: list[tuple[int, str | int, Any]] = []
     seen: dict[str | int, int] = {}
     while not text.startswith(closing, pos):
@@ -229,13 +229,19 @@ def read_json_records(path: Path) -> list[tuple[int, str | int, Any]]:
         seen[key] = line
         value, pos = _json_value(path, text, pos)
         records.append((line, key, value))
-        pos = _JSON_SPACE.match(text, pos).end()  # type: ignore[union-attr]
+        pos = _skip_space(text, pos)
         if not text.startswith(closing, pos):
             pos = _expect(path, text, pos, ",")
-    rest = _JSON_SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+    rest = _skip_space(text, pos + 1)
     if rest != len(text):
         raise SourceError(path, "invalid JSON: extra data", line=_line_at(text, rest))
     return records
+
+
+def _skip_space(text: str, pos: int) -> int:
+    """The position of the first character at or after ``pos`` that is not JSON space."""
+    match = _JSON_SPACE.match(text, pos)
+    return match.end() if match else pos
 
 
 def _line_at(text: str, pos: int) -> int:
@@ -254,10 +260,10 @@ def _json_value(path: Path, text: str, pos: int) -> tuple[Any, int]:
 
 def _expect(path: Path, text: str, pos: int, char: str) -> int:
     """The position after ``char`` (and the space around it) at ``pos``."""
-    pos = _JSON_SPACE.match(text, pos).end()  # type: ignore[union-attr]
+    pos = _skip_space(text, pos)
     if not text.startswith(char, pos):
         raise SourceError(path, f"invalid JSON: expected '{char}'", line=_line_at(text, pos))
-    return _JSON_SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+    return _skip_space(text, pos + 1)
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
