@@ -68,6 +68,12 @@ def test_formats_registry_names_every_format() -> None:
         "svo-probes",
         "aro",
         "winoground",
+        "valse",
+        "negbench",
+        "crepe",
+        "colorswap",
+        "eqben",
+        "vismin",
     }
 
 
@@ -630,7 +636,10 @@ def test_options_of_another_format_are_refused(tmp_path: Path, capsys) -> None:
     err = fails(capsys, tmp_path, "sugarcrepe", FIXTURES / "sugarcrepe", extra=("--crop",))
     assert err == "vlcheck import: --crop applies to predicate-noun, not sugarcrepe"
     err = fails(capsys, tmp_path, "aro", FIXTURES / "aro", extra=("--criterion", "text"))
-    assert err == "vlcheck import: --criterion applies to predicate-noun and winoground, not aro"
+    assert err == (
+        "vlcheck import: --criterion applies to predicate-noun, winoground, colorswap, eqben "
+        "and vismin, not aro"
+    )
 
 
 def test_threshold_option_and_missing_source(tmp_path: Path, capsys) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.importers import FORMATS
-from pytest_vlcheck.importers.common import Document, Importer, SourceError
+from pytest_vlcheck.importers.common import Document, Importer, SourceError, check_loads
 
 _DESCRIPTION = """\
 Turn a benchmark's annotation files into a checklist YAML that pytest-vlcheck runs.
@@ -77,11 +77,16 @@ class _FormatOptions:
             if args.format not in option.owners:
                 if given:
                     raise _UsageError(
-                        f"{option.flag} applies to {' and '.join(option.owners)}, not {args.format}"
+                        f"{option.flag} applies to {_and(option.owners)}, not {args.format}"
                     )
                 setattr(args, option.dest, None)
             elif not given:
                 setattr(args, option.dest, option.defaults[args.format])
+
+
+def _and(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join(filter(None, [", ".join(names[:-1]), names[-1]]))
 
 
 class _UsageError(Exception):
@@ -117,8 +122,10 @@ def add_import_command(subparsers: Any) -> None:
     parser.add_argument(
         "--image-root",
         metavar="DIR",
+        action="append",
         help="where the images are; written into the YAML relative to it "
-        "(an absolute DIR stays absolute)",
+        "(an absolute DIR stays absolute); NAME=DIR, repeated, gives each image source "
+        "of a benchmark that has several (valse) its own folder",
     )
     parser.add_argument(
         "--threshold",
@@ -150,10 +157,16 @@ def run_import(args: argparse.Namespace) -> int:
     try:
         args._vl_format_options.resolve(args)
         importer = FORMATS[args.format]
+        args.image_root, args.image_roots = _image_roots(args, importer)
         outputs = importer.convert(list(args.sources), args)
         targets = _targets(args.output, outputs)
-        for (_, doc), path in zip(outputs, targets, strict=True):
-            _write(path, doc, args, importer)
+        rendered = [
+            (path, _render(path, doc, args, importer))
+            for (_, doc), path in zip(outputs, targets, strict=True)
+        ]
+        check_loads(rendered)
+        for (_, doc), (path, text) in zip(outputs, rendered, strict=True):
+            _write(path, text, doc)
     except (SourceError, _UsageError) as exc:
         print(f"vlcheck import: {exc}", file=sys.stderr)
         return 2
@@ -162,6 +175,38 @@ def run_import(args: argparse.Namespace) -> int:
         print(f"vlcheck import: {where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _image_roots(args: argparse.Namespace, importer: Importer) -> tuple[str | None, dict]:
+    """The one plain ``--image-root DIR`` and the ``NAME=DIR`` roots of the format's image
+    sources (each DIR as the YAML must say it)."""
+    plain: list[str] = []
+    named: dict[str, str] = {}
+    for value in args.image_root or []:
+        name, _, directory = value.partition("=")
+        if importer.image_sources and directory and name.isidentifier():
+            if name not in importer.image_sources:
+                raise _UsageError(
+                    f"--image-root {value}: no image source '{name}' in {args.format}; "
+                    f"expected one of: {', '.join(importer.image_sources)}"
+                )
+            if name in named:
+                raise _UsageError(f"--image-root {name}=... given twice")
+            named[name] = _image_root_for(args.output, directory)
+        else:
+            plain.append(value)
+    if plain and named:
+        raise _UsageError(
+            f"--image-root {plain[0]} and --image-root NAME=DIR together; give one DIR "
+            "holding a folder per image source, or NAME=DIR for each source"
+        )
+    if len(plain) > 1:
+        names = ", ".join(importer.image_sources)
+        raise _UsageError(
+            f"--image-root given {len(plain)} times; {args.format} takes one DIR"
+            + (f", or NAME=DIR for each of: {names}" if names else "")
+        )
+    return (plain[0] if plain else None), named
 
 
 def _targets(output: Path, outputs: list[tuple[str | None, Document]]) -> list[Path]:
@@ -177,16 +222,22 @@ def _targets(output: Path, outputs: list[tuple[str | None, Document]]) -> list[P
     return [output / f"{suffix}.yaml" for suffix in split]
 
 
-def _write(path: Path, doc: Document, args: argparse.Namespace, importer: Importer) -> None:
-    from pytest_vlcheck.atomic import atomic_write_text
+def _render(path: Path, doc: Document, args: argparse.Namespace, importer: Importer) -> str:
+    """The YAML text of one output: a header naming the command, then the document."""
     from pytest_vlcheck.checklist.writer import dump_checklist
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     if args.image_root:
         doc = _with_image_root(doc, _image_root_for(path, args.image_root))
     sources = " ".join(str(s) for s in args.sources)
     header = f"# Imported with: vlcheck import {importer.name} {sources}\n"
-    atomic_write_text(path, header + dump_checklist(doc))
+    return header + dump_checklist(doc)
+
+
+def _write(path: Path, text: str, doc: Document) -> None:
+    from pytest_vlcheck.atomic import atomic_write_text
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, text)
     tests = doc.get("tests", [])
     examples = sum(len(t.get("examples", [])) for t in tests)
     print(

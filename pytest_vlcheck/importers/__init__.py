@@ -8,10 +8,16 @@ from __future__ import annotations
 
 from pytest_vlcheck.importers import (
     aro,
+    colorswap,
     compun,
+    crepe,
+    eqben,
+    negbench,
     predicate_noun,
     sugarcrepe,
     svo_probes,
+    valse,
+    vismin,
     vl_checklist,
     winoground,
 )
@@ -19,7 +25,21 @@ from pytest_vlcheck.importers.common import Importer, SourceError
 
 FORMATS: dict[str, Importer] = {
     module.IMPORTER.name: module.IMPORTER
-    for module in (vl_checklist, sugarcrepe, predicate_noun, compun, svo_probes, aro, winoground)
+    for module in (
+        vl_checklist,
+        sugarcrepe,
+        predicate_noun,
+        compun,
+        svo_probes,
+        aro,
+        winoground,
+        valse,
+        negbench,
+        crepe,
+        colorswap,
+        eqben,
+        vismin,
+    )
 }
 
 __all__ = ["FORMATS", "Importer", "SourceError"]

@@ -13,6 +13,7 @@ import io
 import json
 import re
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,13 +57,17 @@ class Importer:
     """One benchmark format of ``vlcheck import``.
 
     ``add_arguments`` declares the format's own options (on a group of the shared parser);
-    ``convert`` reads the sources and returns the outputs to write.
+    ``convert`` reads the sources and returns the outputs to write. A benchmark whose images
+    come from several datasets names them in ``image_sources``: ``--image-root NAME=DIR``
+    then gives each its own folder (``args.image_roots``, NAME -> DIR written relative to
+    the output's folder).
     """
 
     name: str
     summary: str
     add_arguments: Callable[[Any], None]
     convert: Callable[[list[Path], argparse.Namespace], list[Output]]
+    image_sources: tuple[str, ...] = ()
 
 
 def note(message: str) -> None:
@@ -189,9 +194,85 @@ def read_json(path: Path) -> Any:
         ) from None
 
 
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def read_json_records(path: Path) -> list[tuple[int, str | int, Any]]:
+    """The records of a JSON file holding an object of records (id -> record) or a list of
+    them: ``(line, key, record)`` each, the key being the list index for a list.
+
+    Each record keeps the line it starts on, so a record that cannot become an example is
+    reported where it is; a repeated id is an error at its line (``json.loads`` would keep
+    the last one silently).
+    """
+    text = read_text(path)
+    pos = _skip_space(text, 0)
+    if not text.startswith(("{", "["), pos):
+        raise SourceError(
+            path, "expected a JSON object of records or a list of records", line=_line_at(text, pos)
+        )
+    keyed, closing = text[pos] == "{", "}" if text[pos] == "{" else "]"
+    pos = _skip_space(text, pos + 1)
+    records: list[tuple[int, str | int, Any]] = []
+    seen: dict[str | int, int] = {}
+    while not text.startswith(closing, pos):
+        line = _line_at(text, pos)
+        key: str | int = len(records)
+        if keyed:
+            key, pos = _json_value(path, text, pos)
+            if not isinstance(key, str):
+                raise SourceError(path, "invalid JSON: expected a string key", line=line)
+            if key in seen:
+                raise SourceError(path, f"id '{key}' repeats line {seen[key]}", line=line)
+            pos = _expect(path, text, pos, ":")
+        seen[key] = line
+        value, pos = _json_value(path, text, pos)
+        records.append((line, key, value))
+        pos = _skip_space(text, pos)
+        if not text.startswith(closing, pos):
+            pos = _expect(path, text, pos, ",")
+    rest = _skip_space(text, pos + 1)
+    if rest != len(text):
+        raise SourceError(path, "invalid JSON: extra data", line=_line_at(text, rest))
+    return records
+
+
+def _skip_space(text: str, pos: int) -> int:
+    """The position of the first character at or after ``pos`` that is not JSON space."""
+    match = _JSON_SPACE.match(text, pos)
+    return match.end() if match else pos
+
+
+def _line_at(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _json_value(path: Path, text: str, pos: int) -> tuple[Any, int]:
+    """One JSON value starting at ``pos`` and the position after it."""
+    try:
+        return _DECODER.raw_decode(text, pos)
+    except json.JSONDecodeError as exc:
+        raise SourceError(
+            path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno
+        ) from None
+
+
+def _expect(path: Path, text: str, pos: int, char: str) -> int:
+    """The position after ``char`` (and the space around it) at ``pos``."""
+    pos = _skip_space(text, pos)
+    if not text.startswith(char, pos):
+        raise SourceError(path, f"invalid JSON: expected '{char}'", line=_line_at(text, pos))
+    return _skip_space(text, pos + 1)
+
+
 def read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    """The records of a JSON-lines file with their line numbers; blank lines are skipped."""
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
+    """The records of a JSON-lines file with their line numbers; blank lines are skipped.
+
+    Lines are split on ``\\n`` only, as JSON Lines says: a U+2028 or a form feed inside a
+    caption is text, not a line break (``str.splitlines`` would cut the record there).
+    """
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -210,12 +291,14 @@ def read_csv(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
         raise SourceError(path, "empty file; expected a CSV header line", line=1)
     start = reader.line_num + 1
     for row in _rows(path, reader):
-        if None in row:
+        if None in row or None in row.values():
+            given = (
+                len(reader.fieldnames)
+                + len(row.get(None, ()))
+                - sum(value is None for value in row.values())
+            )
             raise SourceError(
-                path,
-                f"{len(reader.fieldnames) + len(row[None])} "
-                f"values; the header has {len(reader.fieldnames)}",
-                line=start,
+                path, f"{given} values; the header has {len(reader.fieldnames)}", line=start
             )
         yield start, row
         start = reader.line_num + 1
@@ -262,3 +345,29 @@ def only_one_source(sources: Sequence[Path], what: str) -> Path:
     if not source.is_file():
         raise SourceError(source, "no such file" if not source.exists() else "not a file")
     return source
+
+
+def check_loads(rendered: Sequence[tuple[Path, str]]) -> None:
+    """Load every rendered checklist with the loader pytest uses, before any is written.
+
+    An import either writes every file or none: a set of outputs of which one would not load
+    is worse than no output. The loader reads files, so each text is loaded from a scratch
+    folder; a problem is reported at the output's own name and line.
+    """
+    from pytest_vlcheck.checklist.loader import load_checklist
+    from pytest_vlcheck.parsing.errors import ChecklistError
+
+    with tempfile.TemporaryDirectory(prefix="vlcheck-import-") as scratch:
+        for index, (target, text) in enumerate(rendered):
+            probe = Path(scratch) / str(index) / target.name
+            probe.parent.mkdir()
+            probe.write_text(text, encoding="utf-8")
+            try:
+                load_checklist(probe, image_root=scratch)
+            except ChecklistError as exc:
+                first = exc.errors[0]
+                raise SourceError(
+                    target,
+                    f"the checklist built does not load ({first.message}); nothing was written",
+                    line=first.line,
+                ) from None

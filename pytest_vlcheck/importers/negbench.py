@@ -1,0 +1,124 @@
+"""NegBench (Alhamoud et al. 2025) multiple-choice CSVs: ``image_path, caption_0 .. caption_3,
+correct_answer, correct_answer_template`` (the template ``positive``, ``negative`` or
+``hybrid``).
+
+One ``caption`` test per file: the option at ``correct_answer`` is the caption, the other
+options (in column order) its negatives; the template becomes the ``template`` slice, which
+gives NegBench's per-template accuracies. NegBench's figure is the accuracy of the argmax
+over the options in column order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any
+
+from pytest_vlcheck.importers.common import (
+    Importer,
+    Output,
+    SourceError,
+    checklist,
+    files_under,
+    make_test,
+    note_unwinnable,
+    read_csv,
+    safe_test_id,
+    text_field,
+)
+
+TEMPLATES = ("positive", "negative", "hybrid")
+_OPTION = re.compile(r"caption_(\d+)")
+
+
+def add_arguments(parser: Any) -> None:
+    """NegBench has no options of its own."""
+
+
+def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
+    """One test per CSV file, named after it."""
+    tests: dict[str, dict[str, Any]] = {}
+    for path in files_under(sources, (".csv",)):
+        test_id = safe_test_id("negbench", path.stem)
+        if test_id in tests:
+            raise SourceError(path, f"a second file named {path.name}")
+        tests[test_id] = make_test(
+            test_id,
+            "negation/multiple_choice",
+            "caption",
+            _examples(path),
+            threshold=args.threshold,
+            description=f"NegBench MCQ {path.stem}: the right option (affirmed, negated or "
+            "both) must score highest",
+        )
+    return [
+        (
+            None,
+            checklist(
+                "NegBench (Alhamoud et al. 2025): multiple-choice captions that affirm and "
+                "negate what the image shows.",
+                list(tests.values()),
+            ),
+        )
+    ]
+
+
+def _examples(path: Path) -> list[dict[str, Any]]:
+    examples = []
+    options: list[str] = []
+    for position, (line, row) in enumerate(read_csv(path)):
+        if not options:
+            options = _option_columns(path, row)
+        captions = [text_field(path, row, key, None, line=line) for key in options]
+        answer = _answer(path, row, line, len(captions))
+        template = text_field(path, row, "correct_answer_template", None, line=line).strip()
+        if template not in TEMPLATES:
+            raise SourceError(
+                path,
+                f"'correct_answer_template' is {template!r}; expected one of: "
+                + ", ".join(TEMPLATES),
+                line=line,
+            )
+        examples.append(
+            {
+                "id": str(position),
+                "image": text_field(path, row, "image_path", None, line=line),
+                "caption": captions[answer],
+                "negatives": captions[:answer] + captions[answer + 1 :],
+                "tags": {"template": template, "answer": str(answer)},
+            }
+        )
+    if not examples:
+        raise SourceError(path, "no rows under the header")
+    note_unwinnable(path, examples)
+    return examples
+
+
+def _option_columns(path: Path, row: dict[str, str]) -> list[str]:
+    """``caption_0``, ``caption_1``, ... in index order; at least two, with no gap."""
+    numbers = sorted(int(m.group(1)) for m in map(_OPTION.fullmatch, row) if m)
+    if len(numbers) < 2 or numbers != list(range(len(numbers))):
+        raise SourceError(
+            path, "expected option columns caption_0, caption_1, ... (two or more)", line=1
+        )
+    return [f"caption_{n}" for n in numbers]
+
+
+def _answer(path: Path, row: dict[str, str], line: int, count: int) -> int:
+    text = text_field(path, row, "correct_answer", None, line=line).strip()
+    if not text.isdigit() or int(text) >= count:
+        raise SourceError(
+            path,
+            f"'correct_answer' is {text!r}; expected an option index 0-{count - 1}",
+            line=line,
+        )
+    return int(text)
+
+
+IMPORTER = Importer(
+    "negbench",
+    "NegBench's multiple-choice CSVs (one test per file, slices by template)",
+    add_arguments,
+    convert,
+)
