@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.errors import ModelLoadError, ModelSpecError, UserCodeError, VlcheckUserError
+from pytest_vlcheck.models.checkpoints import expand_checkpoints, is_glob
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity, ModelOptions, check_scorer
 from pytest_vlcheck.models.torch_utils import computed_precision
 
@@ -43,6 +44,10 @@ class ModelSpec:
     text: str
     scheme: str
     body: str
+    group: str | None = None
+    """The name the checkpoints of one glob share (their scalar prefix); None otherwise."""
+    step: int | None = None
+    """A glob checkpoint's training step, read from its file name."""
 
 
 def aliases() -> dict[str, str]:
@@ -53,8 +58,9 @@ def aliases() -> dict[str, str]:
 
 
 def parse_specs(texts: list[str]) -> list[ModelSpec]:
-    """Parse every ``--vl-model`` value; names must come out unique."""
-    specs = [parse_spec(text) for text in texts]
+    """Parse every ``--vl-model`` value, a checkpoint glob into one spec per file
+    (``models.checkpoints``); names must come out unique."""
+    specs = [member for text in texts for member in expand_checkpoints(parse_spec(text))]
     seen: set[str] = set()
     for spec in specs:
         if spec.name in seen:
@@ -97,10 +103,14 @@ def _default_name(scheme: str, body: str) -> str:
     """A short readable name: file stems and last path parts, not whole paths."""
     if scheme == "open_clip":
         arch, _, pretrained = body.partition("@")
-        parts = [_stem(arch), *([_stem(pretrained)] if pretrained else [])]
+        parts = [
+            _stem(arch),
+            *([_stem(pretrained)] if pretrained and not is_glob(pretrained) else []),
+        ]
         name = "@".join(parts)
     elif scheme == "hf":
-        name = body.rstrip("/").rsplit("/", 1)[-1]
+        parts = body.rstrip("/").split("/")
+        name = parts[-2] if is_glob(parts[-1]) and len(parts) > 1 else parts[-1]
     elif scheme == "scores":
         name = _stem(body)
     elif scheme == "py":

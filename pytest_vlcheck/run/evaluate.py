@@ -20,7 +20,7 @@ from pytest_vlcheck.run.checklists import checklist_files, load_tests, selected
 from pytest_vlcheck.run.outcome import Run
 from pytest_vlcheck.run.session import Settings, VlcheckSession
 from pytest_vlcheck.run.settings import KeywordOptions, SettingsError, build_settings
-from pytest_vlcheck.run.sinks import LoggerSink, Sink, emit_all, file_sinks
+from pytest_vlcheck.run.sinks import emit_all, file_sinks
 
 LogSpec = str | Callable[[dict[str, float], int | None], None]
 
@@ -53,19 +53,19 @@ def evaluate(
     model's scalars (``Run.scalars``) at ``step`` to loggers. A mistake in any argument
     raises one ``VlcheckUserError`` naming it, before any scoring.
     """
-    source = KeywordOptions({**options, "report_dir": report_dir, "baseline": baseline})
+    given = {"report_dir": report_dir, "baseline": baseline, "log": log, "step": step}
+    source = KeywordOptions({**options, **given})
     if isinstance(model, str):
         source.values["model"] = model
     settings, scorers = _with_model(build_settings(source), model, preprocess, tokenizer, name)
-    loggers = _checked_loggers(log)
     paths = _paths(checklists, bundled)
     tests = selected(load_tests(checklist_files(paths), settings.image_root), select)
     session = VlcheckSession(settings, scorers=scorers)
     try:
-        run = _measure(session, tests, step)
+        run = _measure(session, tests)
     finally:
         session.close()
-    _emit(run, file_sinks(run), loggers)
+    emit_all(run, file_sinks(run))
     return run
 
 
@@ -94,7 +94,7 @@ def _with_model(
     return settings, scorers
 
 
-def _measure(session: VlcheckSession, tests: list[ChecklistTest], step: int | None) -> Run:
+def _measure(session: VlcheckSession, tests: list[ChecklistTest]) -> Run:
     """Every test on every model, the way the plugin's items judge them."""
     models = [spec.name for spec in session.settings.specs]
     session.count_gated([(test, model) for test in tests for model in models])
@@ -103,7 +103,7 @@ def _measure(session: VlcheckSession, tests: list[ChecklistTest], step: int | No
     for test in tests:
         for model in models:
             session.record(_judged(session, test, model))
-    return session.finished(step=step)
+    return session.finished()
 
 
 def _judged(session: VlcheckSession, test: ChecklistTest, model: str) -> CapabilityResult:
@@ -140,30 +140,3 @@ def _paths(checklists: Any, bundled: bool) -> list[Path]:
         except FileNotFoundError as exc:
             raise SettingsError(f"bundled: {exc}") from None
     return [Path(path) for path in paths]
-
-
-def _checked_loggers(log: Any) -> list[LogSpec]:
-    """The ``log`` specs, each checked cheaply now (a bad one costs no scoring)."""
-    if log is None:
-        return []
-    specs = list(log) if isinstance(log, (list, tuple)) else [log]
-    from pytest_vlcheck.loggers import check_logger_spec
-
-    for spec in specs:
-        check_logger_spec(spec, "log=")
-    return specs
-
-
-def _emit(run: Run, sinks: list[Sink], log_specs: list[LogSpec]) -> None:
-    """Write the files, then start each logger, log the run and close it."""
-    emit_all(run, sinks)
-    if not log_specs:
-        return
-    from pytest_vlcheck.loggers import open_logger
-
-    for spec in log_specs:
-        logger = open_logger(spec, "log=")
-        try:
-            LoggerSink(logger).emit(run)
-        finally:
-            logger.close()

@@ -188,12 +188,32 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "deterministically; merge the report folders with 'vlcheck merge'",
         },
     ),
+    (
+        "--vl-log",
+        {
+            "action": "append",
+            "default": [],
+            "metavar": "SPEC",
+            "help": "send each model's scalars to a logger, repeatable: tensorboard:DIR, wandb, "
+            "mlflow, jsonl:FILE",
+        },
+    ),
+    (
+        "--vl-step",
+        {
+            "default": None,
+            "metavar": "N",
+            "help": "the training step the logged scalars belong to (a checkpoint glob reads "
+            "each checkpoint's from its file name)",
+        },
+    ),
 )
 """Each option's flag and its argparse keywords, in ``pytest --help`` order."""
 
 INI_TWINS: tuple[tuple[str, str], ...] = (
     ("model", "linelist"),
     ("prior", "linelist"),
+    ("log", "linelist"),
     ("device", "string"),
     ("batch_size", "string"),
     ("precision", "string"),

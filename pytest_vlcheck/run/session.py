@@ -61,6 +61,10 @@ class Settings:
     embedding_cache_dir: Path | None = None
     """Root of the embedding cache (``--vl-cache-dir``); None turns it off (``--vl-no-cache``)."""
     embedding_cache_bytes: int = DEFAULT_MAX_BYTES
+    log_specs: tuple[Any, ...] = ()
+    """Loggers (``--vl-log``, ``log=``): specs or callables, checked when parsed."""
+    step: int | None = None
+    """The training step the run's scalars are logged at (``--vl-step``, ``step=``)."""
 
 
 @dataclass
@@ -241,9 +245,7 @@ class VlcheckSession:
             for s in self.settings.specs
         ]
 
-    def finished(
-        self, stats: dict[str, ScoringStats] | None = None, step: int | None = None
-    ) -> Run:
+    def finished(self, stats: dict[str, ScoringStats] | None = None) -> Run:
         """The run as its outputs read it: results in report order, the models, the
         collection errors and each model's scoring stats (``stats`` when summed elsewhere,
         as an xdist controller does; else this session's runners')."""
@@ -255,7 +257,7 @@ class VlcheckSession:
             settings=self.settings,
             errors=tuple(self.collection_errors),
             stats=stats or {name: runner.stats for name, runner in self.runners.items()},
-            step=step,
+            step=self.settings.step,
         )
 
 

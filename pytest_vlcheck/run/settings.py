@@ -47,6 +47,8 @@ DEFAULTS: dict[str, Any] = {
     "baseline_model": None,
     "gate_only": False,
     "prior": (),
+    "log": (),
+    "step": None,
 }
 """Every run option, by its Python name, with the value it takes when not given."""
 
@@ -123,12 +125,13 @@ def build_settings(source: OptionSource) -> Settings:
     if threshold.value is not None and not 0 <= threshold.value <= 1:
         raise SettingsError(f"{threshold.where} must be between 0 and 1")
     image_root = source.get("image_root").value
+    specs = model_specs(source.get("model"))
     return Settings(
         rootdir=source.rootdir,
         gates=_gate_settings(source),
         save_baseline=_save_baseline_path(source.get("save_baseline")),
         priors=_prior_specs(source.get("prior")),
-        specs=model_specs(source.get("model")),
+        specs=specs,
         model_options=ModelOptions(
             device=source.get("device").value,
             batch_size=batch_size,
@@ -144,7 +147,38 @@ def build_settings(source: OptionSource) -> Settings:
         if source.get("no_cache").value
         else _cache_root(source, "embeddings"),
         embedding_cache_bytes=_cache_size(source.get("cache_size")),
+        log_specs=_logger_specs(source.get("log")),
+        step=_step(source.get("step"), specs),
     )
+
+
+def _logger_specs(raw: Raw) -> tuple[Any, ...]:
+    """Logger specs (one, or a list), each checked cheaply now: a bad one costs no scoring."""
+    from pytest_vlcheck.loggers import LoggerSpecError, check_logger_spec
+
+    specs = tuple(raw.value) if isinstance(raw.value, (list, tuple)) else (raw.value,)
+    try:
+        for spec in specs:
+            check_logger_spec(spec, raw.where)
+    except LoggerSpecError as exc:
+        raise SettingsError(str(exc)) from None
+    return specs
+
+
+def _step(raw: Raw, specs: tuple[ModelSpec, ...]) -> int | None:
+    """The training step: a whole number, and not beside a checkpoint glob, whose
+    checkpoints carry their own steps."""
+    if raw.value is None:
+        return None
+    text = str(raw.value).strip()
+    if isinstance(raw.value, bool) or not (text.isdigit() or isinstance(raw.value, int)):
+        raise SettingsError(f"{raw.where} is {raw.value!r}; expected a whole number >= 0")
+    if any(spec.group is not None for spec in specs):
+        raise SettingsError(
+            f"{raw.where}: a checkpoint glob reads each checkpoint's step from its file "
+            "name; expected no step with a glob"
+        )
+    return int(text)
 
 
 def _number(raw: Raw, kind: type = float) -> Raw:

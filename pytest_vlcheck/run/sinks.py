@@ -130,28 +130,37 @@ class BaselineFile:
 
 
 @dataclass(frozen=True)
-class LoggerSink:
-    """Each model's scalars to a logger (``pytest_vlcheck.loggers``' ``Logger``): one call
-    per model, at the checkpoint's step, else the run's."""
+class Loggers:
+    """Every logger of the run (``--vl-log``, ``log=``): started, handed each model's
+    scalars at the checkpoint's step (else the run's), flushed. Emitted after the files, so
+    a logger that cannot start or fails costs no report."""
 
-    logger: Any
-    """Has ``log(scalars, step)``."""
+    specs: tuple[Any, ...]
 
     def emit(self, run: Run) -> None:
         """Log the run's numbers."""
-        for scalars, step in run.scalars_per_model():
-            self.logger.log(scalars, step)
+        from pytest_vlcheck.loggers import open_logger
+
+        for spec in self.specs:
+            logger = open_logger(spec, "logger")
+            try:
+                for scalars, step in run.scalars_per_model():
+                    logger.log(scalars, step)
+            finally:
+                logger.close()
 
 
 def file_sinks(run: Run, *, baseline: bool = True) -> list[Sink]:
-    """The files the settings ask for: the report folder (report files and samples) and,
-    when ``baseline``, the baseline to merge into."""
+    """The outputs the settings ask for, files first: the report folder (report files and
+    samples), when ``baseline`` the baseline to merge into, then the loggers."""
     settings = run.settings
     sinks: list[Sink] = []
     if settings.report_dir is not None:
         sinks += [ReportFiles(settings.report_dir), Samples(settings.report_dir / "samples.jsonl")]
     if baseline and settings.save_baseline is not None:
         sinks.append(BaselineFile(settings.save_baseline))
+    if settings.log_specs:
+        sinks.append(Loggers(settings.log_specs))
     return sinks
 
 

@@ -1,0 +1,66 @@
+"""``VlcheckLightningCallback``: capability checklists inside a Lightning ``Trainer``.
+
+The CLIP model is the LightningModule's attribute ``model_attribute`` (``model`` by default:
+``self.model = open_clip.create_model(...)`` in the module's ``__init__``). It is evaluated
+with ``pytest_vlcheck.evaluate`` after each validation epoch, or every ``every_n_steps``
+optimizer steps, and the run's scalars go to every logger of the trainer
+(``logger.log_metrics(scalars, step=trainer.global_step)``). Only global rank 0 evaluates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lightning.pytorch.callbacks import Callback
+
+from pytest_vlcheck.errors import VlcheckUserError
+from pytest_vlcheck.integrations.schedule import Schedule
+from pytest_vlcheck.run.evaluate import evaluate
+from pytest_vlcheck.run.outcome import Run
+
+
+class VlcheckLightningCallback(Callback):
+    """``Trainer(callbacks=[VlcheckLightningCallback("checklists/", preprocess=preprocess,
+    tokenizer=tokenizer)])``; ``evaluate_options`` are ``evaluate``'s keywords. ``runs``
+    keeps each evaluation's ``Run``."""
+
+    def __init__(
+        self,
+        checklists: str | Path | Sequence[str | Path],
+        *,
+        model_attribute: str = "model",
+        every_n_steps: int | None = None,
+        **evaluate_options: Any,
+    ) -> None:
+        self.checklists = checklists
+        self.model_attribute = model_attribute
+        self.schedule = Schedule(every_n_steps)
+        self.options = evaluate_options
+        self.runs: list[Run] = []
+
+    def on_train_batch_end(
+        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        if self.schedule.due_after_step(trainer.global_step):
+            self._evaluate(trainer, pl_module)
+
+    def on_validation_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        if not trainer.sanity_checking and self.schedule.due_after_evaluation(trainer.global_step):
+            self._evaluate(trainer, pl_module)
+
+    def _evaluate(self, trainer: Any, pl_module: Any) -> None:
+        if not trainer.is_global_zero:
+            return
+        model = getattr(pl_module, self.model_attribute, None)
+        if model is None:
+            raise VlcheckUserError(
+                f"VlcheckLightningCallback: {type(pl_module).__name__} has no attribute "
+                f"{self.model_attribute!r}; expected the CLIP model there, or "
+                "model_attribute= naming where it is"
+            )
+        run = evaluate(model, self.checklists, step=trainer.global_step, **self.options)
+        self.runs.append(run)
+        for logger in trainer.loggers:
+            logger.log_metrics(run.scalars(), step=trainer.global_step)

@@ -1,0 +1,153 @@
+"""Logger specs: ``tensorboard:DIR``, ``wandb``, ``mlflow``, ``jsonl:FILE``, or a callable
+``(scalars, step)``.
+
+``check_logger_spec`` runs before any scoring and catches what can be known cheaply (an
+unknown kind, a missing argument or package, a path of the wrong kind, W&B online without a
+key, an MLflow URI of an unknown scheme); ``open_logger`` starts the logger after the run, so
+a logger that still cannot start costs no report (the files are written first).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import netrc
+import os
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from pytest_vlcheck.loggers.protocol import Logger, LoggerSpecError
+
+LOGGER_KINDS = ("tensorboard:DIR", "wandb", "mlflow", "jsonl:FILE")
+_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "mlflow"}
+_MLFLOW_SCHEMES = {"", "file", "http", "https", "databricks", "sqlite", "postgresql", "mysql"}
+_EXPECTED = f"expected one of {', '.join(LOGGER_KINDS)}, or a callable (scalars, step)"
+
+
+class CallableLogger:
+    """A function ``(scalars, step)`` as a logger."""
+
+    def __init__(self, function: Callable[[dict[str, float], int | None], Any]) -> None:
+        self.function = function
+
+    def log(self, scalars: Mapping[str, float], step: int | None) -> None:
+        self.function(dict(scalars), step)
+
+    def close(self) -> None:
+        """A function holds nothing open."""
+
+
+def _split(spec: Any, where: str) -> tuple[str, str]:
+    if not isinstance(spec, str):
+        raise LoggerSpecError(f"{where} {spec!r}: not a logger; {_EXPECTED}")
+    kind, _, argument = spec.partition(":")
+    if kind not in ("tensorboard", "wandb", "mlflow", "jsonl"):
+        raise LoggerSpecError(f"{where} {spec}: unknown logger {kind!r}; {_EXPECTED}")
+    if kind in ("tensorboard", "jsonl") and not argument:
+        raise LoggerSpecError(f"{where} {spec}: no path; expected {kind}:PATH")
+    if kind in ("wandb", "mlflow") and argument:
+        raise LoggerSpecError(
+            f"{where} {spec}: {kind} takes no argument; expected '{kind}' (configured by its "
+            "own environment variables)"
+        )
+    return kind, argument
+
+
+def check_logger_spec(spec: Any, where: str) -> None:
+    """Raise ``LoggerSpecError`` naming ``where`` (``--vl-log``, ``log=``) for a spec that
+    cannot work; it imports nothing heavy."""
+    if callable(spec):
+        return
+    kind, argument = _split(spec, where)
+    package = _PACKAGES.get(kind)
+    if package is not None and not _installed(package):
+        raise LoggerSpecError(
+            f"{where} {spec}: the {package} package is not installed; expected "
+            "pip install 'pytest-vlcheck[loggers]'"
+        )
+    {"tensorboard": _check_folder, "jsonl": _check_file, "wandb": _check_wandb}.get(
+        kind, _check_mlflow
+    )(spec, argument, where)
+
+
+def _installed(package: str) -> bool:
+    """Importable, without importing it (or already imported, e.g. by the training script)."""
+    return package in sys.modules or importlib.util.find_spec(package) is not None
+
+
+def _check_folder(spec: str, argument: str, where: str) -> None:
+    path = Path(argument)
+    if path.exists() and not path.is_dir():
+        raise LoggerSpecError(f"{where} {spec}: {path} is a file; expected a folder for events")
+
+
+def _check_file(spec: str, argument: str, where: str) -> None:
+    path = Path(argument)
+    if path.is_dir():
+        raise LoggerSpecError(f"{where} {spec}: {path} is a folder; expected a file to append to")
+    if not path.parent.is_dir():
+        raise LoggerSpecError(
+            f"{where} {spec}: folder {path.parent} does not exist; expected an existing folder"
+        )
+
+
+def _check_wandb(spec: str, argument: str, where: str) -> None:
+    """Online W&B needs a key (``WANDB_API_KEY`` or ``wandb login``'s netrc entry)."""
+    if os.environ.get("WANDB_MODE", "online") in ("offline", "disabled", "dryrun"):
+        return
+    if os.environ.get("WANDB_API_KEY"):
+        return
+    try:
+        host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
+        if netrc.netrc().authenticators(host or ""):
+            return
+    except (OSError, netrc.NetrcParseError):
+        pass
+    raise LoggerSpecError(
+        f"{where} {spec}: W&B is online and has no API key; expected WANDB_API_KEY, "
+        "'wandb login', or WANDB_MODE=offline"
+    )
+
+
+def _check_mlflow(spec: str, argument: str, where: str) -> None:
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    scheme = urlparse(uri).scheme.split("+")[0]
+    if len(scheme) > 1 and scheme not in _MLFLOW_SCHEMES:
+        raise LoggerSpecError(
+            f"{where} {spec}: MLFLOW_TRACKING_URI {uri!r} has an unknown scheme; expected "
+            f"one of {', '.join(sorted(s for s in _MLFLOW_SCHEMES if s))}, or a folder"
+        )
+
+
+def open_logger(spec: Any, where: str) -> Logger:
+    """Start the logger a spec names; one line naming ``where`` when it cannot start."""
+    if callable(spec):
+        return CallableLogger(spec)
+    kind, argument = _split(spec, where)
+    try:
+        return _start(kind, argument)
+    except LoggerSpecError:
+        raise
+    except Exception as exc:  # the logger library's own failure, told in one line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise LoggerSpecError(f"{where} {spec}: cannot start the logger: {first}") from None
+
+
+def _start(kind: str, argument: str) -> Logger:
+    if kind == "jsonl":
+        from pytest_vlcheck.loggers.jsonl_logger import JsonlLogger
+
+        return JsonlLogger(Path(argument))
+    if kind == "tensorboard":
+        from pytest_vlcheck.loggers.tensorboard_logger import TensorBoardLogger
+
+        return TensorBoardLogger(Path(argument))
+    if kind == "wandb":
+        from pytest_vlcheck.loggers.wandb_logger import WandbLogger
+
+        return WandbLogger()
+    from pytest_vlcheck.loggers.mlflow_logger import MlflowLogger
+
+    return MlflowLogger()

@@ -1,0 +1,79 @@
+"""Checkpoints as training writes them: a glob in a spec's weights part is one model per file.
+
+``run=open_clip:cfg.json@ckpts/epoch_*.safetensors`` and ``hf:out/checkpoint-*`` become one
+spec per match, in natural order (``epoch_2`` before ``epoch_10``), named ``GROUP@STEM``
+(``run@epoch_2``), where GROUP is the spec's name, shared by the checkpoints as their scalar
+prefix (one curve per scalar), and with the training step read from the file name: the last
+number in it (``epoch_12`` -> 12, ``checkpoint-500`` -> 500; none -> None).
+"""
+
+from __future__ import annotations
+
+import glob
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pytest_vlcheck.errors import ModelSpecError
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.models.registry import ModelSpec
+
+GLOB_CHARACTERS = frozenset("*?[")
+_NUMBER = re.compile(r"\d+")
+_NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_.+-]")
+
+
+def is_glob(text: str) -> bool:
+    return any(c in GLOB_CHARACTERS for c in text)
+
+
+def weights_part(scheme: str, body: str) -> tuple[str, str]:
+    """(what stays, the weights path) of a spec body: open_clip's after ``@``, hf's whole."""
+    if scheme == "open_clip" and "@" in body:
+        arch, _, weights = body.partition("@")
+        return f"{arch}@", weights
+    if scheme == "hf":
+        return "", body
+    return body, ""
+
+
+def natural_key(text: str) -> list[int | str]:
+    """Digits compared as numbers: ``epoch_2`` < ``epoch_10``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def step_of(path: str) -> int | None:
+    """The last number in the file or folder name, or None."""
+    numbers = _NUMBER.findall(Path(path.rstrip("/")).name)
+    return int(numbers[-1]) if numbers else None
+
+
+def expand_checkpoints(spec: ModelSpec) -> list[ModelSpec]:
+    """The spec itself, or one spec per checkpoint its glob matches."""
+    kept, weights = weights_part(spec.scheme, spec.body)
+    if not weights or not is_glob(weights):
+        return [spec]
+    matches = sorted(glob.glob(weights), key=natural_key)
+    if not matches:
+        raise ModelSpecError(
+            f"{spec.text!r}: the checkpoint glob {weights!r} matches nothing; "
+            "expected weights files (or hf checkpoint folders) that exist"
+        )
+    members = []
+    for match in matches:
+        stem = Path(match.rstrip("/")).name.removesuffix(".safetensors")
+        name = f"{spec.name}@{_NOT_IN_NAME.sub('-', stem)}"
+        text = f"{spec.scheme}:{kept}{match}"
+        members.append(
+            replace(
+                spec,
+                name=name,
+                text=text,
+                body=f"{kept}{match}",
+                group=spec.name,
+                step=step_of(match),
+            )
+        )
+    return members
