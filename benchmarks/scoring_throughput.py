@@ -203,8 +203,8 @@ def plugin_engine(setup: Setup) -> float:
     cache (hashing and cache writes included); pass rate."""
     # The model load is left out, as for ``bare``.
     with EmbeddingCache(setup.fresh_cache()) as cache:
-        runner = ModelRunner(
-            parse_spec(setup.spec), setup.options, ImageLoader(), cache=cache, _scorer=setup.scorer
+        runner = ModelRunner.for_scorer(
+            parse_spec(setup.spec), setup.scorer, setup.options, ImageLoader(), cache=cache
         )
         runner.prepare([setup.test])
         return evaluate_test(setup.test, runner).pass_rate
@@ -235,7 +235,7 @@ def unchanged_rerun(setup: Setup) -> float:
         runner = ModelRunner(parse_spec(setup.spec), setup.options, ImageLoader(), cache=cache)
         runner.prepare([setup.test])
         rate = evaluate_test(setup.test, runner).pass_rate
-    if runner.stats.model_calls or runner._scorer is not None:
+    if runner.stats.model_calls or runner.source.built:
         raise SystemExit(f"the cached re-run built the model or encoded: {runner.stats}")
     return rate
 

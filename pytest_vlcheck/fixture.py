@@ -79,6 +79,7 @@ class VlModel:
         texts_list = _texts(texts)
         refs = self._refs(images)
         grid = (tuple(refs), tuple(texts_list))
+        self.runner.refresh()
         self.runner.prepare_grids([grid])
         scores = self.runner.grid(grid, example_id or "")
         if isinstance(scores, Unscorable):
@@ -89,6 +90,7 @@ class VlModel:
         """Unit-norm image embeddings [images, dim] (float64: their dot products rounded to
         fp32 are ``score``'s values); a dual encoder only."""
         __tracebackhide__ = True
+        self.runner.refresh()
         vectors = self.runner.image_vectors(self._refs(images))
         if isinstance(vectors, Unscorable):
             raise self._unavailable(vectors)
@@ -97,6 +99,7 @@ class VlModel:
     def encode_texts(self, texts: Any) -> np.ndarray:
         """Unit-norm text embeddings [texts, dim] (float64); a dual encoder only."""
         __tracebackhide__ = True
+        self.runner.refresh()
         return self.runner.text_vectors(_texts(texts))
 
     def evaluate(
@@ -119,6 +122,7 @@ class VlModel:
         __tracebackhide__ = True
         item = self._item()
         test = self._build(item, task, list(examples), threshold, capability, name, task_settings)
+        self.runner.refresh()
         result = self._state.evaluate(test, self.name)
         item.stash.setdefault(ROWS_KEY, []).append(result)
         item.user_properties.extend(result_properties(result))

@@ -5,6 +5,8 @@ W&B's offline run file; pytest's ``--vl-log``/``--vl-step`` log what ``evaluate`
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -204,19 +206,40 @@ def test_tensorboard_events_hold_every_scalar_at_its_step(project: pytest.Pytest
         ]
 
 
-def test_mlflow_gets_the_scalars_in_the_active_run(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import mlflow
+MLFLOW_RUN = """
+import json, mlflow
+from pytest_vlcheck import evaluate
 
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"file:{project.path / 'mlruns'}")
-    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
-    with mlflow.start_run() as active:
-        run = evaluate("py:colour_model:make", "checks.yaml", step=4, log="mlflow")
-    client = mlflow.tracking.MlflowClient()
-    for name, value in run.scalars().items():
-        history = client.get_metric_history(active.info.run_id, name)
-        assert [(m.step, m.value) for m in history] == [(4, pytest.approx(value))]
+with mlflow.start_run() as active:
+    run = evaluate("py:colour_model:make", "checks.yaml", step=4, log="mlflow")
+client = mlflow.tracking.MlflowClient()
+history = {
+    name: [(m.step, m.value) for m in client.get_metric_history(active.info.run_id, name)]
+    for name in run.scalars()
+}
+with open("mlflow.json", "w") as handle:
+    json.dump({"scalars": run.scalars(), "history": history}, handle)
+"""
+
+
+def test_mlflow_gets_the_scalars_in_the_active_run(project: pytest.Pytester) -> None:
+    """In a subprocess: importing mlflow into the test process breaks later in-process
+    pytest runs (pytester drops the modules a test imported)."""
+    (project.path / "mlflow_run.py").write_text(MLFLOW_RUN)
+    env = {
+        **os.environ,
+        "MLFLOW_TRACKING_URI": f"file:{project.path / 'mlruns'}",
+        "MLFLOW_ALLOW_FILE_STORE": "true",
+        "PYTHONPATH": ".",
+    }
+    done = subprocess.run(
+        [sys.executable, "mlflow_run.py"], cwd=project.path, env=env, capture_output=True
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    logged = json.loads((project.path / "mlflow.json").read_text())
+    assert logged["scalars"]
+    for name, value in logged["scalars"].items():
+        assert logged["history"][name] == [[4, pytest.approx(value)]]
 
 
 def test_wandb_logs_into_the_active_run(
@@ -231,25 +254,36 @@ def test_wandb_logs_into_the_active_run(
     assert logged == [(run.scalars(), 5)]
 
 
-def test_a_real_offline_wandb_run_records_the_scalars(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A smoke run of the real package: wandb 0.31 has no Python reader of its run files
-    (its service is Go), so the scalars' names and JSON values are looked up in the run
-    file's protobuf records, where strings are stored as they are."""
-    import wandb
+OFFLINE_WANDB = """
+import json, wandb
+from pytest_vlcheck import evaluate
 
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    monkeypatch.setenv("WANDB_SILENT", "true")
-    active = wandb.init(project="vlcheck-test", dir=str(project.path))
-    try:
-        run = evaluate("py:colour_model:make", "checks.yaml", step=6, log="wandb")
-    finally:
-        active.finish()
+active = wandb.init(project="vlcheck-test", dir=".")
+try:
+    run = evaluate("py:colour_model:make", "checks.yaml", step=6, log="wandb")
+finally:
+    active.finish()
+with open("scalars.json", "w") as handle:
+    json.dump(run.scalars(), handle)
+"""
+
+
+def test_a_real_offline_wandb_run_records_the_scalars(project: pytest.Pytester) -> None:
+    """A smoke run of the real package, in a subprocess (wandb takes over the process's
+    output streams): wandb 0.31 has no Python reader of its run files (its service is Go),
+    so the scalars' names and JSON values are looked up in the run file's protobuf records,
+    where strings are stored as they are."""
+    (project.path / "offline_wandb.py").write_text(OFFLINE_WANDB)
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true", "PYTHONPATH": "."}
+    done = subprocess.run(
+        [sys.executable, "offline_wandb.py"], cwd=project.path, env=env, capture_output=True
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    scalars = json.loads((project.path / "scalars.json").read_text())
     (run_file,) = (project.path / "wandb").glob("offline-run-*/run-*.wandb")
-    assert any(not v.is_integer() for v in run.scalars().values())
+    assert any(not v.is_integer() for v in scalars.values())
     records = run_file.read_bytes()
-    for name, value in run.scalars().items():
+    for name, value in scalars.items():
         assert name.encode() in records
         if not value.is_integer():  # whole numbers are written without a fraction
             assert json.dumps(value).encode() in records

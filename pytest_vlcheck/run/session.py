@@ -99,14 +99,12 @@ class VlcheckSession:
         if model not in self.runners:
             spec = next(s for s in self.settings.specs if s.name == model)
             loader = ImageLoader(self.settings.url_cache_dir)
+            options = self.settings.model_options
             built = self.scorers.get(model)
-            self.runners[model] = ModelRunner(
-                spec,
-                self.settings.model_options,
-                loader,
-                cache=None if built is not None else self.embedding_cache(),
-                progress=self.progress,
-                _scorer=built,
+            self.runners[model] = (
+                ModelRunner(spec, options, loader, self.embedding_cache(), self.progress)
+                if built is None
+                else ModelRunner.for_scorer(spec, built, options, loader, self.progress)
             )
         return self.runners[model]
 

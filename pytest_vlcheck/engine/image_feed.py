@@ -1,0 +1,107 @@
+"""Images on their way into a model: content keys, decoding and preprocessing in threads.
+
+The runner hands an ``ImageFeed`` the images it must encode; the feed keys them by content
+for the embedding cache (file images hashed in parallel through the cache's stat index),
+decodes and, where the scorer preprocesses on its own (``preprocess_image``), preprocesses
+them in a thread pool a few batches ahead of the model, and records each image that cannot
+be loaded with the loader's reason instead of raising.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_vlcheck.engine.content_keys import image_key
+from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+    from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
+    from pytest_vlcheck.engine.scoring import ScoringStats
+
+ImageKey = tuple[Any, ...]
+ImageLoad = Callable[[ImageRef], "Image"]
+LOAD_THREADS = 8
+
+
+@dataclass
+class ImageFeed:
+    """Decoded, keyed images for one runner; ``unavailable`` maps an image's key to why it
+    could not be loaded, ``content_keys`` to its embedding-cache key."""
+
+    load_image: ImageLoad
+    cache: EmbeddingCache | None
+    stats: ScoringStats
+    unavailable: dict[ImageKey, str] = field(default_factory=dict)
+    content_keys: dict[ImageKey, str] = field(default_factory=dict)
+
+    def key(self, refs: Sequence[ImageRef]) -> None:
+        """Content keys of ``refs`` when the cache is on: file images hashed in parallel, with
+        one stat-index query and one index write for all of them."""
+        if self.cache is None or not self.cache.enabled:
+            return
+        todo = [r for r in refs if r.key not in self.content_keys and r.key not in self.unavailable]
+        files = list(dict.fromkeys(Path(r.location) for r in todo if r.kind == "file"))
+        with ThreadPoolExecutor(max_workers=LOAD_THREADS) as pool:
+            digests = dict(zip(files, self.cache.file_digests(files, pool.map), strict=True))
+
+        def digest(path: Path) -> str:
+            found = digests[path]
+            if isinstance(found, str):
+                return found
+            raise found
+
+        for ref in todo:
+            try:
+                self.content_keys[ref.key] = image_key(ref, digest)
+            except ImageUnavailable:
+                self.load_one(ref)  # records the loader's own reason, as an uncached run would
+
+    def loaded_batches(
+        self,
+        batches: list[list[ImageRef]],
+        preprocess: Callable[[Image], Any] | None,
+        user_code: Callable[..., Any],
+    ) -> Iterator[tuple[list[ImageRef], list[Any]]]:
+        """Batches of decoded (and, with ``preprocess``, preprocessed) images; the next
+        batches are prepared in the pool while the model runs."""
+
+        def prepare(ref: ImageRef) -> Any:
+            image = self.load_one(ref)
+            if image is None or preprocess is None:
+                return image
+            return user_code("preprocess_image", preprocess, image)
+
+        with ThreadPoolExecutor(max_workers=LOAD_THREADS) as pool:
+            ahead = 2  # batches in flight beyond the one being encoded
+            pending = [[pool.submit(prepare, ref) for ref in batch] for batch in batches[:ahead]]
+            for index, batch in enumerate(batches):
+                if index + ahead < len(batches):
+                    pending.append([pool.submit(prepare, ref) for ref in batches[index + ahead]])
+                started = time.perf_counter()
+                images = [future.result() for future in pending[index]]
+                self.stats.load_seconds += time.perf_counter() - started
+                kept = [(r, im) for r, im in zip(batch, images, strict=True) if im is not None]
+                yield [r for r, _ in kept], [im for _, im in kept]
+
+    def load_all(self, refs: Sequence[ImageRef]) -> list[Image | None]:
+        """Decode ``refs`` in parallel; failures are recorded, not raised."""
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=LOAD_THREADS) as pool:
+            results = list(pool.map(self.load_one, refs))
+        self.stats.load_seconds += time.perf_counter() - started
+        return results
+
+    def load_one(self, ref: ImageRef) -> Image | None:
+        """The decoded image, or None with the reason recorded."""
+        try:
+            return self.load_image(ref)
+        except ImageUnavailable as exc:
+            self.unavailable[ref.key] = exc.reason
+            return None

@@ -1,0 +1,259 @@
+"""Where a runner's scorer comes from and who it is, apart from the scores it serves.
+
+``ScorerSource`` builds the scorer from its spec on first need, or holds one built already (a
+live model or a scorer object handed to ``evaluate``), chooses its scoring path once, and
+names the embedding-cache namespace its vectors go in: from the backend's ``identify`` when
+it has one (no model built, no torch imported), else from the built scorer's fingerprint; a
+scorer without a fingerprint gets none, so nothing is cached under a name that cannot tell
+weights apart. ``KnownModel`` is what the cache remembers of a model, so that a fully
+cached re-run need not build it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from pytest_vlcheck.engine.content_keys import namespace
+from pytest_vlcheck.errors import (
+    ModelLoadError,
+    ScorerProtocolError,
+    UserCodeError,
+    VlcheckUserError,
+)
+from pytest_vlcheck.models.protocol import (
+    DualEncoder,
+    ModelIdentity,
+    ModelOptions,
+    RefScorer,
+    check_rows,
+    scorer_fingerprint,
+)
+from pytest_vlcheck.models.registry import (
+    BUILTIN_BACKENDS,
+    ModelSpec,
+    identify,
+    load_scorer,
+    run_precision,
+)
+from pytest_vlcheck.models.torch_utils import calibrated_sigmoid
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
+
+ScoringMode = Literal["refs", "dual", "pairs"]
+CACHED_MODES = ("dual", "pairs")
+
+
+@dataclass(frozen=True)
+class KnownModel:
+    """What the cache remembers of a model, so a fully cached run need not build it."""
+
+    mode: ScoringMode
+    sigmoid: tuple[float, float] | None = None
+    own_match: bool = False
+    """The scorer has a ``match_probability`` of its own (not a plain calibrated sigmoid)."""
+
+    def to_json(self) -> str:
+        """The meta row's text."""
+        return json.dumps({"mode": self.mode, "sigmoid": self.sigmoid, "own_match": self.own_match})
+
+    @staticmethod
+    def from_json(text: str | None) -> KnownModel | None:
+        """The meta row read back; anything unexpected is None (the model is built)."""
+        try:
+            data = json.loads(text or "")
+            sigmoid = data["sigmoid"]
+            if data["mode"] not in CACHED_MODES or not isinstance(data["own_match"], bool):
+                return None
+            if sigmoid is not None:
+                scale, bias = (float(v) for v in sigmoid)
+                sigmoid = (scale, bias)
+            return KnownModel(data["mode"], sigmoid, data["own_match"])
+        except (ValueError, TypeError, KeyError):
+            return None
+
+    @staticmethod
+    def of(scorer: Any, mode: ScoringMode) -> KnownModel:
+        """What to remember of a built scorer."""
+        calibration = getattr(scorer, "sigmoid_calibration", None)
+        if calibration is not None:
+            return KnownModel(mode, (float(calibration[0]), float(calibration[1])))
+        return KnownModel(mode, None, hasattr(scorer, "match_probability"))
+
+
+@dataclass
+class ScorerSource:
+    """One model's scorer, built on first need (``built``: one already built), and its
+    identity. ``cache`` is the embedding cache whose namespaces it names (None: none)."""
+
+    spec: ModelSpec
+    options: ModelOptions
+    cache: EmbeddingCache | None = None
+    _scorer: Any = None
+    _mode: ScoringMode | None = None
+    _known: KnownModel | None = None
+    _load_error: Exception | None = None
+    _identity: ModelIdentity | None = None
+    _identified: bool = False
+    _precision: str | None = None
+    """The precision the model computes in (fp16 on the CPU is fp32): part of the namespace."""
+
+    @property
+    def built(self) -> bool:
+        """Whether the scorer exists (a cached re-run may never build it)."""
+        return self._scorer is not None
+
+    @property
+    def scorer(self) -> Any:
+        """The scorer, loaded once; a load failure is remembered and raised again.
+
+        The scoring path is chosen here, once: reference lookups (no pixels), the dual
+        encoder (each unique input encoded once, cosine scores), or the pair scorer.
+        """
+        if self._load_error is not None:
+            raise self._load_error
+        if self._scorer is None:
+            try:
+                self._scorer = self._same_identity(load_scorer(self.spec, self.options))
+            except Exception as exc:
+                self._load_error = exc
+                raise
+        if self._mode is None:
+            self._mode = _scoring_mode(self._scorer)
+            self.remember_model()
+        return self._scorer
+
+    def _same_identity(self, scorer: Any) -> Any:
+        """``scorer``, if it is the model the cache namespace was named after before it was
+        built: otherwise vectors of two weights would be mixed under one name (a hub model
+        updated while loading, a ``py:`` factory declaring another fingerprint)."""
+        identity = self._identity if self._identified else None
+        built = scorer_fingerprint(scorer)
+        if identity is not None and built and built != identity.fingerprint:
+            raise ModelLoadError(
+                f"model '{self.spec.text}': its fingerprint was {identity.fingerprint} before "
+                f"loading and the loaded model's is {built}; expected one fingerprint (a "
+                "py: factory's vlcheck_fingerprint must equal its scorer's fingerprint; hub "
+                "weights updated while loading are read again by a new run)"
+            )
+        return scorer
+
+    @property
+    def mode(self) -> ScoringMode:
+        """How this model scores: from the cache's memory of it, else by building it."""
+        if self._mode is None:
+            known = self.known_model()
+            self._mode = known.mode if known is not None else None
+        if self._mode is None:
+            _ = self.scorer
+        assert self._mode is not None
+        return self._mode
+
+    @property
+    def fingerprint(self) -> str:
+        """The weights' fingerprint: the identity's when known (no model needed)."""
+        identity = self._identity if self._identified else None
+        return identity.fingerprint if identity else scorer_fingerprint(self.scorer)
+
+    def require_dual(self, method: str) -> None:
+        if self.mode != "dual":
+            kind = "scores pairs only (score_pairs)" if self.mode == "pairs" else "looks scores up"
+            raise ScorerProtocolError(
+                f"model '{self.spec.text}' {kind}: {method} needs a dual encoder (encode_images "
+                "and encode_texts); use score(images, texts) instead"
+            )
+
+    def match_scores(self, scores: np.ndarray) -> tuple[np.ndarray, str]:
+        """Scores for a ``match`` decision and their kind (``probability`` or ``similarity``).
+
+        Dual encoders that define ``match_probability`` (SigLIP's sigmoid) map similarities
+        to probabilities; cross-encoders and score files give their scores as they are.
+        """
+        if self.mode != "dual":
+            return scores, "probability"
+        known = self._known if self._scorer is None else None
+        if known is not None and known.sigmoid is not None:
+            return calibrated_sigmoid(scores, *known.sigmoid), "probability"
+        if (known is None or known.own_match) and hasattr(self.scorer, "match_probability"):
+            probabilities = self.scorer.match_probability(scores)
+            return np.asarray(probabilities, dtype=np.float32), "probability"
+        return scores, "similarity"
+
+    def namespace(self, kind: str) -> str | None:
+        """The cache namespace of ``kind`` for this model, or None when it cannot be cached:
+        no cache, or a model without an identity that is not built yet."""
+        if self.cache is None or not self.cache.enabled:
+            return None
+        if not self._identified:
+            self._identified = True
+            self._identity = identify(self.spec, self.options, self.cache.file_digest)
+        identity = self._identity
+        if identity is None and self._scorer is not None:
+            fingerprint = scorer_fingerprint(self._scorer)
+            # Without a backend identity, the spec as written stands for the preprocessing.
+            identity = ModelIdentity(fingerprint, f"spec {self.spec.text}") if fingerprint else None
+        if identity is None:
+            return None
+        if self._precision is None:
+            self._precision = run_precision(self.spec.scheme, self.options)
+        preprocessing = f"{identity.preprocessing}|{self._precision}"
+        return namespace(identity.fingerprint, preprocessing, kind)
+
+    def known_model(self) -> KnownModel | None:
+        space = self.namespace("meta")
+        if space is None or self.cache is None:
+            return None
+        self._known = KnownModel.from_json(self.cache.get_meta(space))
+        return self._known
+
+    def remember_model(self) -> None:
+        space = self.namespace("meta")
+        if space is not None and self.cache is not None and self._mode in CACHED_MODES:
+            assert self._mode is not None
+            self.cache.put_meta(space, KnownModel.of(self._scorer, self._mode).to_json())
+
+    def call(self, method: str, expected: int, *args: Any) -> np.ndarray:
+        """Call a scorer method and check its result against the protocol: ``expected``
+        rows of numbers (numpy, torch on any device, or lists), as float32 numpy."""
+        raw = self.user_code(method, getattr(self.scorer, method), *args)
+        try:
+            result = _to_numpy(raw)
+        except (TypeError, ValueError) as exc:
+            raise ScorerProtocolError(
+                f"model '{self.spec.text}': {method} returned {type(raw).__name__}, not "
+                f"numbers ({exc}); expected a numpy array, torch tensor or list of numbers"
+            ) from None
+        check_rows(result, expected, method, self.spec.text)
+        return result
+
+    def user_code(self, method: str, function: Callable[..., Any], *args: Any) -> Any:
+        """Call a scorer method. An exception from the user's own scorer (``py:`` or an entry
+        point) becomes a ``UserCodeError`` with their frames only; one from a built-in
+        backend is a bug in vlcheck and keeps its full traceback."""
+        try:
+            return function(*args)
+        except VlcheckUserError:
+            raise
+        except Exception as exc:
+            if self.spec.scheme in BUILTIN_BACKENDS:
+                raise
+            raise UserCodeError.from_exception(exc, f"model '{self.spec.text}': {method}") from exc
+
+
+def _scoring_mode(scorer: Any) -> ScoringMode:
+    """Reference lookups when the scorer has them, else the dual encoder, else pairs."""
+    if isinstance(scorer, RefScorer):
+        return "refs"
+    return "dual" if isinstance(scorer, DualEncoder) else "pairs"
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    """Arrays from numpy, torch (any device) or lists, as float32 numpy."""
+    if hasattr(value, "detach"):
+        value = value.detach().float().cpu().numpy()
+    return np.asarray(value, dtype=np.float32)
