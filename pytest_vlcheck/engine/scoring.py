@@ -148,6 +148,13 @@ class ModelRunner:
         """Scores for a ``match`` decision and their kind (``ScorerSource.match_scores``)."""
         return self.source.match_scores(scores)
 
+    def rebind(self, scorer: Any) -> None:
+        """The same model wrapped anew for another call (``run.live_runners``): what was
+        computed stays while its fingerprint holds (``refresh``); the stats start again."""
+        self.source = ScorerSource(self.spec, self.options, self.cache, scorer)
+        self.stats = ScoringStats()
+        self.images.stats = self.stats
+
     def refresh(self) -> None:
         """Start a new call from the user (``vl_model.score``, a training loop's probe):
         numbers belong to the weights at call time, so what was computed in memory is
@@ -156,7 +163,7 @@ class ModelRunner:
         if not self.source.built:
             return
         current = scorer_fingerprint(self.source.scorer)
-        if current is None or current != self._memory_fingerprint:
+        if not current or current != self._memory_fingerprint:
             self._image_vectors.clear()
             self._text_vectors.clear()
             self._pair_scores.clear()

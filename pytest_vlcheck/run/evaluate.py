@@ -17,6 +17,7 @@ from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.run.checklists import checklist_files, load_tests, selected
+from pytest_vlcheck.run.live_runners import runner_for
 from pytest_vlcheck.run.outcome import Run
 from pytest_vlcheck.run.session import Settings, VlcheckSession
 from pytest_vlcheck.run.settings import KeywordOptions, SettingsError, build_settings
@@ -57,10 +58,15 @@ def evaluate(
     source = KeywordOptions({**options, **given})
     if isinstance(model, str):
         source.values["model"] = model
-    settings, scorers = _with_model(build_settings(source), model, preprocess, tokenizer, name)
+    settings, scorer = _with_model(build_settings(source), model, preprocess, tokenizer, name)
     paths = _paths(checklists, bundled)
     tests = selected(load_tests(checklist_files(paths), settings.image_root), select)
-    session = VlcheckSession(settings, scorers=scorers)
+    session = VlcheckSession(settings)
+    if scorer is not None:
+        (spec,) = settings.specs
+        session.runners[spec.name] = runner_for(
+            model, scorer, spec, settings.model_options, settings.url_cache_dir
+        )
     try:
         run = _measure(session, tests)
     finally:
@@ -71,10 +77,10 @@ def evaluate(
 
 def _with_model(
     settings: Settings, model: Any, preprocess: Any, tokenizer: Any, name: str | None
-) -> tuple[Settings, dict[str, Any]]:
-    """The settings with the model's spec under ``name``, and the built scorer of a model
-    object by its name ({} for a spec string, which the session loads)."""
-    scorers: dict[str, Any] = {}
+) -> tuple[Settings, Any]:
+    """The settings with the model's spec under ``name``, and a model object's scorer (None
+    for a spec string, which the session loads)."""
+    scorer = None
     if isinstance(model, str):
         if preprocess is not None or tokenizer is not None:
             raise SettingsError(
@@ -85,13 +91,18 @@ def _with_model(
         name = name or "model"
         from pytest_vlcheck.models.live import live_scorer
 
-        scorers[name] = live_scorer(
+        scorer = live_scorer(
             model, preprocess=preprocess, tokenizer=tokenizer, options=settings.model_options
         )
         settings = replace(settings, specs=(_object_spec(name, model),))
     if name is not None:
+        if len(settings.specs) > 1:
+            raise SettingsError(
+                f"name {name!r}: the model spec is a checkpoint glob, whose checkpoints are "
+                "named after their files; expected no name= with a glob"
+            )
         settings = replace(settings, specs=tuple(replace(s, name=name) for s in settings.specs))
-    return settings, scorers
+    return settings, scorer
 
 
 def _measure(session: VlcheckSession, tests: list[ChecklistTest]) -> Run:

@@ -90,9 +90,6 @@ class VlcheckSession:
     _prior: AveragePrior | None = None
     collection_errors: list[RunError] = field(default_factory=list)
     """Files that failed to collect, for the report files."""
-    scorers: dict[str, Any] = field(default_factory=dict)
-    """Models given as built scorer objects (the Python API), by name: never loaded from a
-    spec, and kept out of the disk cache (their weights change while training)."""
 
     def runner(self, model: str) -> ModelRunner:
         """The model's runner, made on first use (the model itself loads on first scoring)."""
@@ -100,11 +97,8 @@ class VlcheckSession:
             spec = next(s for s in self.settings.specs if s.name == model)
             loader = ImageLoader(self.settings.url_cache_dir)
             options = self.settings.model_options
-            built = self.scorers.get(model)
-            self.runners[model] = (
-                ModelRunner(spec, options, loader, self.embedding_cache(), self.progress)
-                if built is None
-                else ModelRunner.for_scorer(spec, built, options, loader, self.progress)
+            self.runners[model] = ModelRunner(
+                spec, options, loader, self.embedding_cache(), self.progress
             )
         return self.runners[model]
 
