@@ -39,6 +39,7 @@ def _run(args: list[str], cwd: Path = ROOT) -> str:
             ["--repeat", "1", "--arch", str(TINY_CONFIG)],
             "sha256 of every byte",
         ),
+        ("in_loop.py", ["--select", "color_image"], "after update"),
         ("text_only_baseline.py", [str(BUNDLED_ATTRIBUTE)], "attribute.yaml::"),
         (
             "xdist_agreement.py",

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pytest_vlcheck.engine.content_keys import pair_key, text_key
-from pytest_vlcheck.engine.image_feed import ImageFeed, ImageKey, ImageLoad
+from pytest_vlcheck.engine.image_feed import LIVE_MEMO_BYTES, ImageFeed, ImageKey, ImageLoad
 from pytest_vlcheck.engine.progress import Writer, tracked
 from pytest_vlcheck.engine.scorer_source import ScorerSource, ScoringMode
 from pytest_vlcheck.images.refs import ImageRef
@@ -127,6 +127,7 @@ class ModelRunner:
         (a benchmark handing a spec-built model a fresh cache)."""
         runner = cls(spec, options, load_image, cache, progress)
         runner.source = ScorerSource(spec, options, cache, scorer)
+        runner.images.memo_bytes = LIVE_MEMO_BYTES
         return runner
 
     @property
@@ -150,7 +151,12 @@ class ModelRunner:
 
     def rebind(self, scorer: Any) -> None:
         """The same model wrapped anew for another call (``run.live_runners``): what was
-        computed stays while its fingerprint holds (``refresh``); the stats start again."""
+        computed stays while its fingerprint holds (``refresh``), preprocessed images while
+        its ``identity`` (a live scorer's architecture, preprocessing and precision) holds; the
+        stats start again."""
+        before = getattr(self.source.scorer, "identity", None)
+        if before is None or before != getattr(scorer, "identity", None):
+            self.images.forget_preprocessed()
         self.source = ScorerSource(self.spec, self.options, self.cache, scorer)
         self.stats = ScoringStats()
         self.images.stats = self.stats
