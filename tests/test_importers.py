@@ -365,6 +365,7 @@ def test_aro_vg_sets_crop_to_the_box(tmp_path: Path) -> None:
         "tags": {"relation": "holding"},
     }
     assert examples_of(doc, "vg_attribution")["0"]["tags"] == {"attributes": "red_gray"}
+    assert all("ties" not in test for test in doc["tests"])  # a tie is wrong, as in ARO
     crop = load_checklist(tmp_path / "aro.yaml").tests[0].examples[0].image.crop
     assert crop == (10.0, 20.0, 100.0, 80.0)
 
@@ -415,6 +416,7 @@ def test_aro_order_sets_get_four_seeded_shuffles(tmp_path: Path) -> None:
 def test_aro_order_with_given_shuffles(tmp_path: Path) -> None:
     doc = imported(tmp_path, "aro", FIXTURES / "aro" / "flickr_order_options.json")
     assert doc["tests"][0]["id"] == "flickr_order"
+    assert doc["tests"][0]["ties"] == "first"  # ARO's np.argmax: the true caption is first
     (example,) = examples_of(doc, "flickr_order").values()
     assert example["caption"] == "a child jumps into a pool"
     assert example["negatives"][0] == "a pool jumps into a child"

@@ -234,14 +234,17 @@ def test_aro_crops_and_ties(pytester: pytest.Pytester) -> None:
 
     def rule(test: str, example: str, i: int, j: int) -> float:
         if (test, example) in (("vg_relation", "1"), ("coco_order", "0.1")) and j == 1:
-            return 1.0  # a negative ties the true caption: a failure here
+            return 1.0  # a negative ties the true caption: wrong on VG, right on Order
         return 1.0 if j == 0 else 0.5
 
     scores = scores_for(checklist, rule, pytester.path / "s.jsonl")
     assert '"crop": [10.0, 20.0, 100.0, 80.0]' in scores.read_text()
     result, rows = run_scored(pytester, checklist, scores)
     assert (rows["vg_relation"]["n"], rows["vg_relation"]["passed"]) == (2, 1)
-    assert (rows["coco_order"]["n"], rows["coco_order"]["passed"]) == (3, 2)
+    assert (rows["vg_relation"]["passed"], rows["vg_relation"]["ties"]) == (1, 1)
+    # ARO's np.argmax picks the true caption (listed first): `ties: first` counts it right
+    assert (rows["coco_order"]["n"], rows["coco_order"]["passed"]) == (3, 3)
+    assert rows["coco_order"]["ties"] == 1
     assert rows["vg_relation"]["slices"]["relation"]["holding"]["pass_rate"] == 0.0
     result.assert_outcomes(passed=2)
 

@@ -165,6 +165,16 @@ BAD = {
         7,
         "'criterion' applies to group tests only",
     ),
+    "ties on group": (
+        VALID.replace("    task: group\n", "    task: group\n    ties: first\n"),
+        28,
+        "'ties' applies to caption, image tests only, not 'group'",
+    ),
+    "bad ties rule": (
+        VALID.replace("    task: caption\n", "    task: caption\n    ties: random\n"),
+        7,
+        "'ties' is 'random'; expected one of: fail, first, last",
+    ),
     "duplicate yaml key": (
         VALID.replace("    threshold: 0.75\n", "    threshold: 0.75\n    threshold: 0.5\n"),
         8,

@@ -35,6 +35,19 @@ def test_beats_all_is_strict_and_fails_nan() -> None:
     assert metrics.beats_all(true, others).tolist() == [True, False, False, False, False]
 
 
+def test_beats_all_tie_rules() -> None:
+    # rows: a clear win, a tie with the best other, a loss, a NaN
+    true = np.array([0.3, 0.3, 0.3, np.nan], dtype=np.float32)
+    others = metrics.pad_rows([[0.2, 0.1], [0.3, 0.1], [0.31], [0.1]])
+    # the true candidate is listed first: `first` gives it the tie, `last` the later other
+    assert metrics.beats_all(true, others, ties="first").tolist() == [True, True, False, False]
+    assert metrics.beats_all(true, others, ties="last").tolist() == [True, False, False, False]
+    assert metrics.beats_all(true, others, ties="fail").tolist() == [True, False, False, False]
+    assert metrics.decided_by_tie(true, others).tolist() == [False, True, False, False]
+    with pytest.raises(ValueError, match="ties is 'random'"):
+        metrics.beats_all(true, others, ties="random")
+
+
 def test_pad_rows_pads_with_minus_infinity() -> None:
     padded = metrics.pad_rows([[1.0], [2.0, 3.0]])
     assert padded.shape == (2, 2) and padded[0, 1] == -np.inf

@@ -44,6 +44,30 @@ def test_caption_ties_fail_and_are_counted() -> None:
     assert judged.chance == pytest.approx(1 / 3)
 
 
+def test_caption_ties_first_gives_the_tie_to_the_true_caption() -> None:
+    task = get_task("caption")
+    example = CaptionExample("x", IMG, "a red circle", ("a blue circle", "a red square"))
+    grids = [
+        np.array([[0.30, 0.30, 0.30]], dtype=np.float32),  # all tied: the first (true) wins
+        np.array([[0.30, 0.40, 0.30]], dtype=np.float32),  # lost outright
+        np.array([[0.30, 0.20, 0.10]], dtype=np.float32),  # won outright
+    ]
+    first = task.judge({"ties": "first"}, [example] * 3, grids, Probabilities())
+    assert first.correct.tolist() == [True, False, True]
+    assert first.ties.tolist() == [True, False, False]  # still counted: a tie decided it
+    last = task.judge({"ties": "last"}, [example] * 3, grids, Probabilities())
+    assert last.correct.tolist() == [False, False, True]
+    assert last.ties.tolist() == [True, False, False]
+
+
+def test_image_task_ties_first_on_the_prompt_mean() -> None:
+    task = get_task("image")
+    example = ImageExample("x", ("p1", "p2"), IMG, (IMG2,))
+    grid = np.array([[0.2, 0.4], [0.3, 0.3]], dtype=np.float32)  # means tie at 0.3
+    judged = task.judge({"ties": "first"}, [example], [grid], Probabilities())
+    assert judged.correct.tolist() == [True] and judged.ties.tolist() == [True]
+
+
 def test_image_task_judges_the_prompt_mean() -> None:
     task = get_task("image")
     example = ImageExample("x", ("p1", "p2"), IMG, (IMG2,))

@@ -37,7 +37,10 @@ _TEST_KEYS = (
     "macro",
 )
 """Keys every test takes; a task kind adds its own (``Task.setting_keys``)."""
-_SETTING_KEYS = {key: task for task in TASKS.values() for key in task.setting_keys}
+_SETTING_KEYS: dict[str, tuple[Task, ...]] = {}
+for _task in TASKS.values():
+    for _key in _task.setting_keys:
+        _SETTING_KEYS[_key] = (*_SETTING_KEYS.get(_key, ()), _task)
 
 
 def is_checklist_file(path: Path) -> bool:
@@ -148,9 +151,10 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
 
 def _parse_settings(fields: Fields, task: Task) -> dict[str, Any]:
     """The test-level keys of ``task``'s kind; another kind's keys are errors."""
-    for key, owner in _SETTING_KEYS.items():
-        if fields.has(key) and owner is not task:
-            fields.fail(f"'{key}' applies to {owner.name} tests only, not '{task.name}'", key)
+    for key, owners in _SETTING_KEYS.items():
+        if fields.has(key) and task not in owners:
+            kinds = ", ".join(owner.name for owner in owners)
+            fields.fail(f"'{key}' applies to {kinds} tests only, not '{task.name}'", key)
     return task.parse_settings(fields)
 
 

@@ -16,10 +16,10 @@ relations of the notebook's ``symmetric`` list (``SYMMETRIC_RELATIONS``), VG-Att
 the attribute pairs with at least 25 examples; the pass rate stays the micro average that
 ARO's script prints.
 
-Ties count as failures here (a strict comparison); ARO's own scoring of the Order sets
-picks the first maximum, which is the true caption, so a model that scores every option the
-same gets 100% there and 0% here. On VG-Relation / VG-Attribution ARO lists the false
-caption first, so a tie is a failure there as here.
+ARO's own scoring of the Order sets picks the first maximum (``np.argmax``), which is the
+true caption, so the Order tests are written with ``ties: first`` (a model that scores every
+option the same gets 100%, as in ARO). On VG-Relation / VG-Attribution ARO lists the false
+caption first, so a tie is a failure there, as under the default ``ties: fail``.
 """
 
 from __future__ import annotations
@@ -168,6 +168,8 @@ def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
         )
         if which in _MACRO:
             tests[test_id]["macro"] = _MACRO[which]
+        else:
+            tests[test_id]["ties"] = "first"
     ordered = [tests[s.replace("-", "_")] for s in SETS if s.replace("-", "_") in tests]
     return [
         (

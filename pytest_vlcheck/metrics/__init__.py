@@ -8,9 +8,11 @@ imported from their own modules.
 from pytest_vlcheck.metrics.choice import (
     GROUP_CHANCE,
     MATCH_CHANCE,
+    TIE_RULES,
     Z95,
     beats_all,
     choice_chance,
+    decided_by_tie,
     group_caption_choices,
     group_outcomes,
     match_accuracies,
@@ -24,9 +26,11 @@ from pytest_vlcheck.metrics.choice import (
 __all__ = [
     "GROUP_CHANCE",
     "MATCH_CHANCE",
+    "TIE_RULES",
     "Z95",
     "beats_all",
     "choice_chance",
+    "decided_by_tie",
     "group_caption_choices",
     "group_outcomes",
     "match_accuracies",

@@ -1,6 +1,7 @@
 """Task metrics as the papers define them: choices among candidates, Winoground, ITM.
 
-Every comparison is strict (a tie fails) and a NaN score fails. Scores are ``s(image, text)``.
+Every comparison is strict (a tie fails) unless a test's ``ties:`` rule says which of tied
+candidates wins; a NaN score always fails. Scores are ``s(image, text)``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ GROUP_CHANCE = {"text": 0.25, "image": 0.25, "group": 1 / 6}
 """Winoground's chance levels: 1/4 for text and image scores, 1/6 for the group score."""
 
 MATCH_CHANCE = 0.5
+
+TIE_RULES = ("fail", "first", "last")
+"""How an exact tie among candidates reads: ``fail`` (a tie is wrong), ``first`` (the candidate
+listed first wins, as ``np.argmax`` picks), ``last`` (the one listed last wins)."""
 
 
 def wilson_interval(passed: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -42,19 +47,32 @@ def pad_rows(rows: Sequence[Sequence[float]]) -> np.ndarray:
     return out
 
 
-def beats_all(true_scores: np.ndarray, other_scores: np.ndarray) -> np.ndarray:
-    """Whether each true score is strictly above every other score of its row.
+def beats_all(
+    true_scores: np.ndarray, other_scores: np.ndarray, *, ties: str = "fail"
+) -> np.ndarray:
+    """Whether each true score is above every other score of its row.
 
     This is the ``caption`` criterion (true caption vs negative captions of one image) and the
     ``image`` criterion (true image vs distractor images for one text). ``other_scores`` is
-    [N, K], padded with -inf; a NaN anywhere in a row fails it.
+    [N, K], padded with -inf; a NaN anywhere in a row fails it. The true candidate is listed
+    before the others, so under ``ties="first"`` it wins a tie; under ``fail`` and ``last``
+    (a tied other, listed later, wins) it loses it.
     """
+    if ties not in TIE_RULES:
+        raise ValueError(f"ties is {ties!r}; expected one of {TIE_RULES}")
     true_scores = np.asarray(true_scores, dtype=np.float32)
     other_scores = np.asarray(other_scores, dtype=np.float32)
     if other_scores.shape[1] == 0:
         raise ValueError("each example needs at least one negative")
-    beaten = true_scores[:, None] > other_scores
-    return np.all(beaten, axis=1)
+    beats = np.greater_equal if ties == "first" else np.greater
+    return np.all(beats(true_scores[:, None], other_scores), axis=1)
+
+
+def decided_by_tie(true_scores: np.ndarray, other_scores: np.ndarray) -> np.ndarray:
+    """Examples whose outcome an exact tie decides: they pass when ties count as wins and fail
+    when ties count as losses (whatever the test's rule, the same examples)."""
+    lenient = beats_all(true_scores, other_scores, ties="first")
+    return lenient & ~beats_all(true_scores, other_scores)
 
 
 def prompt_ensemble(scores: np.ndarray) -> np.ndarray:

@@ -66,7 +66,10 @@ def verdict_details(result: CapabilityResult) -> list[str]:
         lines.extend(TASKS[task].verdict_notes(result.score_kind))
     lines.extend(prior_verdict_lines(result.prior))
     if result.ties:
-        lines.append(f"{result.ties} example(s) lost by an exact tie (ties count as wrong)")
+        lines.append(
+            f"{result.ties} example(s) decided by an exact tie (the test's ties: rule; "
+            "by default a tie is wrong)"
+        )
     if isinstance(result.gate, GateComparison):
         lines.append(f"gate against baseline model {result.gate.baseline_model}:")
         lines.extend(f"  {text}" for text in gate_details(result.gate))

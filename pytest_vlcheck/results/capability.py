@@ -63,8 +63,9 @@ class CapabilityResult:
     ``metrics`` holds task-specific numbers (e.g. ``text_score``, ``positive_accuracy``);
     ``slices`` maps a tag name to its values to ``{"n", "passed", "pass_rate"}``;
     ``unscored`` counts examples that could not be scored (missing images), with reasons;
-    ``ties`` counts examples lost by an exact tie (comparisons are strict); ``judged`` names
-    the number the threshold judged (``pass_rate``, or ``macro_average`` from ``metrics``).
+    ``ties`` counts examples an exact tie decided (under the test's ``ties:`` rule);
+    ``judged`` names the number the threshold judged (``pass_rate``, or ``macro_average``
+    from ``metrics``).
     ``criterion`` is a group test's pass criterion; ``score_kind`` says whether the decisive
     scores were similarities or match probabilities; ``message`` says why an errored or
     skipped test has no measurement; ``known_failure`` is the test's reason for expecting

@@ -1,8 +1,9 @@
 """``samples.jsonl``: one line per example x model, the per-example record gates compare.
 
 A line reads ``{"file", "test", "model", "example", "correct", "tie", "scores"}``; ``scores[i][j]``
-is s(image i, text j) of the example's grid (the true pairing first) and ``tie`` says the
-example was lost by an exact tie. Non-finite scores are written as ``null``.
+is s(image i, text j) of the example's grid (the true pairing first) and ``tie`` says an
+exact tie decided the example (under the test's ``ties:`` rule). Non-finite scores are
+written as ``null``.
 """
 
 from __future__ import annotations

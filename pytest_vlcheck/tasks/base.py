@@ -37,17 +37,21 @@ class BaseTask:
         return f"<task {self.name}>"
 
 
-def choose_one(true_scores: Sequence[float], other_scores: Sequence[Sequence[float]]) -> Judgement:
-    """The true candidate must strictly beat every other; a tie (or NaN) fails.
-
-    An example is lost by a tie when it fails strictly but its true score equals the best
-    other score (it would pass if ties counted as wins).
+def choose_one(
+    true_scores: Sequence[float], other_scores: Sequence[Sequence[float]], ties: str = "fail"
+) -> Judgement:
+    """The true candidate (listed first) must beat every other under the ``ties`` rule; NaN
+    fails. ``Judgement.ties`` marks the examples an exact tie decided, under any rule.
     """
     true = np.asarray(true_scores, dtype=np.float32)
     others = metrics.pad_rows(other_scores)
-    correct = metrics.beats_all(true, others)
-    ties = ~correct & np.all(true[:, None] >= others, axis=1)
-    return Judgement(correct=correct, ties=ties, chance=0.0)
+    correct = metrics.beats_all(true, others, ties=ties)
+    return Judgement(correct=correct, ties=metrics.decided_by_tie(true, others), chance=0.0)
+
+
+def parse_ties(fields: Fields) -> dict[str, Any]:
+    """``ties``: which of tied candidates wins (``fail``, the default: none does)."""
+    return {"ties": fields.choice("ties", metrics.TIE_RULES, "fail")}
 
 
 def mean_chance(counts: Sequence[int]) -> float:

@@ -15,7 +15,14 @@ import numpy as np
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.parsing.example_fields import ParseContext, image_at
 from pytest_vlcheck.parsing.fields import Fields
-from pytest_vlcheck.tasks.base import BaseTask, choose_one, mean_chance, scored_texts
+from pytest_vlcheck.tasks.base import (
+    BaseTask,
+    choose_one,
+    mapping_of,
+    mean_chance,
+    parse_ties,
+    scored_texts,
+)
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
 
 
@@ -36,7 +43,12 @@ class CaptionTask(BaseTask):
 
     name = "caption"
     example_keys = ("image", "caption", "negatives")
+    setting_keys = ("ties",)
     generation = GenerationRules(text_negatives=True)
+
+    def parse_settings(self, fields: Fields) -> dict[str, Any]:
+        """``ties``: which of tied candidates wins."""
+        return parse_ties(fields)
 
     def parse_example(
         self,
@@ -72,7 +84,11 @@ class CaptionTask(BaseTask):
         scale: ScoreScale,
     ) -> Judgement:
         """The true caption (column 0) must beat every negative."""
-        outcome = choose_one([g[0, 0] for g in grids], [g[0, 1:] for g in grids])
+        outcome = choose_one(
+            [g[0, 0] for g in grids],
+            [g[0, 1:] for g in grids],
+            mapping_of(settings, "ties", "fail"),
+        )
         chance = self.chance(settings, [g.shape for g in grids])
         return Judgement(outcome.correct, outcome.ties, {}, chance)
 

@@ -16,7 +16,13 @@ from pytest_vlcheck import metrics
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.parsing.example_fields import ParseContext, image_at, image_list
 from pytest_vlcheck.parsing.fields import Fields
-from pytest_vlcheck.tasks.base import BaseTask, choose_one, mean_chance
+from pytest_vlcheck.tasks.base import (
+    BaseTask,
+    choose_one,
+    mapping_of,
+    mean_chance,
+    parse_ties,
+)
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
 
 
@@ -40,7 +46,12 @@ class ImageTask(BaseTask):
 
     name = "image"
     example_keys = ("text", "image", "distractors")
+    setting_keys = ("ties",)
     generation = GenerationRules(takes_prompts=True)
+
+    def parse_settings(self, fields: Fields) -> dict[str, Any]:
+        """``ties``: which of tied candidates wins."""
+        return parse_ties(fields)
 
     def parse_example(
         self,
@@ -81,7 +92,11 @@ class ImageTask(BaseTask):
     ) -> Judgement:
         """The true image (row 0) must beat every distractor on the prompts' mean score."""
         per_image = [metrics.prompt_ensemble(g) for g in grids]
-        outcome = choose_one([s[0] for s in per_image], [s[1:] for s in per_image])
+        outcome = choose_one(
+            [s[0] for s in per_image],
+            [s[1:] for s in per_image],
+            mapping_of(settings, "ties", "fail"),
+        )
         chance = self.chance(settings, [g.shape for g in grids])
         return Judgement(outcome.correct, outcome.ties, {}, chance)
 

@@ -44,10 +44,10 @@ class Example(Protocol):
 class Judgement:
     """Per-example outcomes of one test and the numbers the task adds.
 
-    ``correct[i]``: example i passed (strictly: a tie fails). ``ties[i]``: it failed only
-    because of an exact tie (it would pass if ties counted as wins), so users of harnesses
-    with other tie rules can reconcile their numbers. ``chance`` is None for a kind without
-    a chance level (invariance: a model blind to the image is perfectly consistent).
+    ``correct[i]``: example i passed (under the test's ``ties:`` rule where the kind takes
+    one; otherwise strictly: a tie fails). ``ties[i]``: an exact tie decided it (it passes
+    when ties count as wins and fails when they count as losses). ``chance`` is None for a kind
+    without a chance level (invariance: a model blind to the image is perfectly consistent).
     """
 
     correct: np.ndarray
