@@ -21,22 +21,7 @@ unchanged call must be equal (checked).
 from __future__ import annotations
 
 import argparse
-import json
 import time
-
-
-def _tiny_live():
-    import open_clip
-    from safetensors.torch import load_file
-
-    from pytest_vlcheck.tiny import TINY_CONFIG, TINY_WEIGHTS
-
-    config = json.loads(TINY_CONFIG.read_text(encoding="utf-8"))
-    model = open_clip.CLIP(**config)
-    model.load_state_dict(load_file(str(TINY_WEIGHTS)))
-    model.train()
-    preprocess = open_clip.image_transform(config["vision_cfg"]["image_size"], is_train=False)
-    return model, preprocess, open_clip.tokenizer.SimpleTokenizer(context_length=32)
 
 
 def _inputs(select: list[str] | None):
@@ -74,6 +59,7 @@ def main() -> None:
     from pytest_vlcheck import evaluate
     from pytest_vlcheck.models.live import live_scorer
     from pytest_vlcheck.models.protocol import ModelOptions
+    from pytest_vlcheck.tiny import live_model
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--select", action="append", help="test ids or capability prefixes")
@@ -81,7 +67,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    model, preprocess, tokenizer = _tiny_live()
+    model, preprocess, tokenizer = live_model()
     images, texts = _inputs(args.select)
     options = ModelOptions(device="cpu")
     scorer = live_scorer(model, preprocess=preprocess, tokenizer=tokenizer, options=options)

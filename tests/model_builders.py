@@ -262,3 +262,28 @@ def build_hf_blip_itm(dirpath: Path, seed: int = 0) -> Path:
         processor.save_pretrained(dirpath)
         model.save_pretrained(dirpath)
     return dirpath
+
+
+COLOUR_SQUARES = """\
+vlcheck: 1
+tests:
+  - id: color
+    capability: attribute/color
+    task: caption
+    threshold: 0.0
+    examples:
+      - {image: red.png, caption: a red square, negatives: [a green square, a blue square]}
+      - {image: green.png, caption: a green square, negatives: [a red square, a blue square]}
+      - {image: blue.png, caption: a blue circle, negatives: [a red circle, a green circle]}
+"""
+"""A one-test checklist over three coloured squares, for models of any kind."""
+
+
+def write_colour_squares(directory: Path) -> Path:
+    """The three squares and ``COLOUR_SQUARES`` as ``checks.yaml`` in ``directory``."""
+    from PIL import Image
+
+    for name, colour in (("red", (220, 20, 20)), ("green", (20, 200, 20)), ("blue", (20, 20, 220))):
+        Image.new("RGB", (64, 64), colour).save(directory / f"{name}.png")
+    (directory / "checks.yaml").write_text(COLOUR_SQUARES, encoding="utf-8")
+    return directory / "checks.yaml"

@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from PIL import Image
+from model_builders import write_colour_squares
+
+from pytest_vlcheck.tiny import live_model
 
 MUTABLE_MODEL = """
 import numpy as np
@@ -71,33 +73,6 @@ def test_vl_model_scores_follow_changed_weights(pytester: pytest.Pytester, facto
     result.assert_outcomes(passed=1)
 
 
-CHECKLIST = """\
-vlcheck: 1
-tests:
-  - id: color
-    capability: attribute/color
-    task: caption
-    threshold: 0.0
-    examples:
-      - {image: red.png, caption: a red square, negatives: [a green square, a blue square]}
-      - {image: green.png, caption: a green square, negatives: [a red square, a blue square]}
-      - {image: blue.png, caption: a blue circle, negatives: [a red circle, a green circle]}
-"""
-
-
-def _tiny_live():
-    import open_clip
-    from safetensors.torch import load_file
-
-    from pytest_vlcheck.tiny import TINY_CONFIG, TINY_WEIGHTS
-
-    config = json.loads(TINY_CONFIG.read_text(encoding="utf-8"))
-    model = open_clip.CLIP(**config)
-    model.load_state_dict(load_file(str(TINY_WEIGHTS)))
-    preprocess = open_clip.image_transform(config["vision_cfg"]["image_size"], is_train=False)
-    return model, preprocess, open_clip.tokenizer.SimpleTokenizer(context_length=32)
-
-
 def _snapshot(model) -> dict:
     return {key: value.detach().clone() for key, value in model.state_dict().items()}
 
@@ -124,12 +99,9 @@ def test_a_live_model_is_measured_at_call_time(
 
     from pytest_vlcheck import evaluate
 
-    for name, colour in (("red", (220, 20, 20)), ("green", (20, 200, 20)), ("blue", (20, 20, 220))):
-        Image.new("RGB", (64, 64), colour).save(tmp_path / f"{name}.png")
-    (tmp_path / "checks.yaml").write_text(CHECKLIST, encoding="utf-8")
+    write_colour_squares(tmp_path)
     monkeypatch.chdir(tmp_path)
-    model, preprocess, tokenizer = _tiny_live()
-    model.train()
+    model, preprocess, tokenizer = live_model()
     flags = [m.training for m in model.modules()]
 
     def measure(**options):

@@ -9,32 +9,15 @@ import warnings
 from pathlib import Path
 
 import pytest
-from model_builders import build_hf_clip
-from PIL import Image
+from model_builders import build_hf_clip, write_colour_squares
 
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.integrations.schedule import Schedule
 
-CHECKLIST = """\
-vlcheck: 1
-tests:
-  - id: color
-    capability: attribute/color
-    task: caption
-    threshold: 0.0
-    examples:
-      - {image: red.png, caption: a red square, negatives: [a green square, a blue square]}
-      - {image: green.png, caption: a green square, negatives: [a red square, a blue square]}
-"""
-
 
 @pytest.fixture
 def checklist(tmp_path: Path) -> Path:
-    for name, colour in (("red", (220, 20, 20)), ("green", (20, 200, 20))):
-        Image.new("RGB", (64, 64), colour).save(tmp_path / f"{name}.png")
-    path = tmp_path / "checks.yaml"
-    path.write_text(CHECKLIST, encoding="utf-8")
-    return path
+    return write_colour_squares(tmp_path)
 
 
 def test_a_step_interval_is_due_on_its_multiples_once_each() -> None:
@@ -119,19 +102,18 @@ def test_the_lightning_callback_logs_to_the_trainers_loggers(
     tmp_path: Path, checklist: Path
 ) -> None:
     import lightning.pytorch as pl
-    import open_clip
     import torch
     from lightning.pytorch.loggers import CSVLogger
 
     from pytest_vlcheck.integrations import VlcheckLightningCallback
-    from pytest_vlcheck.tiny import TINY_CONFIG
+    from pytest_vlcheck.tiny import live_model
 
-    config = json.loads(TINY_CONFIG.read_text(encoding="utf-8"))
+    clip, preprocess, tokenizer = live_model(trained=False)
 
     class Module(pl.LightningModule):
         def __init__(self) -> None:
             super().__init__()
-            self.model = open_clip.CLIP(**config)
+            self.model = clip
 
         def training_step(self, batch, batch_idx):
             return self.model.logit_scale * batch[0].sum()
@@ -139,8 +121,6 @@ def test_the_lightning_callback_logs_to_the_trainers_loggers(
         def configure_optimizers(self):
             return torch.optim.SGD(self.parameters(), lr=1e-3)
 
-    preprocess = open_clip.image_transform(config["vision_cfg"]["image_size"], is_train=False)
-    tokenizer = open_clip.tokenizer.SimpleTokenizer(context_length=32)
     probe = VlcheckLightningCallback(
         checklist, every_n_steps=2, preprocess=preprocess, tokenizer=tokenizer, no_cache=True
     )
