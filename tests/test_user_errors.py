@@ -378,10 +378,10 @@ def test_every_problem_of_a_file_once_in_line_order(tmp_path: Path):
         # the misspelt key is told once: no "missing the required key 'threshold'" as well
         f"{path}:6: unknown key 'treshold' in test 'a' (did you mean 'threshold'?); expected "
         "one of: capability, criterion, cutoff, description, examples, generate, hard_threshold, "
-        "id, known_failures, macro, task, threshold",
+        "id, known_failures, macro, task, threshold, ties",
         f"{path}:8: example 1 of test 'a' is missing the required key 'negatives'",
         f"{path}:9: unknown key 'colour' in example 2 of test 'a'; expected one of: caption, "
-        "id, image, negatives, tags",
+        "captions, id, image, negatives, tags",
     ]
     assert str(info.value) == "\n".join(str(e) for e in info.value.errors)
     assert info.value.render(limit=2).splitlines()[2:] == ["... and 2 more"]
