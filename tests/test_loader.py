@@ -91,6 +91,8 @@ def test_several_true_captions_and_a_tie_rule_load(tmp_path: Path) -> None:
     assert first.captions == ("a red apple", "an apple that is red")
     assert second.captions == ("a red car",)
     assert color.settings == {"ties": "first"}
+    text = text.replace("    ties: first\n", "    ties: first\n    all_of: pair\n", 1)
+    assert load_checklist(write(tmp_path, text, "b.yaml")).tests[0].all_of == ("pair",)
 
 
 def test_derived_example_ids_are_stable_and_content_based(tmp_path: Path) -> None:
@@ -194,6 +196,16 @@ BAD = {
         VALID.replace("    task: caption\n", "    task: caption\n    ties: random\n"),
         7,
         "'ties' is 'random'; expected one of: fail, first, last",
+    ),
+    "all_of twice": (
+        VALID.replace("    task: caption\n", "    task: caption\n    all_of: [pair, pair]\n"),
+        7,
+        "'all_of' names 'pair' twice; expected each tag once",
+    ),
+    "all_of mapping": (
+        VALID.replace("    task: caption\n", "    task: caption\n    all_of: {tag: pair}\n"),
+        7,
+        "'all_of' is a mapping; expected a tag name or a list of tag names",
     ),
     "duplicate yaml key": (
         VALID.replace("    threshold: 0.75\n", "    threshold: 0.75\n    threshold: 0.5\n"),

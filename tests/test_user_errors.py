@@ -377,7 +377,8 @@ def test_every_problem_of_a_file_once_in_line_order(tmp_path: Path):
         f"{path}:1: 'vlcheck' is 2; this version of pytest-vlcheck reads format 1",
         # the misspelt key is told once: no "missing the required key 'threshold'" as well
         f"{path}:6: unknown key 'treshold' in test 'a' (did you mean 'threshold'?); expected "
-        "one of: capability, criterion, cutoff, description, examples, generate, hard_threshold, "
+        "one of: all_of, capability, criterion, cutoff, description, examples, generate, "
+        "hard_threshold, "
         "id, known_failures, macro, task, threshold, ties",
         f"{path}:8: example 1 of test 'a' is missing the required key 'negatives'",
         f"{path}:9: unknown key 'colour' in example 2 of test 'a'; expected one of: caption, "
