@@ -19,7 +19,7 @@ from pytest_vlcheck.checklist.schema import MacroSpec
 from pytest_vlcheck.cli.import_command import add_import_command
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.importers.aro import SYMMETRIC_RELATIONS
-from pytest_vlcheck.metrics.aggregates import MacroAverage, macro_average
+from pytest_vlcheck.metrics.aggregates import AllOfRate, MacroAverage, all_of_rate, macro_average
 from pytest_vlcheck.metrics.choice import match_accuracies
 from pytest_vlcheck.models.protocol import RefPair
 from pytest_vlcheck.models.scores_backend import PrecomputedScores, ScoresFileError
@@ -427,3 +427,61 @@ def test_vl_checklist_pairs_first_mirrors_the_evaluator(tmp_path: Path, capsys) 
     args = parser.parse_args(["import", "vl-checklist", str(source), "-o", str(out)])
     assert args.handler(args) == 2
     assert "record 1: POS has 2 texts and NEG 1" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- all_of groups
+
+
+def test_all_of_rate_counts_a_group_right_only_when_every_member_is() -> None:
+    # pair p1: both right; p2: one wrong; p3: alone and right; untagged: in no group;
+    # p4: right so far but a member was unscored, so it is left out
+    values = ["p1", "p1", "p2", "p2", "p3", None, "p4"]
+    correct = np.array([True, True, True, False, True, False, True])
+    out = all_of_rate(correct, values, unscored={"p4"})
+    assert out == AllOfRate(2 / 3, groups=3, left_out=1)
+    assert all_of_rate(np.array([True]), [None]) == AllOfRate(None, 0, 0)
+    with pytest.raises(ValueError, match="1 tag values for 2 outcomes"):
+        all_of_rate(np.array([True, True]), ["a"])
+
+
+ALL_OF = """\
+vlcheck: 1
+tests:
+  - id: whatsup
+    capability: spatial/relation
+    task: caption
+    threshold: 0.1
+    all_of: [pair, set]
+    examples:
+%s
+"""
+
+
+def test_all_of_reports_pair_and_set_rates_in_matrix(pytester: pytest.Pytester) -> None:
+    # (id, pair, set, right?): pair a both right, pair b one wrong, pair c both right;
+    # set s1 = {a, b} is wrong, s2 = {c} right (unscored members: the unit test above)
+    rows = [("a1", "a", "s1", True), ("a2", "a", "s1", True), ("b1", "b", "s1", True)]
+    rows += [("b2", "b", "s1", False), ("c1", "c", "s2", True), ("c2", "c", "s2", True)]
+    examples, lines = [], []
+    for name, pair, group, right in rows:
+        examples.append(
+            f"      - {{id: {name}, image: {name}.jpg, caption: {name} yes, "
+            f"negatives: [{name} no], tags: {{pair: {pair}, set: {group}}}}}"
+        )
+        for text, score in ((f"{name} yes", 0.5), (f"{name} no", 0.2 if right else 0.8)):
+            lines.append(json.dumps({"image": f"{name}.jpg", "text": text, "score": score}))
+    checklist = pytester.path / "whatsup.yaml"
+    checklist.write_text(ALL_OF % "\n".join(examples), encoding="utf-8")
+    scores = pytester.path / "scores.jsonl"
+    scores.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = pytester.path / "report"
+    result = pytester.runpytest(
+        str(checklist), f"--vl-model=scores:{scores}", f"--vl-report={report}"
+    )
+    result.assert_outcomes(passed=1)
+    (row,) = json.loads((report / "matrix.json").read_text(encoding="utf-8"))["results"]
+    assert (row["n"], row["passed"]) == (6, 5)
+    assert row["metrics"]["all_of_pair"] == pytest.approx(2 / 3)  # a, c right; b wrong
+    assert row["metrics"]["all_of_pair_groups"] == 3
+    assert row["metrics"]["all_of_set"] == 1 / 2  # s1 wrong, s2 right
+    assert row["metrics"]["all_of_set_groups"] == 2

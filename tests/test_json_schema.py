@@ -35,8 +35,8 @@ tests:
   - {id: g, capability: order/x, task: group, threshold: 0.5, criterion: text,
      examples: [{images: [a.png, {path: b.png, crop_relative: [0, 0, 0.5, 0.5]}],
                  captions: [x y, y x], tags: {kind: swap, n: 2}}]}
-  - {id: c, capability: order/x, task: caption, threshold: 0.5, ties: first,
-     examples: [{image: a.png, caption: a cat, negatives: [a dog]}]}
+  - {id: c, capability: order/x, task: caption, threshold: 0.5, ties: first, all_of: [pair, set],
+     examples: [{image: a.png, captions: [a cat, a cat sitting], negatives: [a dog]}]}
   - {id: m, capability: verb/x, task: match, threshold: 0.5, cutoff: 0.3,
      examples: [{image: a.png, caption: a cat, label: no_match, neg_type: verb, id: 7}]}
 """ % ("a" * 64)
@@ -55,6 +55,9 @@ MALFORMED = [
     ("no examples", GOOD.split("    examples:")[0]),
     ("criterion on caption", GOOD.replace("task: caption", "task: caption\n    criterion: text")),
     ("ties on group", GOOD_SHAPES.replace("criterion: text,", "criterion: text, ties: first,")),
+    ("caption and captions", GOOD.replace("caption: a cat,", "caption: a cat, captions: [a cat],")),
+    ("empty captions", GOOD.replace("caption: a cat,", "captions: [],")),
+    ("all_of twice", GOOD.replace("task: caption", "task: caption\n    all_of: [pair, pair]")),
     ("unknown tie rule", GOOD.replace("task: caption", "task: caption\n    ties: random")),
     (
         "image with two sources",

@@ -50,9 +50,9 @@ def test_examples_load_from_jsonl_like_inline_ones(tmp_path: Path) -> None:
     test = load_checklist(_write(tmp_path, lines)).tests[0]
     first, second = test.examples
     assert isinstance(first, CaptionExample)
-    assert (first.id, first.caption, first.negatives, first.line) == (
+    assert (first.id, first.captions, first.negatives, first.line) == (
         "r",
-        "a red square",
+        ("a red square",),
         ("a blue square",),
         1,
     )
@@ -67,8 +67,8 @@ def test_jsonl_and_inline_examples_are_equal(tmp_path: Path) -> None:
     inline = tmp_path / "inline.yaml"
     inline.write_text(HEADER.format(task="caption", examples=json.dumps(GOOD)), encoding="utf-8")
     from_yaml = load_checklist(inline).tests[0]
-    strip = [(e.id, e.image, e.caption, e.negatives, e.tags) for e in from_jsonl.examples]
-    assert strip == [(e.id, e.image, e.caption, e.negatives, e.tags) for e in from_yaml.examples]
+    strip = [(e.id, e.image, e.captions, e.negatives, e.tags) for e in from_jsonl.examples]
+    assert strip == [(e.id, e.image, e.captions, e.negatives, e.tags) for e in from_yaml.examples]
 
 
 def test_the_content_hash_follows_the_jsonl_file(tmp_path: Path) -> None:

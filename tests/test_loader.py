@@ -81,6 +81,20 @@ def test_valid_checklist_loads_typed_objects(tmp_path: Path) -> None:
     assert not match1.label and match1.neg_types == ("subject",) and itm.settings["cutoff"] == 0.4
 
 
+def test_several_true_captions_and_a_tie_rule_load(tmp_path: Path) -> None:
+    text = VALID.replace(
+        "        caption: a red apple\n", "        captions: [a red apple, an apple that is red]\n"
+    )
+    text = text.replace("    task: caption\n", "    task: caption\n    ties: first\n", 1)
+    color = load_checklist(write(tmp_path, text)).tests[0]
+    first, second = color.examples
+    assert first.captions == ("a red apple", "an apple that is red")
+    assert second.captions == ("a red car",)
+    assert color.settings == {"ties": "first"}
+    text = text.replace("    ties: first\n", "    ties: first\n    all_of: pair\n", 1)
+    assert load_checklist(write(tmp_path, text, "b.yaml")).tests[0].all_of == ("pair",)
+
+
 def test_derived_example_ids_are_stable_and_content_based(tmp_path: Path) -> None:
     first = load_checklist(write(tmp_path, VALID)).tests[0].examples[1].id
     reordered = VALID.replace("      - image: a.jpg\n", "      - image: a.jpg\n", 1)
@@ -147,7 +161,15 @@ BAD = {
     "missing key": (
         VALID.replace("        caption: a red apple\n", ""),
         9,
-        "is missing the required key 'caption'",
+        "needs exactly one of 'caption' or 'captions'",
+    ),
+    "caption and captions": (
+        VALID.replace(
+            "        caption: a red apple\n",
+            "        caption: a red apple\n        captions: [a red apple]\n",
+        ),
+        9,
+        "needs exactly one of 'caption' or 'captions'",
     ),
     "bad crop": (
         VALID.replace("crop: [1, 2, 30, 40]", "crop: [1, 2, 0, 40]"),
@@ -174,6 +196,16 @@ BAD = {
         VALID.replace("    task: caption\n", "    task: caption\n    ties: random\n"),
         7,
         "'ties' is 'random'; expected one of: fail, first, last",
+    ),
+    "all_of twice": (
+        VALID.replace("    task: caption\n", "    task: caption\n    all_of: [pair, pair]\n"),
+        7,
+        "'all_of' names 'pair' twice; expected each tag once",
+    ),
+    "all_of mapping": (
+        VALID.replace("    task: caption\n", "    task: caption\n    all_of: {tag: pair}\n"),
+        7,
+        "'all_of' is a mapping; expected a tag name or a list of tag names",
     ),
     "duplicate yaml key": (
         VALID.replace("    threshold: 0.75\n", "    threshold: 0.75\n    threshold: 0.5\n"),

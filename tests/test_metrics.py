@@ -48,6 +48,14 @@ def test_beats_all_tie_rules() -> None:
         metrics.beats_all(true, others, ties="random")
 
 
+def test_top_set_chance_is_one_over_the_binomial() -> None:
+    # 1 true of 3: 1/3; 2 true of 4: 1/6; 3 true of 5: 1/10
+    assert metrics.top_set_chance([3, 4, 5], [1, 2, 3]) == pytest.approx(
+        (1 / 3 + 1 / 6 + 1 / 10) / 3
+    )
+    assert metrics.top_set_chance([], []) == 0.0
+
+
 def test_pad_rows_pads_with_minus_infinity() -> None:
     padded = metrics.pad_rows([[1.0], [2.0, 3.0]])
     assert padded.shape == (2, 2) and padded[0, 1] == -np.inf

@@ -31,7 +31,7 @@ def test_registry_knows_the_four_kinds() -> None:
 
 def test_caption_ties_fail_and_are_counted() -> None:
     task = get_task("caption")
-    example = CaptionExample("x", IMG, "a red circle", ("a blue circle", "a red square"))
+    example = CaptionExample("x", IMG, ("a red circle",), ("a blue circle", "a red square"))
     grids = [
         np.array([[0.30, 0.20, 0.10]], dtype=np.float32),  # wins
         np.array([[0.30, 0.30, 0.10]], dtype=np.float32),  # tie with the best negative: lost
@@ -46,7 +46,7 @@ def test_caption_ties_fail_and_are_counted() -> None:
 
 def test_caption_ties_first_gives_the_tie_to_the_true_caption() -> None:
     task = get_task("caption")
-    example = CaptionExample("x", IMG, "a red circle", ("a blue circle", "a red square"))
+    example = CaptionExample("x", IMG, ("a red circle",), ("a blue circle", "a red square"))
     grids = [
         np.array([[0.30, 0.30, 0.30]], dtype=np.float32),  # all tied: the first (true) wins
         np.array([[0.30, 0.40, 0.30]], dtype=np.float32),  # lost outright
@@ -66,6 +66,28 @@ def test_image_task_ties_first_on_the_prompt_mean() -> None:
     grid = np.array([[0.2, 0.4], [0.3, 0.3]], dtype=np.float32)  # means tie at 0.3
     judged = task.judge({"ties": "first"}, [example], [grid], Probabilities())
     assert judged.correct.tolist() == [True] and judged.ties.tolist() == [True]
+
+
+def test_caption_with_several_true_captions_needs_every_one_above_every_negative() -> None:
+    task = get_task("caption")
+    example = CaptionExample("x", IMG, ("a red circle", "a circle, red"), ("a blue circle",))
+    grids = [
+        np.array([[0.40, 0.35, 0.30]], dtype=np.float32),  # both true above the negative
+        np.array([[0.40, 0.25, 0.30]], dtype=np.float32),  # the second true one is below
+        np.array([[0.40, 0.30, 0.30]], dtype=np.float32),  # the second ties the negative
+        np.array([[0.30, 0.30, 0.20]], dtype=np.float32),  # the true ones tie each other: fine
+    ]
+    fail = task.judge({}, [example] * 4, grids, Probabilities())
+    assert fail.correct.tolist() == [True, False, False, True]
+    assert fail.ties.tolist() == [False, False, True, False]
+    first = task.judge({"ties": "first"}, [example] * 4, grids, Probabilities())
+    assert first.correct.tolist() == [True, False, True, True]
+    assert fail.chance == pytest.approx(1 / 3)  # 2 true of 3 texts: 1 / C(3, 2)
+    assert task.text_choices(example) == [
+        ("a red circle", ("a blue circle",)),
+        ("a circle, red", ("a blue circle",)),
+    ]
+    assert "(first 2 are true)" in task.describe_failure(example, grids[1])
 
 
 def test_image_task_judges_the_prompt_mean() -> None:
@@ -113,3 +135,5 @@ def test_chance_from_raw_examples_matches_typed_examples() -> None:
         caption.raw_grid_shape({"negatives": ["a", "b", "c"]}),
     ]
     assert caption.chance({}, shapes) == pytest.approx((1 / 2 + 1 / 4) / 2)
+    several = caption.raw_grid_shape({"captions": ["x", "y"], "negatives": ["a", "b"]})
+    assert caption.chance({}, [several]) == pytest.approx(1 / 6)  # 1 / C(4, 2)

@@ -149,7 +149,7 @@ def fast_examples(
         tags = parse_tags(fields) if "tags" in raw else {}
         negatives = tuple(raw["negatives"])
         examples.append(
-            CaptionExample(example, images[image], raw["caption"], negatives, tags, line)
+            CaptionExample(example, images[image], (raw["caption"],), negatives, tags, line)
         )
     return tuple(examples)
 

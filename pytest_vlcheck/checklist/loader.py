@@ -35,6 +35,7 @@ _TEST_KEYS = (
     "examples",
     "generate",
     "macro",
+    "all_of",
 )
 """Keys every test takes; a task kind adds its own (``Task.setting_keys``)."""
 _SETTING_KEYS: dict[str, tuple[Task, ...]] = {}
@@ -123,6 +124,7 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
     hard_threshold = given(fields.number, "hard_threshold", low=0.0, high=1.0)
     description = given(fields.text, "description") or ""
     macro = errors.attempt(_parse_macro, context, fields) if fields.has("macro") else None
+    all_of = errors.attempt(_parse_all_of, fields) if fields.has("all_of") else ()
     known = given(_parse_known_failures, "known_failures", context, fields) or {}
     if task_name is None:
         errors.raise_any()
@@ -143,6 +145,7 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
         description=description,
         settings=settings,
         macro=macro,
+        all_of=all_of or (),
         known_failures=known,
         content_hash=_content_hash(raw, source if source != context.path else None),
         examples_file=source if source != context.path else None,
@@ -192,6 +195,20 @@ def _parse_macro(context: ParseContext, test: Fields) -> MacroSpec:
     if not isinstance(judge, bool):
         fields.fail(f"'judge' must be true or false, got {type_name(judge)}", "judge")
     return MacroSpec(fields.text("tag"), int(min_count), exclude, judge)
+
+
+def _parse_all_of(fields: Fields) -> tuple[str, ...]:
+    """``all_of: pair`` or ``all_of: [pair, set]``: the tags whose groups are counted."""
+    raw = fields.raw("all_of")
+    if not isinstance(raw, (str, list)):
+        fields.fail(
+            f"'all_of' is {type_name(raw)}; expected a tag name or a list of tag names", "all_of"
+        )
+    tags = fields.strings("all_of") if isinstance(raw, list) else (fields.text("all_of"),)
+    repeated = sorted({tag for tag in tags if tags.count(tag) > 1})
+    if repeated:
+        fields.fail(f"'all_of' names '{repeated[0]}' twice; expected each tag once", "all_of")
+    return tags
 
 
 def _parse_known_failures(_key: str, context: ParseContext, test: Fields) -> dict[str, str]:

@@ -39,6 +39,8 @@ class ChecklistTest:
     description: str = ""
     settings: Mapping[str, Any] = field(default_factory=dict)
     macro: MacroSpec | None = None
+    all_of: tuple[str, ...] = ()
+    """Tags whose groups (examples sharing a value) count right only when all members are."""
     content_hash: str = ""
     hard_threshold: float | None = None
     known_failures: Mapping[str, str] = field(default_factory=dict)

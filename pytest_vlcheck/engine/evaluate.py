@@ -16,7 +16,7 @@ from pytest_vlcheck.checklist.schema import ChecklistTest, MacroSpec
 from pytest_vlcheck.engine.scoring import ModelRunner, Unscorable
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.images.refs import ImageRef
-from pytest_vlcheck.metrics.aggregates import macro_average
+from pytest_vlcheck.metrics.aggregates import all_of_rate, macro_average
 from pytest_vlcheck.results import CapabilityResult, ExampleOutcome, FailureExample, Status
 from pytest_vlcheck.tasks import Example, Judgement, Task, get_task
 
@@ -73,6 +73,8 @@ def evaluate_test(
         extra.update(_macro_metrics(test.macro, scored, judgement.correct))
         if test.macro.judge:
             judged = extra.get("macro_average")
+    for tag in test.all_of:
+        extra.update(_all_of_metrics(tag, scored, lost, judgement.correct))
     return CapabilityResult(
         file=str(test.file),
         test=test.id,
@@ -114,6 +116,22 @@ def _macro_metrics(
     out = {"macro_values": float(len(average.per_value))}
     if average.value is not None:
         out["macro_average"] = average.value
+    return out
+
+
+def _all_of_metrics(
+    tag: str,
+    scored: Sequence[Example],
+    lost: Sequence[tuple[Example, Unscorable]],
+    correct: np.ndarray,
+) -> dict[str, float]:
+    """``all_of_TAG``: the share of TAG's groups right in every member, and how many groups
+    it counts (``all_of_TAG_groups``); a group with an unscored member is left out."""
+    unscored = {e.tags[tag] for e, _ in lost if tag in e.tags}
+    rate = all_of_rate(correct, [e.tags.get(tag) for e in scored], unscored)
+    out = {f"all_of_{tag}_groups": float(rate.groups)}
+    if rate.value is not None:
+        out[f"all_of_{tag}"] = rate.value
     return out
 
 

@@ -20,6 +20,7 @@ from pytest_vlcheck.metrics.choice import (
     pad_rows,
     prompt_ensemble,
     slice_rates,
+    top_set_chance,
     wilson_interval,
 )
 
@@ -38,5 +39,6 @@ __all__ = [
     "pad_rows",
     "prompt_ensemble",
     "slice_rates",
+    "top_set_chance",
     "wilson_interval",
 ]

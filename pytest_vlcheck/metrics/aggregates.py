@@ -1,9 +1,10 @@
-"""Macro averages over a tag: the figure papers report when they average per group.
+"""Aggregates over a tag: macro averages, and groups right only when all their members are.
 
 ARO's VG-Relation and VG-Attribution tables are means of per-relation / per-attribute
 accuracies over the groups with enough examples, not the share of all examples right (the
 micro pass rate). ``macro_average`` computes that mean from per-example outcomes so both
-figures can be reported side by side.
+figures can be reported side by side. What'sUp's pair and set accuracies count a group of
+examples (sharing a tag value) right only when every member is right: ``all_of_rate``.
 """
 
 from __future__ import annotations
@@ -64,3 +65,38 @@ def macro_average(
             used[value] = (n, passed)
     mean = float(np.mean([passed / n for n, passed in used.values()])) if used else None
     return MacroAverage(mean, used, left_out)
+
+
+@dataclass(frozen=True)
+class AllOfRate:
+    """The share of groups whose every member is right; ``value`` is None with no group.
+
+    ``groups`` is how many groups were counted, ``left_out`` how many were not because a
+    member could not be scored.
+    """
+
+    value: float | None
+    groups: int
+    left_out: int
+
+
+def all_of_rate(
+    correct: np.ndarray, values: Sequence[str | None], unscored: Collection[str] = ()
+) -> AllOfRate:
+    """Groups of scored examples sharing a tag value, each right only when all of them are.
+
+    ``values[i]`` is scored example i's tag value (``None``: not in any group). A group with
+    a value in ``unscored`` (a member whose images could not be scored) is left out: its
+    outcome is unknown, and counting it wrong would mix image availability into the model's
+    number.
+    """
+    outcomes = np.asarray(correct, dtype=bool)
+    if len(values) != len(outcomes):
+        raise ValueError(f"{len(values)} tag values for {len(outcomes)} outcomes")
+    right: dict[str, bool] = {}
+    for ok, value in zip(outcomes, values, strict=True):
+        if value is not None:
+            right[value] = right.get(value, True) and bool(ok)
+    counted = [ok for value, ok in right.items() if value not in unscored]
+    value = sum(counted) / len(counted) if counted else None
+    return AllOfRate(value, len(counted), len(right) - len(counted))

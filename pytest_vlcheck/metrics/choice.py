@@ -156,6 +156,15 @@ def choice_chance(candidate_counts: Sequence[int]) -> float:
     return float(np.mean([1.0 / k for k in candidate_counts]))
 
 
+def top_set_chance(candidate_counts: Sequence[int], true_counts: Sequence[int]) -> float:
+    """Chance pass rate when each example's t true candidates must all rank above its other
+    n - t candidates and the order is uniformly random: the mean of 1 / C(n, t)."""
+    if not candidate_counts:
+        return 0.0
+    pairs = zip(candidate_counts, true_counts, strict=True)
+    return float(np.mean([1.0 / math.comb(n, t) for n, t in pairs]))
+
+
 def slice_rates(
     correct: np.ndarray, tags: Sequence[Mapping[str, str]]
 ) -> dict[str, dict[str, dict[str, float]]]:

@@ -1,7 +1,11 @@
-"""``caption``: one image, its true caption and k >= 1 negatives; the caption must win.
+"""``caption``: one image, its true caption(s) and k >= 1 negatives; the true ones must win.
 
-s(I, caption) > max_j s(I, negative_j), strictly (VL-CheckList, ARO, SugarCrepe).
-Chance is the mean of 1/(k+1).
+s(I, caption) > max_j s(I, negative_j), strictly (VL-CheckList, ARO, SugarCrepe). With
+``captions: [...]`` (several true captions) every true caption must outscore every negative:
+min_i s(I, caption_i) > max_j s(I, negative_j). The true captions are listed before the
+negatives, so ``ties: first`` lets a true caption win a tie with a negative and ``ties: last``
+(like ``fail``) gives it to the negative; ties among true captions decide nothing. Chance is
+the mean of 1/C(n, t) for t true captions among n texts (1/(k+1) with one).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_vlcheck import metrics
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.parsing.example_fields import ParseContext, image_at
 from pytest_vlcheck.parsing.fields import Fields
@@ -19,7 +24,6 @@ from pytest_vlcheck.tasks.base import (
     BaseTask,
     choose_one,
     mapping_of,
-    mean_chance,
     parse_ties,
     scored_texts,
 )
@@ -28,11 +32,11 @@ from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, J
 
 @dataclass(frozen=True)
 class CaptionExample:
-    """One image; the true caption must outscore every negative caption."""
+    """One image; every true caption must outscore every negative caption."""
 
     id: str
     image: ImageRef
-    caption: str
+    captions: tuple[str, ...]
     negatives: tuple[str, ...]
     tags: Mapping[str, str] = field(default_factory=dict)
     line: int = 0
@@ -42,7 +46,8 @@ class CaptionTask(BaseTask):
     """Image-to-text choice among a true caption and its negatives."""
 
     name = "caption"
-    example_keys = ("image", "caption", "negatives")
+    example_keys = ("image", "negatives")
+    optional_example_keys = ("caption", "captions")
     setting_keys = ("ties",)
     generation = GenerationRules(text_negatives=True)
 
@@ -58,23 +63,28 @@ class CaptionTask(BaseTask):
         tags: Mapping[str, str],
         line: int,
     ) -> CaptionExample:
-        """``image``, ``caption`` and a non-empty list of ``negatives``."""
+        """``image``, ``caption`` (or a list of true ``captions``) and ``negatives``."""
+        if fields.has("caption") == fields.has("captions"):
+            fields.fail(f"{fields.where} needs exactly one of 'caption' or 'captions'")
         image = image_at(context, fields, "image")
-        return CaptionExample(
-            example_id, image, fields.text("caption"), fields.strings("negatives"), tags, line
-        )
+        if fields.has("captions"):
+            captions = fields.strings("captions")
+        else:
+            captions = (fields.text("caption"),)
+        return CaptionExample(example_id, image, captions, fields.strings("negatives"), tags, line)
 
     def grid(self, example: CaptionExample) -> Grid:
-        """One image x (true caption, negatives...)."""
-        return (example.image,), (example.caption, *example.negatives)
+        """One image x (true captions..., negatives...)."""
+        return (example.image,), (*example.captions, *example.negatives)
 
-    def raw_grid_shape(self, raw: Mapping[str, Any]) -> tuple[int, int]:
-        """One image, the caption and its negatives."""
-        return 1, 1 + len(raw["negatives"])
+    def raw_grid_shape(self, raw: Mapping[str, Any]) -> tuple[int, int, int]:
+        """One image, every caption, and how many of them are true."""
+        true = len(raw["captions"]) if "captions" in raw else 1
+        return 1, true + len(raw["negatives"]), true
 
-    def chance(self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, int]]) -> float:
-        """Mean of 1/(k+1) over examples."""
-        return mean_chance([texts for _, texts in shapes])
+    def chance(self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, ...]]) -> float:
+        """Mean of 1/C(n, t) over examples: t true captions of n texts all ranked first."""
+        return metrics.top_set_chance([s[1] for s in shapes], [s[2] for s in shapes])
 
     def judge(
         self,
@@ -83,36 +93,41 @@ class CaptionTask(BaseTask):
         grids: Sequence[np.ndarray],
         scale: ScoreScale,
     ) -> Judgement:
-        """The true caption (column 0) must beat every negative."""
+        """The lowest true caption (the first columns) must beat every negative."""
+        counts = [len(e.captions) for e in examples]
         outcome = choose_one(
-            [g[0, 0] for g in grids],
-            [g[0, 1:] for g in grids],
+            [np.min(g[0, :t]) for g, t in zip(grids, counts, strict=True)],
+            [g[0, t:] for g, t in zip(grids, counts, strict=True)],
             mapping_of(settings, "ties", "fail"),
         )
-        chance = self.chance(settings, [g.shape for g in grids])
+        shapes = [(1, g.shape[1], t) for g, t in zip(grids, counts, strict=True)]
+        chance = self.chance(settings, shapes)
         return Judgement(outcome.correct, outcome.ties, {}, chance)
 
     def describe_failure(self, example: CaptionExample, grid: np.ndarray) -> str:
         """The image, then every caption with its score."""
         _, texts = self.grid(example)
-        return f"{example.image.describe()}: {scored_texts(texts, grid[0])} (first is true)"
+        true = len(example.captions)
+        which = "first is true" if true == 1 else f"first {true} are true"
+        return f"{example.image.describe()}: {scored_texts(texts, grid[0])} ({which})"
 
     def true_marks(self, n_images: int, n_texts: int) -> tuple[set, set, set]:
-        """The first text is true for the image."""
+        """The first text is true for the image (of several true captions the report marks the
+        first; the failure's detail line says how many are true)."""
         if not n_texts:
             return set(), set(), set()
         return {0}, set(), {(i, 0) for i in range(n_images)}
 
     def rows(self, example: CaptionExample) -> list[tuple[str, list[str], list[ImageRef]]]:
-        """The caption with its image, then the negatives."""
+        """The true caption(s) with the image, then the negatives."""
         return [
-            ("caption", [example.caption], [example.image]),
+            ("caption", list(example.captions), [example.image]),
             ("negatives", list(example.negatives), []),
         ]
 
     def text_choices(self, example: CaptionExample) -> list[tuple[str, tuple[str, ...]]]:
-        """The caption against its negatives."""
-        return [(example.caption, example.negatives)]
+        """Each true caption against the negatives."""
+        return [(caption, example.negatives) for caption in example.captions]
 
     def generate(self, candidates: CandidateSet) -> list[dict[str, Any]]:
         """The true member's scene and caption; the others' captions plus word shuffles."""

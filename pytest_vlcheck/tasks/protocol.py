@@ -138,12 +138,13 @@ class Task(Protocol):
         """The images and texts to score, the true ones first."""
         ...
 
-    def raw_grid_shape(self, raw: Mapping[str, Any]) -> tuple[int, int]:
-        """(images, texts) of an example as written in YAML (for chance before loading)."""
+    def raw_grid_shape(self, raw: Mapping[str, Any]) -> tuple[int, ...]:
+        """(images, texts) of an example as written in YAML (for chance before loading); a
+        kind may add numbers its ``chance`` reads (caption: how many texts are true)."""
         ...
 
     def chance(
-        self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, int]]
+        self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, ...]]
     ) -> float | None:
         """Expected pass rate of a scorer that guesses uniformly (None: no such level)."""
         ...
