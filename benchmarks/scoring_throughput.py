@@ -146,7 +146,7 @@ def write_model(folder: Path, arch: str, seed: int) -> str:
 
 
 def _texts(example: CaptionExample) -> tuple[str, ...]:
-    return (example.caption, *example.negatives)
+    return (*example.captions, *example.negatives)
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -159,7 +159,7 @@ def _pass_rate(test: ChecklistTest, image_vec: dict[Any, np.ndarray], text_vec: 
     for example in test.examples:
         assert isinstance(example, CaptionExample)
         image = image_vec[example.image.key]
-        true = float(np.float32(image @ text_vec[example.caption]))
+        true = float(np.float32(image @ text_vec[example.captions[0]]))
         correct += all(true > float(np.float32(image @ text_vec[n])) for n in example.negatives)
     return correct / len(test.examples)
 
@@ -183,7 +183,7 @@ def bare_script(setup: Setup) -> float:
     scorer, size, load = setup.scorer, setup.options.batch_size, ImageLoader()
     refs = list({ex.image.key: ex.image for ex in setup.test.examples}.values())
     texts = list(
-        dict.fromkeys(t for ex in setup.test.examples for t in (ex.caption, *ex.negatives))
+        dict.fromkeys(t for ex in setup.test.examples for t in (*ex.captions, *ex.negatives))
     )
     image_rows, text_rows = [], []
     with ThreadPoolExecutor(LOAD_THREADS) as pool, torch.inference_mode():
@@ -220,7 +220,7 @@ def per_example_loop(setup: Setup) -> float:
         for example in setup.test.examples:
             pixels = scorer.preprocess(load(example.image)).unsqueeze(0)
             image = scorer.model.encode_image(pixels.to(scorer.device, dtype=scorer.input_dtype))
-            tokens = scorer.tokenizer([example.caption, *example.negatives]).to(scorer.device)
+            tokens = scorer.tokenizer([*example.captions, *example.negatives]).to(scorer.device)
             texts = scorer.model.encode_text(tokens)
             scores = _unit(texts.float().cpu().numpy()) @ _unit(image.float().cpu().numpy())[0]
             scores = scores.astype(np.float32)

@@ -165,7 +165,7 @@ def test_fast_path_builds_what_full_validation_builds(
     """Plain caption lines skip the per-key validation; the examples are the same, and a line
     the fast path doubts (a bool tag, a float id, a repeated key) goes through full
     validation and its FILE.jsonl:LINE error."""
-    from pytest_vlcheck.checklist import loader
+    from pytest_vlcheck.tasks.caption import CAPTION
 
     rows = [
         {"image": "red.png", "caption": "a red square", "negatives": ["b", "c"]},
@@ -174,9 +174,9 @@ def test_fast_path_builds_what_full_validation_builds(
     ]
     path = _write(tmp_path, [json.dumps(row) for row in rows])
     built: list[object] = []
-    real = loader.fast_examples
+    real = CAPTION.parse_plain_examples
     # record what the fast path builds, then let full validation build the same test
-    monkeypatch.setattr(loader, "fast_examples", lambda *args: built.append(real(*args)))
+    monkeypatch.setattr(CAPTION, "parse_plain_examples", lambda *a: built.append(real(*a)))
     fast = load_checklist(path).tests[0].examples
     assert built == [fast]
     assert [e.id for e in fast][1:] == ["7", "s"] and fast[1].tags == {"k": "1.5"}

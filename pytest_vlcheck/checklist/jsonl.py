@@ -6,34 +6,25 @@ its line, so the loader's usual validation reports ``FILE.jsonl:LINE`` for every
 Nested mappings (an image ``{path, crop}``) stay plain dicts: ``Fields`` falls back to
 the line of the key that holds them, which is the same line.
 
-``fast_examples`` builds the examples of a file whose every line has the plain shape of its
-task (caption: a path, a caption, a list of negatives, an optional id and flat tags)
-directly, with one cheap check per line and each image path resolved once; any other file,
-or one with any doubtful line, goes through the loader's full validation, so every error is
-still the precise ``FILE.jsonl:LINE`` message. 100,000 caption lines collect about 3x faster.
+A task kind may build the examples of a file whose every line has its plain shape directly
+(``Task.parse_plain_examples``: the caption kind does, about 3x faster for 100,000 lines);
+any other file, or one with any doubtful line, goes through the loader's full validation, so
+every error is still the precise ``FILE.jsonl:LINE`` message.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.parsing.errors import ChecklistError
-from pytest_vlcheck.parsing.example_fields import (
-    ParseContext,
-    example_id,
-    parse_image,
-    parse_tags,
-)
-from pytest_vlcheck.parsing.fields import Fields, type_name
+from pytest_vlcheck.parsing.fields import type_name
 from pytest_vlcheck.parsing.yaml_lines import LineMap
 
 if TYPE_CHECKING:
-    from pytest_vlcheck.images.refs import ImageRef
-    from pytest_vlcheck.tasks.protocol import Task
+    pass
 
 SUFFIX = ".jsonl"
 _CAPTION_KEYS = frozenset({"image", "caption", "negatives", "id", "tags"})
@@ -121,63 +112,3 @@ def _example(path: Path, number: int, text: str, decoder: json.JSONDecoder) -> L
     example.line = number
     example.key_lines = {}
     return example
-
-
-def fast_examples(
-    context: ParseContext, test_id: str, task: Task, raws: Sequence[Any], lines: Sequence[int]
-) -> tuple[Any, ...] | None:
-    """The examples of a JSON Lines caption test whose lines all have the plain shape, built
-    directly; None for anything else (the caller then validates every line in full)."""
-    if task.name != "caption" or context.path.suffix != SUFFIX:
-        return None
-    from pytest_vlcheck.tasks.caption import CaptionExample
-
-    images: dict[str, ImageRef] = {}
-    ids: set[str] = set()
-    examples = []
-    for index, (raw, line) in enumerate(zip(raws, lines, strict=True)):
-        if not _plain_caption(raw):
-            return None
-        fields = Fields(context.path, raw, f"example {index + 1} of test '{test_id}'", line)
-        example = example_id(fields) if "id" not in raw else _plain_id(raw["id"])
-        if example is None or example in ids:
-            return None
-        ids.add(example)
-        image = raw["image"]
-        if image not in images:
-            images[image] = parse_image(context, image, line, "'image'")
-        tags = parse_tags(fields) if "tags" in raw else {}
-        negatives = tuple(raw["negatives"])
-        examples.append(
-            CaptionExample(example, images[image], (raw["caption"],), negatives, tags, line)
-        )
-    return tuple(examples)
-
-
-def _plain_caption(raw: Mapping[str, Any]) -> bool:
-    """Known keys only; a path, a caption, negatives and flat tags that are surely valid."""
-    negatives = raw.get("negatives")
-    if not (
-        raw.keys() <= _CAPTION_KEYS
-        and _is_text(raw.get("image"))
-        and _is_text(raw.get("caption"))
-        and type(negatives) is list
-        and negatives
-        and type(tags := raw.get("tags", {})) is dict
-    ):
-        return False
-    for negative in negatives:
-        if type(negative) is not str or not negative.strip():
-            return False
-    return all(type(v) in _SCALARS for v in tags.values())
-
-
-def _plain_id(raw: Any) -> str | None:
-    """A written id that is surely valid (a non-empty string or an integer), else None."""
-    if (type(raw) is str and raw) or type(raw) is int:
-        return str(raw)
-    return None
-
-
-def _is_text(value: Any) -> bool:
-    return type(value) is str and bool(value.strip())

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pytest_vlcheck.checklist.jsonl import SUFFIX as JSONL_SUFFIX
-from pytest_vlcheck.checklist.jsonl import fast_examples, load_jsonl_examples
+from pytest_vlcheck.checklist.jsonl import load_jsonl_examples
 from pytest_vlcheck.checklist.schema import Checklist, ChecklistTest, MacroSpec
 from pytest_vlcheck.parsing.errors import ChecklistError, ErrorCollector
 from pytest_vlcheck.parsing.example_fields import ParseContext, example_id, parse_tags
@@ -167,9 +167,12 @@ def _examples(
     """The test's examples, from wherever they are written, and the file they are in."""
     raw_examples, lines, source = _example_sources(fields, task.name)
     source_context = replace(context, path=source)
-    parsed = fast_examples(source_context, test_id, task, raw_examples, lines) or (
-        _parse_examples(source_context, test_id, task, raw_examples, lines)
+    plain = (
+        task.parse_plain_examples(source_context, test_id, raw_examples, lines)
+        if source.suffix == JSONL_SUFFIX
+        else None
     )
+    parsed = plain or _parse_examples(source_context, test_id, task, raw_examples, lines)
     return parsed, source
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from pytest_vlcheck import metrics
+from pytest_vlcheck.parsing.example_fields import ParseContext
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.protocol import GenerationRules, Judgement
 
@@ -32,6 +33,12 @@ class BaseTask:
     def text_choices(self, example: Any) -> list[tuple[str, tuple[str, ...]]]:
         """No choice among texts by default."""
         return []
+
+    def parse_plain_examples(
+        self, context: ParseContext, test_id: str, raws: Sequence[Any], lines: Sequence[int]
+    ) -> tuple[Any, ...] | None:
+        """No fast path by default: every line is validated in full."""
+        return None
 
     def __repr__(self) -> str:
         return f"<task {self.name}>"

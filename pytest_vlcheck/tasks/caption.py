@@ -27,6 +27,7 @@ from pytest_vlcheck.tasks.base import (
     parse_ties,
     scored_texts,
 )
+from pytest_vlcheck.tasks.caption_plain import plain_caption_examples
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
 
 
@@ -143,6 +144,12 @@ class CaptionTask(BaseTask):
                 "tags": dict(candidates.tags),
             }
         ]
+
+    def parse_plain_examples(
+        self, context: ParseContext, test_id: str, raws: Sequence[Any], lines: Sequence[int]
+    ) -> tuple[CaptionExample, ...] | None:
+        """Plain JSON Lines caption examples, built fast (``caption_plain``)."""
+        return plain_caption_examples(context, test_id, raws, lines)
 
 
 CAPTION = CaptionTask()

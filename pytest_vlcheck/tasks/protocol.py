@@ -121,6 +121,12 @@ class Task(Protocol):
 
     def parse_settings(self, fields: Fields) -> dict[str, Any]:
         """The test-level keys only this kind takes (``setting_keys``), validated."""
+
+    def parse_plain_examples(
+        self, context: ParseContext, test_id: str, raws: Sequence[Any], lines: Sequence[int]
+    ) -> tuple[Example, ...] | None:
+        """A JSON Lines file's examples built fast when every line has the kind's plain
+        shape, else None (then every line is validated in full, with exact FILE:LINE)."""
         ...
 
     def parse_example(
