@@ -147,3 +147,24 @@ def test_macro_judge_is_a_boolean_for_loader_and_schema(validator, tmp_path: Pat
     path.write_text(text)
     assert load_checklist(path).tests[0].macro.judge is True
     assert [e.message for e in validator.iter_errors(yaml.safe_load(text))] == []
+
+
+def test_the_task_kinds_come_from_the_registry() -> None:
+    from pytest_vlcheck.checklist.json_schema import checklist_schema
+    from pytest_vlcheck.tasks import TASKS
+
+    schema = checklist_schema()
+    test = schema["$defs"]["test"]
+    assert test["properties"]["task"]["enum"] == list(TASKS)
+    for kind, task in TASKS.items():
+        assert schema["$defs"][f"{kind}_example"] == task.example_schema
+    owners = {
+        rule["if"]["required"][0]: rule["then"]["properties"]["task"]
+        for rule in test["allOf"]
+        if "task" not in rule["if"].get("properties", {})
+    }
+    assert owners == {
+        "ties": {"enum": ["caption", "image"]},
+        "criterion": {"const": "group"},
+        "cutoff": {"const": "match"},
+    }

@@ -1,22 +1,22 @@
 """``vlcheck schema``: print the JSON Schema (draft 2020-12) of checklist files.
 
-The schema ships in the package (``checklist/checklist.schema.json``) so editors can check
-and complete checklists (``# yaml-language-server: $schema=PATH_OR_URL`` on a file's first
-line); ``vlcheck validate`` remains the authority on what the loader accepts.
+Editors check and complete checklists with it (``# yaml-language-server: $schema=PATH_OR_URL``
+on a file's first line); it is built from the shipped common part and the task registry
+(``checklist.json_schema``), and ``vlcheck validate`` remains the authority on what the
+loader accepts.
 """
 
 from __future__ import annotations
 
 import argparse
-from importlib.resources import files
+import json
 
-SCHEMA_RESOURCE = ("pytest_vlcheck.checklist", "checklist.schema.json")
+from pytest_vlcheck.checklist.json_schema import checklist_schema
 
 
 def schema_text() -> str:
-    """The shipped schema, as JSON text."""
-    package, name = SCHEMA_RESOURCE
-    return files(package).joinpath(name).read_text(encoding="utf-8")
+    """The schema, as JSON text."""
+    return json.dumps(checklist_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
 def add_schema_command(subparsers: argparse._SubParsersAction) -> None:

@@ -43,10 +43,46 @@ class CaptionExample:
     line: int = 0
 
 
+EXAMPLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "image": {"$ref": "#/$defs/image"},
+        "caption": {"type": "string", "description": "the true caption"},
+        "captions": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "minItems": 1,
+            "description": "several true captions (instead of caption): "
+            "every one must score above every negative",
+        },
+        "negatives": {
+            "type": "array",
+            "items": {"type": "string"},
+            "minItems": 1,
+            "description": "captions that must score below the true one",
+        },
+        "id": {
+            "type": ["string", "integer"],
+            "description": "unique in the test; else derived from the content",
+        },
+        "tags": {
+            "type": "object",
+            "description": "results are also broken down by every tag",
+            "additionalProperties": {"type": ["string", "number", "boolean"]},
+        },
+    },
+    "required": ["image", "negatives"],
+    "additionalProperties": False,
+    "oneOf": [{"required": ["caption"]}, {"required": ["captions"]}],
+}
+"""The JSON Schema of one example of this kind (``vlcheck schema`` gathers the kinds')."""
+
+
 class CaptionTask(BaseTask):
     """Image-to-text choice among a true caption and its negatives."""
 
     name = "caption"
+    example_schema = EXAMPLE_SCHEMA
     example_keys = ("image", "negatives")
     optional_example_keys = ("caption", "captions")
     setting_keys = ("ties",)

@@ -58,10 +58,45 @@ def moved(original: np.ndarray, changed: np.ndarray, expect: Sequence[str]) -> n
     return np.where(lower, changed < original, changed > original)
 
 
+EXAMPLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "image": {"$ref": "#/$defs/image"},
+        "text": {"type": "string"},
+        "changed_text": {
+            "type": "string",
+            "description": "the changed text (or give changed_image)",
+        },
+        "changed_image": {
+            "$ref": "#/$defs/image",
+            "description": "the changed image (or give changed_text)",
+        },
+        "expect": {
+            "enum": ["lower", "higher"],
+            "description": "how the changed pair's score must move, strictly",
+        },
+        "id": {
+            "type": ["string", "integer"],
+            "description": "unique in the test; else derived from the content",
+        },
+        "tags": {
+            "type": "object",
+            "description": "results are also broken down by every tag",
+            "additionalProperties": {"type": ["string", "number", "boolean"]},
+        },
+    },
+    "required": ["image", "text", "expect"],
+    "oneOf": [{"required": ["changed_text"]}, {"required": ["changed_image"]}],
+    "additionalProperties": False,
+}
+"""The JSON Schema of one example of this kind (``vlcheck schema`` gathers the kinds')."""
+
+
 class DirectionalTask(BaseTask):
     """One pair of scores per example; the change must move it the expected way."""
 
     name = "directional"
+    example_schema = EXAMPLE_SCHEMA
     example_keys = ("image", "text", "expect")
     optional_example_keys = ("changed_text", "changed_image")
     generation = GenerationRules(changes=True)

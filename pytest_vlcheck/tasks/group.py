@@ -42,10 +42,43 @@ def criterion_of(settings: Mapping[str, Any]) -> GroupCriterion:
     return settings.get("criterion", DEFAULT_CRITERION)
 
 
+EXAMPLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "images": {
+            "type": "array",
+            "items": {"$ref": "#/$defs/image"},
+            "minItems": 2,
+            "maxItems": 2,
+        },
+        "captions": {
+            "type": "array",
+            "items": {"type": "string"},
+            "minItems": 2,
+            "maxItems": 2,
+            "description": "caption i is true for image i",
+        },
+        "id": {
+            "type": ["string", "integer"],
+            "description": "unique in the test; else derived from the content",
+        },
+        "tags": {
+            "type": "object",
+            "description": "results are also broken down by every tag",
+            "additionalProperties": {"type": ["string", "number", "boolean"]},
+        },
+    },
+    "required": ["images", "captions"],
+    "additionalProperties": False,
+}
+"""The JSON Schema of one example of this kind (``vlcheck schema`` gathers the kinds')."""
+
+
 class GroupTask(BaseTask):
     """Winoground's text, image and group scores over 2 x 2 grids."""
 
     name = "group"
+    example_schema = EXAMPLE_SCHEMA
     example_keys = ("images", "captions")
     setting_keys = ("criterion",)
     generation = GenerationRules(mirrors=False, scene_negatives=1)

@@ -41,10 +41,39 @@ class ImageExample:
     line: int = 0
 
 
+EXAMPLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "text": {
+            "oneOf": [
+                {"type": "string"},
+                {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            ],
+            "description": "a text, or prompts scored by their mean similarity",
+        },
+        "image": {"$ref": "#/$defs/image"},
+        "distractors": {"type": "array", "items": {"$ref": "#/$defs/image"}, "minItems": 1},
+        "id": {
+            "type": ["string", "integer"],
+            "description": "unique in the test; else derived from the content",
+        },
+        "tags": {
+            "type": "object",
+            "description": "results are also broken down by every tag",
+            "additionalProperties": {"type": ["string", "number", "boolean"]},
+        },
+    },
+    "required": ["text", "image", "distractors"],
+    "additionalProperties": False,
+}
+"""The JSON Schema of one example of this kind (``vlcheck schema`` gathers the kinds')."""
+
+
 class ImageTask(BaseTask):
     """Text-to-image choice among the true image and its distractors."""
 
     name = "image"
+    example_schema = EXAMPLE_SCHEMA
     example_keys = ("text", "image", "distractors")
     setting_keys = ("ties",)
     generation = GenerationRules(takes_prompts=True)

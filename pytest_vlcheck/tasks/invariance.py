@@ -95,10 +95,44 @@ def _kind_and_amount(raw: Any) -> tuple[str, Any, int]:
     return str(kinds[0]), raw[kinds[0]], seed
 
 
+EXAMPLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "image": {"$ref": "#/$defs/image"},
+        "caption": {"type": "string", "description": "the true caption"},
+        "negatives": {
+            "type": "array",
+            "items": {"type": "string"},
+            "minItems": 1,
+            "description": "the other candidate captions",
+        },
+        "perturbations": {
+            "type": "array",
+            "items": {"$ref": "#/$defs/perturbation"},
+            "minItems": 1,
+            "description": "the choice among the captions must survive each of them",
+        },
+        "id": {
+            "type": ["string", "integer"],
+            "description": "unique in the test; else derived from the content",
+        },
+        "tags": {
+            "type": "object",
+            "description": "results are also broken down by every tag",
+            "additionalProperties": {"type": ["string", "number", "boolean"]},
+        },
+    },
+    "required": ["image", "caption", "negatives", "perturbations"],
+    "additionalProperties": False,
+}
+"""The JSON Schema of one example of this kind (``vlcheck schema`` gathers the kinds')."""
+
+
 class InvarianceTask(BaseTask):
     """The same strict choice among captions before and after every perturbation."""
 
     name = "invariance"
+    example_schema = EXAMPLE_SCHEMA
     example_keys = ("image", "caption", "negatives", "perturbations")
     generation = GenerationRules(changes=True)
 

@@ -43,10 +43,40 @@ class MatchExample:
     line: int = 0
 
 
+EXAMPLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "image": {"$ref": "#/$defs/image"},
+        "caption": {"type": "string"},
+        "label": {"enum": ["match", "no_match", True, False]},
+        "neg_type": {
+            "oneOf": [
+                {"type": "string"},
+                {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            ],
+            "description": "negative type(s), e.g. subject, verb, object",
+        },
+        "id": {
+            "type": ["string", "integer"],
+            "description": "unique in the test; else derived from the content",
+        },
+        "tags": {
+            "type": "object",
+            "description": "results are also broken down by every tag",
+            "additionalProperties": {"type": ["string", "number", "boolean"]},
+        },
+    },
+    "required": ["image", "caption", "label"],
+    "additionalProperties": False,
+}
+"""The JSON Schema of one example of this kind (``vlcheck schema`` gathers the kinds')."""
+
+
 class MatchTask(BaseTask):
     """A yes/no decision per pair against a cut-off."""
 
     name = "match"
+    example_schema = EXAMPLE_SCHEMA
     example_keys = ("image", "caption", "label")
     optional_example_keys = ("neg_type",)
     setting_keys = ("cutoff",)

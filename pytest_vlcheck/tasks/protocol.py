@@ -118,6 +118,8 @@ class Task(Protocol):
     optional_example_keys: tuple[str, ...]
     setting_keys: tuple[str, ...]
     generation: GenerationRules
+    example_schema: Mapping[str, Any]
+    """The JSON Schema of one example (``checklist.json_schema`` gathers every kind's)."""
 
     def parse_settings(self, fields: Fields) -> dict[str, Any]:
         """The test-level keys only this kind takes (``setting_keys``), validated."""

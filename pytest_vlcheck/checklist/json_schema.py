@@ -1,0 +1,55 @@
+"""The JSON Schema of checklist files, with its task kinds taken from the task registry.
+
+The shipped ``checklist.schema.json`` describes what every checklist shares (the file, a
+test's common keys, images, boxes, perturbations); the task kinds fill in the rest: the
+``task`` enum, each kind's example schema (``Task.example_schema``), which examples a test of
+each kind holds, and which kinds take each test-level setting (``Task.setting_keys``). Adding
+a kind is its module and one registry line; the schema follows.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from importlib.resources import files
+from typing import Any
+
+from pytest_vlcheck.tasks import TASKS
+
+BASE = ("pytest_vlcheck.checklist", "checklist.schema.json")
+
+
+def checklist_schema() -> dict[str, Any]:
+    """The whole schema (draft 2020-12), as ``vlcheck schema`` prints it."""
+    package, name = BASE
+    schema = json.loads(files(package).joinpath(name).read_text(encoding="utf-8"))
+    test = schema["$defs"]["test"]
+    test["properties"]["task"]["enum"] = list(TASKS)
+    rules = []
+    for kind, task in TASKS.items():
+        schema["$defs"][f"{kind}_example"] = copy.deepcopy(dict(task.example_schema))
+        examples = {"type": "array", "minItems": 1, "items": {"$ref": f"#/$defs/{kind}_example"}}
+        rules.append(
+            {
+                "if": {"properties": {"task": {"const": kind}}, "required": ["task"]},
+                "then": {
+                    "properties": {"examples": {"oneOf": [examples, {"$ref": "#/$defs/jsonl"}]}}
+                },
+            }
+        )
+    for key, kinds in _setting_owners().items():
+        if key not in test["properties"]:
+            raise ValueError(f"the schema describes no test key {key!r} that a task kind takes")
+        allowed = {"const": kinds[0]} if len(kinds) == 1 else {"enum": kinds}
+        rules.append({"if": {"required": [key]}, "then": {"properties": {"task": allowed}}})
+    test["allOf"] = rules
+    return schema
+
+
+def _setting_owners() -> dict[str, list[str]]:
+    """Each test-level setting key and the kinds that take it, in registry order."""
+    owners: dict[str, list[str]] = {}
+    for kind, task in TASKS.items():
+        for key in task.setting_keys:
+            owners.setdefault(key, []).append(kind)
+    return owners
