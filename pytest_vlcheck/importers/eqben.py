@@ -10,43 +10,30 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pytest_vlcheck.importers.common import (
-    Importer,
-    Output,
-    checklist,
-    make_test,
-    only_one_source,
-    read_json_records,
+from pytest_vlcheck.importers.common import Importer, Output
+from pytest_vlcheck.importers.winoground import (
+    GroupFields,
+    JsonGroupSet,
+    add_criterion,
+    json_group_test,
 )
-from pytest_vlcheck.importers.winoground import GroupFields, add_criterion, group_examples
 
 FIELDS = GroupFields(None, ("image0", "image1"), ("caption0", "caption1"))
 
 
+SET = JsonGroupSet(
+    "EqBen JSON file",
+    FIELDS,
+    "eqben",
+    "scene/minimal_change",
+    "EqBen: caption i must go with image i of a minimally changed pair, both ways",
+    "EqBen (Wang et al. 2023): image pairs with a minimal semantic change and a caption for each.",
+)
+
+
 def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
     """One group test over the file's records."""
-    path = only_one_source(sources, "EqBen JSON file")
-    examples = group_examples(path, read_json_records(path), FIELDS)
-    test = make_test(
-        "eqben",
-        "scene/minimal_change",
-        "group",
-        examples,
-        threshold=args.threshold,
-        criterion=args.criterion,
-        description="EqBen: caption i must go with image i of a minimally changed pair, both "
-        f"ways (passes on the {args.criterion} score)",
-    )
-    return [
-        (
-            None,
-            checklist(
-                "EqBen (Wang et al. 2023): image pairs with a minimal semantic change and "
-                "a caption for each.",
-                [test],
-            ),
-        )
-    ]
+    return json_group_test(sources, args, SET)
 
 
 IMPORTER = Importer("eqben", "EqBen's JSON (group test, Winoground scores)", add_criterion, convert)

@@ -25,6 +25,7 @@ from pytest_vlcheck.importers.common import (
     checklist,
     make_test,
     only_one_source,
+    read_json_records,
     read_jsonl,
     text_field,
 )
@@ -144,3 +145,34 @@ def _tags(path: Path, record: Mapping[str, Any], keys: tuple[str, ...], line: in
 IMPORTER = Importer(
     "winoground", "Winoground's examples.jsonl (group test, slices by tag)", add_arguments, convert
 )
+
+
+@dataclass(frozen=True)
+class JsonGroupSet:
+    """A Winoground-style benchmark published as one JSON file of pairs (ColorSwap, EqBen):
+    its record fields, and the test and checklist it becomes."""
+
+    source: str
+    fields: GroupFields
+    test_id: str
+    capability: str
+    test_description: str
+    checklist_description: str
+
+
+def json_group_test(
+    sources: list[Path], args: argparse.Namespace, kind: JsonGroupSet
+) -> list[Output]:
+    """One group test over the records of the one JSON file ``kind`` reads."""
+    path = only_one_source(sources, kind.source)
+    examples = group_examples(path, read_json_records(path), kind.fields)
+    test = make_test(
+        kind.test_id,
+        kind.capability,
+        "group",
+        examples,
+        threshold=args.threshold,
+        criterion=args.criterion,
+        description=f"{kind.test_description} (passes on the {args.criterion} score)",
+    )
+    return [(None, checklist(kind.checklist_description, [test]))]
