@@ -1,0 +1,74 @@
+"""Checkpoints as training writes them: a glob in a spec's weights part is one model per file,
+in natural order, named after the file, logged at the step its name carries."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from model_builders import write_colour_squares
+
+from pytest_vlcheck.errors import ModelSpecError
+from pytest_vlcheck.models.checkpoints import natural_key, step_of
+from pytest_vlcheck.models.registry import parse_specs
+from pytest_vlcheck.tiny import TINY_CONFIG, TINY_WEIGHTS
+
+
+def _checkpoints(folder: Path, steps: tuple[int, ...] = (10, 2, 1)) -> Path:
+    folder.mkdir()
+    for step in steps:
+        shutil.copy(TINY_WEIGHTS, folder / f"epoch_{step}.safetensors")
+    return folder
+
+
+def test_natural_order_and_steps_from_names() -> None:
+    names = ["epoch_10", "epoch_2", "epoch_1"]
+    assert sorted(names, key=natural_key) == ["epoch_1", "epoch_2", "epoch_10"]
+    assert step_of("out/checkpoint-500/") == 500
+    assert step_of("ckpt/epoch_12.safetensors") == 12
+    assert step_of("ckpt/last.safetensors") is None
+
+
+def test_a_glob_is_one_spec_per_checkpoint(tmp_path: Path) -> None:
+    folder = _checkpoints(tmp_path / "ck")
+    specs = parse_specs([f"run=open_clip:{TINY_CONFIG}@{folder}/epoch_*.safetensors"])
+    assert [(s.name, s.group, s.step) for s in specs] == [
+        ("run@epoch_1", "run", 1),
+        ("run@epoch_2", "run", 2),
+        ("run@epoch_10", "run", 10),
+    ]
+    assert specs[0].text == f"open_clip:{TINY_CONFIG}@{folder}/epoch_1.safetensors"
+    unnamed = parse_specs([f"open_clip:{TINY_CONFIG}@{folder}/epoch_*.safetensors"])
+    assert [s.name for s in unnamed] == ["tiny@epoch_1", "tiny@epoch_2", "tiny@epoch_10"]
+
+
+def test_a_glob_that_matches_nothing_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ModelSpecError, match=r"the checkpoint glob '.*nope_\*' matches nothing"):
+        parse_specs([f"open_clip:{TINY_CONFIG}@{tmp_path}/nope_*"])
+
+
+def test_pytest_gives_a_column_per_checkpoint_logged_at_its_step(
+    pytester: pytest.Pytester,
+) -> None:
+    write_colour_squares(pytester.path)
+    _checkpoints(pytester.path / "ck")
+    spec = f"--vl-model=run=open_clip:{TINY_CONFIG}@ck/epoch_*.safetensors"
+    result = pytester.runpytest(
+        spec,
+        "--vl-log=jsonl:log.jsonl",
+        "--vl-report=rep",
+        "--vl-no-cache",
+        "-p",
+        "no:cacheprovider",
+    )
+    result.assert_outcomes(passed=3)
+    matrix = json.loads((pytester.path / "rep" / "matrix.json").read_text())
+    assert [m["name"] for m in matrix["models"]] == ["run@epoch_1", "run@epoch_2", "run@epoch_10"]
+    lines = [json.loads(line) for line in (pytester.path / "log.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines] == [1, 2, 10]
+    assert all("run/vlcheck/attribute/color/color/pass_rate" in line["scalars"] for line in lines)
+    refused = pytester.runpytest(spec, "--vl-step=5", "-p", "no:cacheprovider")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*--vl-step: a checkpoint glob reads each checkpoint's step*"])
