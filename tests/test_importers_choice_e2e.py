@@ -62,11 +62,11 @@ def test_crepe_recall_at_1_by_hand(pytester: pytest.Pytester) -> None:
     assert '"crop": [10.0, 20.0, 100.0, 80.0]' in scores.read_text()
     result, rows = run_scored(pytester, checklist, scores)
     swap = rows["crepe-swap"]
-    # Here a tie is wrong: 1/3 with one tie; CREPE's recall@1 (the caption wins its ties) is
-    # the pass rate + ties / n = 2/3; complexity 4: 1/2 here, 2/2 for CREPE; 5: 0/1.
-    assert (swap["n"], swap["passed"], swap["ties"]) == (3, 1, 1)
-    assert swap["pass_rate"] + swap["ties"] / swap["n"] == pytest.approx(2 / 3)
-    assert swap["slices"]["complexity"]["4"]["pass_rate"] == 0.5
+    # CREPE's recall@1, the caption winning its ties (ties: first): 2/3, one decided by a
+    # tie; complexity 4: 2/2, 5: 0/1.
+    assert (swap["n"], swap["passed"], swap["ties"]) == (3, 2, 1)
+    assert swap["pass_rate"] == pytest.approx(2 / 3)
+    assert swap["slices"]["complexity"]["4"]["pass_rate"] == 1.0
     assert swap["slices"]["complexity"]["5"]["pass_rate"] == 0.0
     assert (rows["crepe-atom"]["n"], rows["crepe-atom"]["passed"]) == (1, 0)
-    result.assert_outcomes(passed=1, failed=1)  # 1/3 >= chance 1/6; atom 0 < 1/6
+    result.assert_outcomes(passed=1, failed=1)  # 2/3 >= chance 1/6; atom 0 < 1/6
