@@ -66,6 +66,14 @@ def test_pytest_gives_a_column_per_checkpoint_logged_at_its_step(
     result.assert_outcomes(passed=3)
     matrix = json.loads((pytester.path / "rep" / "matrix.json").read_text())
     assert [m["name"] for m in matrix["models"]] == ["run@epoch_1", "run@epoch_2", "run@epoch_10"]
+    assert [(m["group"], m["step"]) for m in matrix["models"]] == [
+        ("run", 1),
+        ("run", 2),
+        ("run", 10),
+    ]
+    html = (pytester.path / "rep" / "report.html").read_text()
+    curves = html.split("<h2>Capability curves: run</h2>", 1)[1]
+    assert 'class="chart line-chart"' in curves.split("</figure>", 1)[0]
     lines = [json.loads(line) for line in (pytester.path / "log.jsonl").read_text().splitlines()]
     assert [line["step"] for line in lines] == [1, 2, 10]
     assert all("run/vlcheck/attribute/color/color/pass_rate" in line["scalars"] for line in lines)

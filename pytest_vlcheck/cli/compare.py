@@ -27,8 +27,8 @@ from pytest_vlcheck.report.html import _CSS
 from pytest_vlcheck.report.loader import ReportFormatError, validate_document
 from pytest_vlcheck.report.markdown import _table as md_table
 from pytest_vlcheck.report.markdown import escape_md
-from pytest_vlcheck.report.matrix import Matrix, Row, build_matrix
-from pytest_vlcheck.report.svg import line_chart, pooled_rate
+from pytest_vlcheck.report.matrix import Matrix, build_matrix
+from pytest_vlcheck.report.svg import capability_curves, line_chart
 from pytest_vlcheck.report.terminal import _line, _widths
 from pytest_vlcheck.results.samples import outcomes_by_key, read_samples
 
@@ -206,21 +206,6 @@ def render_markdown(comparison: Comparison) -> str:
     return "\n".join(["# vlcheck comparison", "", *table, "", escape_md(_note(comparison)), ""])
 
 
-def capability_curves(comparison: Comparison) -> list[tuple[str, list[float | None]]]:
-    """Per capability, its pooled pass rate along the series (examples passed / scored)."""
-    by_capability: dict[str, list[Row]] = {}
-    for row in comparison.matrix.rows:
-        by_capability.setdefault(row.capability, []).append(row)
-    curves = []
-    for capability, rows in by_capability.items():
-        values = []
-        for name in comparison.series:
-            pooled = pooled_rate(rows, name)
-            values.append(None if pooled is None else pooled[0])
-        curves.append((capability, values))
-    return curves
-
-
 def render_html(comparison: Comparison) -> str:
     """A self-contained page: the table and, with three or more series, the capability curve."""
     header, body = _table(comparison)
@@ -238,7 +223,9 @@ def render_html(comparison: Comparison) -> str:
     out += ["</table>", f'<p class="meta">{escape(_note(comparison))}</p>']
     if len(comparison.series) >= MIN_CURVE_SERIES:
         chart = line_chart(
-            comparison.series, capability_curves(comparison), "Pass rate per capability"
+            comparison.series,
+            capability_curves(comparison.matrix, comparison.series),
+            "Pass rate per capability",
         )
         out += ["<h2>Capability curves</h2>", "<figure>", chart, "</figure>"]
     out += ["</body>", "</html>", ""]

@@ -17,7 +17,13 @@ from typing import Any
 from pytest_vlcheck import fmt
 from pytest_vlcheck.report.prior_view import prior_html
 from pytest_vlcheck.report.sections import Cell, Delta, Failures, Report, Section, SliceTable
-from pytest_vlcheck.report.svg import bar_chart, model_colour, radar_chart
+from pytest_vlcheck.report.svg import (
+    bar_chart,
+    capability_curves,
+    line_chart,
+    model_colour,
+    radar_chart,
+)
 from pytest_vlcheck.results import FailureExample
 from pytest_vlcheck.tasks import TASKS
 
@@ -164,6 +170,25 @@ def _charts_section(report: Report) -> list[str]:
     radar = radar_chart(report.matrix)
     if radar is not None:
         out += ["<h2>Capabilities</h2>", "<figure>", radar, "</figure>"]
+    return out + _checkpoint_curves(report)
+
+
+MIN_CURVE_POINTS = 3
+"""Checkpoints of one glob needed for a curve (two points are a delta, shown in the matrix)."""
+
+
+def _checkpoint_curves(report: Report) -> list[str]:
+    """A capability curve per checkpoint glob of three or more files, in step order."""
+    groups: dict[str, list[str]] = {}
+    for model in report.matrix.models:
+        if model.get("group"):
+            groups.setdefault(model["group"], []).append(model["name"])
+    out = []
+    for group, names in groups.items():
+        if len(names) >= MIN_CURVE_POINTS:
+            title = f"Pass rate per capability over the checkpoints of {group}"
+            chart = line_chart(names, capability_curves(report.matrix, names), title)
+            out += [f"<h2>Capability curves: {_e(group)}</h2>", "<figure>", chart, "</figure>"]
     return out
 
 

@@ -338,6 +338,19 @@ _LINE_PLOT_HEIGHT = 240
 _LINE_X_LABEL_CHARS = 18
 
 
+def capability_curves(matrix: Matrix, names: list[str]) -> list[tuple[str, list[float | None]]]:
+    """Per capability, its pooled pass rate (examples passed / scored) along the models
+    ``names`` (runs compared, checkpoints of one glob): what ``line_chart`` draws."""
+    by_capability: dict[str, list[Row]] = {}
+    for row in matrix.rows:
+        by_capability.setdefault(row.capability, []).append(row)
+    curves = []
+    for capability, rows in by_capability.items():
+        pooled = [pooled_rate(rows, name) for name in names]
+        curves.append((capability, [None if p is None else p[0] for p in pooled]))
+    return curves
+
+
 def line_chart(
     x_labels: list[str], series: list[tuple[str, list[float | None]]], title: str
 ) -> str:
@@ -366,10 +379,13 @@ def line_chart(
             f'stroke="#e5e7eb"/><text x="{_LINE_LEFT - 6}" y="{_n(y + 4)}" text-anchor="end" '
             f'fill="#6b7280">{tick}%</text>'
         )
+    last = len(x_labels) - 1
     for k, label in enumerate(x_labels):
         x, _ = xy(k, 0.0)
+        # the end labels lie inside the plot's width, not across the picture's edge
+        anchor = "start" if k == 0 and last else "end" if k == last and last else "middle"
         out.append(
-            f'<text x="{_n(x)}" y="{bottom + 16}" text-anchor="middle"><title>{escape(label)}'
+            f'<text x="{_n(x)}" y="{bottom + 16}" text-anchor="{anchor}"><title>{escape(label)}'
             f"</title>{escape(fmt.truncate(label, _LINE_X_LABEL_CHARS))}</text>"
         )
     for s, (name, values) in enumerate(series):

@@ -226,16 +226,24 @@ class VlcheckSession:
         )
         return with_reference(ordered, [spec.name for spec in self.settings.specs])
 
-    def models_meta(self) -> list[dict[str, str]]:
-        """``matrix.json``'s models: name, spec and fingerprint, in ``--vl-model`` order."""
+    def models_meta(self) -> list[dict[str, Any]]:
+        """``matrix.json``'s models: name, spec and fingerprint, in ``--vl-model`` order; the
+        checkpoints of a glob also carry their ``group`` and ``step``."""
         fingerprints: dict[str, str] = {}
         for result in self.results:
             if result.fingerprint:
                 fingerprints.setdefault(result.model, result.fingerprint)
-        return [
-            {"name": s.name, "spec": s.text, "fingerprint": fingerprints.get(s.name, "")}
-            for s in self.settings.specs
-        ]
+        models = []
+        for spec in self.settings.specs:
+            model = {
+                "name": spec.name,
+                "spec": spec.text,
+                "fingerprint": fingerprints.get(spec.name, ""),
+            }
+            if spec.group is not None:
+                model |= {"group": spec.group, "step": spec.step}
+            models.append(model)
+        return models
 
     def finished(self, stats: dict[str, ScoringStats] | None = None) -> Run:
         """The run as its outputs read it: results in report order, the models, the
