@@ -61,15 +61,8 @@ EXAMPLE_SCHEMA: dict[str, Any] = {
             "minItems": 1,
             "description": "captions that must score below the true one",
         },
-        "id": {
-            "type": ["string", "integer"],
-            "description": "unique in the test; else derived from the content",
-        },
-        "tags": {
-            "type": "object",
-            "description": "results are also broken down by every tag",
-            "additionalProperties": {"type": ["string", "number", "boolean"]},
-        },
+        "id": {"$ref": "#/$defs/example_id"},
+        "tags": {"$ref": "#/$defs/tags"},
     },
     "required": ["image", "negatives"],
     "additionalProperties": False,

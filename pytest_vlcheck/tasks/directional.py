@@ -75,15 +75,8 @@ EXAMPLE_SCHEMA: dict[str, Any] = {
             "enum": ["lower", "higher"],
             "description": "how the changed pair's score must move, strictly",
         },
-        "id": {
-            "type": ["string", "integer"],
-            "description": "unique in the test; else derived from the content",
-        },
-        "tags": {
-            "type": "object",
-            "description": "results are also broken down by every tag",
-            "additionalProperties": {"type": ["string", "number", "boolean"]},
-        },
+        "id": {"$ref": "#/$defs/example_id"},
+        "tags": {"$ref": "#/$defs/tags"},
     },
     "required": ["image", "text", "expect"],
     "oneOf": [{"required": ["changed_text"]}, {"required": ["changed_image"]}],

@@ -58,15 +58,8 @@ EXAMPLE_SCHEMA: dict[str, Any] = {
             "maxItems": 2,
             "description": "caption i is true for image i",
         },
-        "id": {
-            "type": ["string", "integer"],
-            "description": "unique in the test; else derived from the content",
-        },
-        "tags": {
-            "type": "object",
-            "description": "results are also broken down by every tag",
-            "additionalProperties": {"type": ["string", "number", "boolean"]},
-        },
+        "id": {"$ref": "#/$defs/example_id"},
+        "tags": {"$ref": "#/$defs/tags"},
     },
     "required": ["images", "captions"],
     "additionalProperties": False,

@@ -53,15 +53,8 @@ EXAMPLE_SCHEMA: dict[str, Any] = {
         },
         "image": {"$ref": "#/$defs/image"},
         "distractors": {"type": "array", "items": {"$ref": "#/$defs/image"}, "minItems": 1},
-        "id": {
-            "type": ["string", "integer"],
-            "description": "unique in the test; else derived from the content",
-        },
-        "tags": {
-            "type": "object",
-            "description": "results are also broken down by every tag",
-            "additionalProperties": {"type": ["string", "number", "boolean"]},
-        },
+        "id": {"$ref": "#/$defs/example_id"},
+        "tags": {"$ref": "#/$defs/tags"},
     },
     "required": ["text", "image", "distractors"],
     "additionalProperties": False,

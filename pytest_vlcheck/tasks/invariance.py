@@ -112,15 +112,8 @@ EXAMPLE_SCHEMA: dict[str, Any] = {
             "minItems": 1,
             "description": "the choice among the captions must survive each of them",
         },
-        "id": {
-            "type": ["string", "integer"],
-            "description": "unique in the test; else derived from the content",
-        },
-        "tags": {
-            "type": "object",
-            "description": "results are also broken down by every tag",
-            "additionalProperties": {"type": ["string", "number", "boolean"]},
-        },
+        "id": {"$ref": "#/$defs/example_id"},
+        "tags": {"$ref": "#/$defs/tags"},
     },
     "required": ["image", "caption", "negatives", "perturbations"],
     "additionalProperties": False,

@@ -56,15 +56,8 @@ EXAMPLE_SCHEMA: dict[str, Any] = {
             ],
             "description": "negative type(s), e.g. subject, verb, object",
         },
-        "id": {
-            "type": ["string", "integer"],
-            "description": "unique in the test; else derived from the content",
-        },
-        "tags": {
-            "type": "object",
-            "description": "results are also broken down by every tag",
-            "additionalProperties": {"type": ["string", "number", "boolean"]},
-        },
+        "id": {"$ref": "#/$defs/example_id"},
+        "tags": {"$ref": "#/$defs/tags"},
     },
     "required": ["image", "caption", "label"],
     "additionalProperties": False,
