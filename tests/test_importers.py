@@ -63,6 +63,7 @@ def test_formats_registry_names_every_format() -> None:
     assert set(FORMATS) == {
         "vl-checklist",
         "sugarcrepe",
+        "sugarcrepe-pp",
         "predicate-noun",
         "compun",
         "svo-probes",
@@ -692,7 +693,7 @@ def test_image_root_is_written_relative_to_the_yaml(tmp_path: Path, monkeypatch)
 def test_chance_levels() -> None:
     assert chance_level("caption", [{"negatives": ["a"]}, {"negatives": ["a", "b", "c"]}]) == 0.375
     assert chance_level("image", [{"distractors": [1, 2]}]) == 0.3333
-    assert chance_level("group", [{}], "text") == 0.25
+    assert chance_level("group", [{}], {"criterion": "text"}) == 0.25
     assert chance_level("group", [{}]) == 0.1666
     assert chance_level("match", [{}]) == 0.5
 

@@ -39,6 +39,8 @@ tests:
      examples: [{image: a.png, captions: [a cat, a cat sitting], negatives: [a dog]}]}
   - {id: m, capability: verb/x, task: match, threshold: 0.5, cutoff: 0.3,
      examples: [{image: a.png, caption: a cat, label: no_match, neg_type: verb, id: 7}]}
+  - {id: t, capability: relation/x, task: text, threshold: 0.5, symmetric: true, ties: first,
+     examples: [{anchor: a cat on a mat, positive: a cat sitting on a mat, negatives: [a mat]}]}
 """ % ("a" * 64)
 
 # (what is wrong, the text) -- each is rejected by the loader and must be by the schema
@@ -58,6 +60,8 @@ MALFORMED = [
     ("caption and captions", GOOD.replace("caption: a cat,", "caption: a cat, captions: [a cat],")),
     ("empty captions", GOOD.replace("caption: a cat,", "captions: [],")),
     ("all_of twice", GOOD.replace("task: caption", "task: caption\n    all_of: [pair, pair]")),
+    ("symmetric on caption", GOOD.replace("task: caption", "task: caption\n    symmetric: true")),
+    ("text without positive", GOOD_SHAPES.replace("positive: a cat sitting on a mat, ", "")),
     ("unknown tie rule", GOOD.replace("task: caption", "task: caption\n    ties: random")),
     (
         "image with two sources",
@@ -164,7 +168,8 @@ def test_the_task_kinds_come_from_the_registry() -> None:
         if "task" not in rule["if"].get("properties", {})
     }
     assert owners == {
-        "ties": {"enum": ["caption", "image"]},
+        "ties": {"enum": ["caption", "image", "text"]},
+        "symmetric": {"const": "text"},
         "criterion": {"const": "group"},
         "cutoff": {"const": "match"},
     }

@@ -23,8 +23,16 @@ class Probabilities:
         return scores, "probability"
 
 
-def test_registry_knows_the_four_kinds() -> None:
-    assert TASK_NAMES == ("caption", "image", "group", "match", "invariance", "directional")
+def test_registry_knows_every_kind() -> None:
+    assert TASK_NAMES == (
+        "caption",
+        "image",
+        "group",
+        "match",
+        "invariance",
+        "directional",
+        "text",
+    )
     with pytest.raises(ValueError, match="unknown task kind 'nope'"):
         get_task("nope")
 

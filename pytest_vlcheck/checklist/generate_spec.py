@@ -268,8 +268,10 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
     seed = spec.get("seed", 0)
     if not (isinstance(seed, int) and not isinstance(seed, bool)):
         fail("seed", f"expected an integer, got {seed!r}")
-    captions, prompts, used = _parse_templates(spec)
     rules = get_task(task).generation
+    if not rules.generates:
+        raise ValueError(f"{task} tests cannot be generated from scenes; write their examples")
+    captions, prompts, used = _parse_templates(spec)
     if prompts and not rules.takes_prompts:
         kinds = " and ".join(t.name for t in TASKS.values() if t.generation.takes_prompts)
         fail("prompts", f"only {kinds} tests take prompt lists; use caption elsewhere")

@@ -194,10 +194,7 @@ def _parse_macro(context: ParseContext, test: Fields) -> MacroSpec:
     if min_count != int(min_count):
         fields.fail(f"'min_count' is {min_count:g}; expected a whole number", "min_count")
     exclude = fields.strings("exclude", min_items=0) if fields.has("exclude") else ()
-    judge = fields.raw("judge") if fields.has("judge") else False
-    if not isinstance(judge, bool):
-        fields.fail(f"'judge' must be true or false, got {type_name(judge)}", "judge")
-    return MacroSpec(fields.text("tag"), int(min_count), exclude, judge)
+    return MacroSpec(fields.text("tag"), int(min_count), exclude, fields.flag("judge", False))
 
 
 def _parse_all_of(fields: Fields) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from pytest_vlcheck import metrics
 from pytest_vlcheck.checklist.schema import ChecklistTest, MacroSpec
-from pytest_vlcheck.engine.scoring import ModelRunner, Unscorable
+from pytest_vlcheck.engine.scoring import ModelRunner, Unscorable, text_grid
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.metrics.aggregates import all_of_rate, macro_average
@@ -34,6 +34,11 @@ class MissingImagesError(VlcheckUserError, RuntimeError):
     """Some examples' images could not be loaded and the policy is to error."""
 
 
+class TextOnlyError(VlcheckUserError, RuntimeError):
+    """A text-to-text test met a model without text embeddings (a score file, a
+    cross-encoder)."""
+
+
 def evaluate_test(
     test: ChecklistTest,
     runner: ModelRunner,
@@ -50,11 +55,17 @@ def evaluate_test(
     written through it (the session passes ``report.thumbnails.write_thumbnails``).
     """
     task = get_task(test.task)
+    if task.text_only and runner.mode != "dual":
+        raise TextOnlyError(
+            f"a {test.task} test compares texts with texts; {runner.source.not_dual()}, so it "
+            "has no text embeddings; expected "
+            "a dual encoder (open_clip, hf: CLIP or SigLIP, or a py: scorer with encode_texts)"
+        )
     grids: list[np.ndarray] = []
     scored: list[Example] = []
     lost: list[tuple[Example, Unscorable]] = []
     for example in test.examples:
-        grid = runner.grid(task.grid(example), example.id)
+        grid = _scores(task, runner, example)
         if isinstance(grid, Unscorable):
             lost.append((example, grid))
         else:
@@ -101,6 +112,13 @@ def evaluate_test(
         fingerprint=runner.fingerprint,
         outcomes=_outcomes(scored, grids, judgement),
     )
+
+
+def _scores(task: Task, runner: ModelRunner, example: Example) -> np.ndarray | Unscorable:
+    """The example's score grid: texts x texts for a text-only kind, else images x texts."""
+    if task.text_only:
+        return text_grid(runner.text_vectors(task.grid(example)[1]))
+    return runner.grid(task.grid(example), example.id)
 
 
 def _macro_metrics(

@@ -162,11 +162,15 @@ class ScorerSource:
 
     def require_dual(self, method: str) -> None:
         if self.mode != "dual":
-            kind = "scores pairs only (score_pairs)" if self.mode == "pairs" else "looks scores up"
             raise ScorerProtocolError(
-                f"model '{self.spec.text}' {kind}: {method} needs a dual encoder (encode_images "
-                "and encode_texts); use score(images, texts) instead"
+                f"{self.not_dual()}: {method} needs a dual encoder (encode_images and "
+                "encode_texts); use score(images, texts) instead"
             )
+
+    def not_dual(self) -> str:
+        """Why this model gives no embeddings: ``model 'SPEC' looks scores up``."""
+        kind = "scores pairs only (score_pairs)" if self.mode == "pairs" else "looks scores up"
+        return f"model '{self.spec.text}' {kind}"
 
     def match_scores(self, scores: np.ndarray) -> tuple[np.ndarray, str]:
         """Scores for a ``match`` decision and their kind (``probability`` or ``similarity``).

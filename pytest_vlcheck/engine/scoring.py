@@ -387,6 +387,18 @@ class ModelRunner:
             yield list(items[start : start + size])
 
 
+def text_grid(vectors: np.ndarray) -> np.ndarray:
+    """The fp32 cosine similarities [texts, texts] of a text-only example from its unit
+    vectors. Each pair is one float64 dot product taken once for both orders, so s(a, b) ==
+    s(b, a) bit for bit, and equal texts give equal scores in every example."""
+    rows, columns = np.triu_indices(len(vectors))
+    values = np.einsum("ij,ij->i", vectors[rows], vectors[columns]).astype(np.float32)
+    out = np.empty((len(vectors), len(vectors)), dtype=np.float32)
+    out[rows, columns] = values
+    out[columns, rows] = values
+    return out
+
+
 def _is_row(vector: np.ndarray | None) -> bool:
     """A cached embedding that is usable: one row of finite values."""
     return vector is not None and vector.ndim == 1 and bool(np.isfinite(vector).all())

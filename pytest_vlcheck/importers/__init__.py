@@ -15,6 +15,7 @@ from pytest_vlcheck.importers import (
     negbench,
     predicate_noun,
     sugarcrepe,
+    sugarcrepe_pp,
     svo_probes,
     valse,
     vismin,
@@ -28,6 +29,7 @@ FORMATS: dict[str, Importer] = {
     for module in (
         vl_checklist,
         sugarcrepe,
+        sugarcrepe_pp,
         predicate_noun,
         compun,
         svo_probes,

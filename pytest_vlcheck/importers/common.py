@@ -100,11 +100,14 @@ def make_test(
     *,
     threshold: float | None,
     description: str = "",
-    criterion: str | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One test mapping; ``threshold`` ``None`` means the task's chance level."""
+    """One test mapping; ``threshold`` ``None`` means the task's chance level. ``settings``
+    are the kind's test-level keys (``criterion``, ``symmetric``; a None value is left out):
+    written before the examples, and counted in the chance level."""
+    settings = {k: v for k, v in (settings or {}).items() if v is not None}
     if threshold is None:
-        threshold = chance_level(task, examples, criterion)
+        threshold = chance_level(task, examples, settings)
     out: dict[str, Any] = {
         "id": test_id,
         "capability": capability,
@@ -113,14 +116,13 @@ def make_test(
     }
     if description:
         out["description"] = description
-    if criterion is not None:
-        out["criterion"] = criterion
+    out.update(settings)
     out["examples"] = examples
     return out
 
 
 def chance_level(
-    task: str, examples: Sequence[Mapping[str, Any]], criterion: str | None = None
+    task: str, examples: Sequence[Mapping[str, Any]], settings: Mapping[str, Any] | None = None
 ) -> float:
     """Expected pass rate of a scorer that guesses uniformly, rounded down to 4 places.
 
@@ -131,8 +133,7 @@ def chance_level(
     if not examples:
         return 0.0
     kind = get_task(task)
-    settings = {"criterion": criterion} if criterion else {}
-    rate = kind.chance(settings, [kind.raw_grid_shape(e) for e in examples])
+    rate = kind.chance(settings or {}, [kind.raw_grid_shape(e) for e in examples])
     return int(rate * 10_000) / 10_000
 
 

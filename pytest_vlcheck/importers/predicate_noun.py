@@ -83,7 +83,7 @@ def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
         "group",
         examples,
         threshold=args.threshold,
-        criterion=args.criterion,
+        settings={"criterion": args.criterion},
         description=(
             "Predicate-noun dependencies: both counter-balanced triplets of a pair must "
             "prefer their own sentence (pair accuracy; chance 25%)"

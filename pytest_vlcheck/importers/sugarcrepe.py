@@ -23,7 +23,7 @@ from pytest_vlcheck.importers.common import (
     text_field,
 )
 
-_CAPABILITIES = {
+CAPABILITIES = {
     "replace_obj": "object/replace",
     "replace_att": "attribute/replace",
     "replace_rel": "relation/replace",
@@ -57,17 +57,17 @@ def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
     seen: dict[str, Path] = {}
     for path in files:
         name = _OLD_NAMES.get(path.stem, path.stem)
-        if name not in _CAPABILITIES:
+        if name not in CAPABILITIES:
             raise SourceError(
                 path,
                 f"'{name}' is not a SugarCrepe set; expected a file "
-                f"named one of: {', '.join(n + '.json' for n in _CAPABILITIES)}",
+                f"named one of: {', '.join(n + '.json' for n in CAPABILITIES)}",
             )
         if name in tests_by_set:
             raise SourceError(path, f"set '{name}' given twice (also as {seen[name]})")
         seen[name] = path
         tests_by_set[name] = _set_test(path, name, args.threshold)
-    tests = [tests_by_set[name] for name in _CAPABILITIES if name in tests_by_set]
+    tests = [tests_by_set[name] for name in CAPABILITIES if name in tests_by_set]
     return [
         (
             None,
@@ -102,15 +102,20 @@ def _set_test(path: Path, name: str, threshold: float | None) -> dict[str, Any]:
     if not examples:
         raise SourceError(path, "the set has no records")
     note_unwinnable(path, examples)
-    action, part = name.split("_")
     return make_test(
         name,
-        _CAPABILITIES[name],
+        CAPABILITIES[name],
         "caption",
         examples,
         threshold=threshold,
-        description=f"SugarCrepe {name}: negative caption with {_WHAT[action]} ({_WHAT[part]})",
+        description=f"SugarCrepe {name}: negative caption with {describe_set(name)}",
     )
+
+
+def describe_set(name: str) -> str:
+    """``replace_att`` -> ``one word replaced (attribute)``."""
+    action, part = name.split("_")
+    return f"{_WHAT[action]} ({_WHAT[part]})"
 
 
 IMPORTER = Importer(

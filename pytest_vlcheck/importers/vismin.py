@@ -54,7 +54,7 @@ def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
             "group",
             by_category[category],
             threshold=args.threshold,
-            criterion=args.criterion,
+            settings={"criterion": args.criterion},
             description=f"VisMin {category}: caption i must go with image i of the edited "
             f"pair, both ways (passes on the {args.criterion} score)",
         )

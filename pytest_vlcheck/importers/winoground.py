@@ -80,7 +80,7 @@ def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
         "group",
         examples,
         threshold=args.threshold,
-        criterion=args.criterion,
+        settings={"criterion": args.criterion},
         description="Winoground: caption i must go with image i both ways "
         f"(passes on the {args.criterion} score)",
     )
@@ -172,7 +172,7 @@ def json_group_test(
         "group",
         examples,
         threshold=args.threshold,
-        criterion=args.criterion,
+        settings={"criterion": args.criterion},
         description=f"{kind.test_description} (passes on the {args.criterion} score)",
     )
     return [(None, checklist(kind.checklist_description, [test]))]

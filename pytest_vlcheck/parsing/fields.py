@@ -149,6 +149,15 @@ class Fields:
             self.fail(f"'{key}' is {value}; expected {expected}", key)
         return float(value)
 
+    def flag(self, key: str, default: bool) -> bool:
+        """``true`` or ``false``."""
+        if key not in self.data:
+            return default
+        value = self.data[key]
+        if not isinstance(value, bool):
+            self.fail(f"'{key}' must be true or false, got {type_name(value)}", key)
+        return value
+
     def choice(self, key: str, choices: Iterable[str], default: str | None = None) -> str:
         """One of ``choices``."""
         choices = tuple(choices)

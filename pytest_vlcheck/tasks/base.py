@@ -21,6 +21,7 @@ class BaseTask:
     optional_example_keys: tuple[str, ...] = ()
     setting_keys: tuple[str, ...] = ()
     generation = GenerationRules()
+    text_only = False
 
     def parse_settings(self, fields: Fields) -> dict[str, Any]:
         """Kinds without test-level keys of their own."""

@@ -81,6 +81,7 @@ class GenerationRules:
     text_negatives: bool = False
     scene_negatives: int | None = None
     changes: bool = False
+    generates: bool = True
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,8 @@ class Task(Protocol):
     optional_example_keys: tuple[str, ...]
     setting_keys: tuple[str, ...]
     generation: GenerationRules
+    text_only: bool
+    """Scored texts against texts (the grid has no image): only a dual encoder serves it."""
     example_schema: Mapping[str, Any]
     """The JSON Schema of one example (``checklist.json_schema`` gathers every kind's)."""
 

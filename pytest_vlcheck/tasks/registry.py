@@ -9,9 +9,10 @@ from pytest_vlcheck.tasks.image import IMAGE
 from pytest_vlcheck.tasks.invariance import INVARIANCE
 from pytest_vlcheck.tasks.match import MATCH
 from pytest_vlcheck.tasks.protocol import Task
+from pytest_vlcheck.tasks.text import TEXT
 
 TASKS: dict[str, Task] = {
-    task.name: task for task in (CAPTION, IMAGE, GROUP, MATCH, INVARIANCE, DIRECTIONAL)
+    task.name: task for task in (CAPTION, IMAGE, GROUP, MATCH, INVARIANCE, DIRECTIONAL, TEXT)
 }
 TASK_NAMES: tuple[str, ...] = tuple(TASKS)
 
