@@ -84,7 +84,7 @@ def main() -> None:
             ModelOptions(device=args.device, batch_size=args.batch_size),
             ImageLoader(),
         )
-        runner.scorer  # noqa: B018 - load the model outside the timed scoring
+        runner.source.scorer  # noqa: B018 - load the model outside the timed scoring
         ready = time.perf_counter()
         runner.prepare([test])
         result = evaluate_test(test, runner)

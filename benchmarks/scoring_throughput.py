@@ -303,7 +303,7 @@ def main() -> None:
         options = ModelOptions(args.device, args.batch_size, args.precision)
         runner = ModelRunner(parse_spec(spec), options, ImageLoader())
         test = load_checklist(checklist).tests[0]
-        setup = Setup(test, spec, options, runner.scorer, folder / "caches")
+        setup = Setup(test, spec, options, runner.source.scorer, folder / "caches")
         print(f"model {args.arch} on {args.device} ({args.precision}), batch {args.batch_size}")
         walls = run(setup, args.methods.split(","), args.repeats)
         report(setup, walls)

@@ -77,12 +77,15 @@ def _snapshot(model) -> dict:
     return {key: value.detach().clone() for key, value in model.state_dict().items()}
 
 
-def _pytest_matrix(project: Path, weights: Path) -> dict:
+def _pytest_matrix(project: Path, weights: Path | str) -> dict:
+    """``matrix.json`` of pytest on ``checks.yaml``: the tiny architecture with ``weights``
+    (a file), or a whole ``--vl-model`` spec (a string)."""
     from pytest_vlcheck.tiny import TINY_CONFIG
 
+    spec = weights if isinstance(weights, str) else f"open_clip:{TINY_CONFIG}@{weights}"
     args = [
         *("-m", "pytest", "checks.yaml", "-q", "-p", "no:cacheprovider", "--vl-no-cache"),
-        *(f"--vl-model=m=open_clip:{TINY_CONFIG}@{weights}", "--vl-report=rep"),
+        *(f"--vl-model=m={spec}", "--vl-report=rep"),
     ]
     done = subprocess.run(
         [sys.executable, *args], cwd=project, capture_output=True, text=True, env=os.environ
@@ -131,3 +134,68 @@ def test_a_live_model_is_measured_at_call_time(
     expected = _pytest_matrix(tmp_path, tmp_path / "upd.safetensors")
     assert third.to_json()["results"] == expected["results"]
     assert third.to_json()["results"] != first.to_json()["results"]
+
+
+def test_a_live_transformers_model_evaluates_as_pytest_scores_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import warnings
+
+    from model_builders import build_hf_clip
+    from transformers import AutoProcessor, CLIPModel
+
+    from pytest_vlcheck import evaluate
+
+    write_colour_squares(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    folder = build_hf_clip(tmp_path / "clip")
+    model = CLIPModel.from_pretrained(folder).train()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        processor = AutoProcessor.from_pretrained(folder, backend="pil")
+    run = evaluate(
+        model, "checks.yaml", preprocess=processor, name="m", device="cpu", report_dir="api"
+    )
+    expected = _pytest_matrix(tmp_path, f"hf:{folder}")
+    assert run.to_json()["results"] == expected["results"]
+    assert model.training
+
+
+class _MeanColour:
+    """A protocol object: an image is its mean RGB, a text the colour words it names."""
+
+    fingerprint = "mean-colour-v1"
+
+    def encode_images(self, images):
+        import numpy as np
+
+        return np.stack([np.asarray(im, dtype=np.float32).reshape(-1, 3).mean(0) for im in images])
+
+    def encode_texts(self, texts):
+        import numpy as np
+
+        words = {"red": (1, 0, 0), "green": (0, 1, 0), "blue": (0, 0, 1)}
+        return np.asarray(
+            [[sum(words.get(w, (0, 0, 0))[i] for w in t.split()) for i in range(3)] for t in texts],
+            dtype=np.float32,
+        )
+
+
+def test_an_image_file_changed_between_calls_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from PIL import Image
+
+    from pytest_vlcheck import evaluate
+
+    write_colour_squares(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    scorer = _MeanColour()
+    first = evaluate(scorer, "checks.yaml", name="m", no_cache=True)
+    assert (first.results[0].n, first.results[0].passed) == (3, 3)
+    unchanged = evaluate(scorer, "checks.yaml", name="m", no_cache=True)
+    assert unchanged.stats["m"].model_calls == 0
+    Image.new("RGB", (64, 64), (20, 20, 220)).save(tmp_path / "red.png")  # now blue
+    second = evaluate(scorer, "checks.yaml", name="m", no_cache=True)
+    assert second.stats["m"].images_encoded == 1  # the edited file only
+    assert (second.results[0].n, second.results[0].passed) == (3, 2)

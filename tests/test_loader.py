@@ -190,7 +190,7 @@ BAD = {
     "ties on group": (
         VALID.replace("    task: group\n", "    task: group\n    ties: first\n"),
         28,
-        "'ties' applies to caption, image tests only, not 'group'",
+        "'ties' applies to caption, image, text tests only, not 'group'",
     ),
     "bad ties rule": (
         VALID.replace("    task: caption\n", "    task: caption\n    ties: random\n"),

@@ -24,6 +24,12 @@ The run writes, atomically, into ``--out`` (default: ``pytest_vlcheck/tiny``, th
 ``tiny.safetensors`` (fp16 storage; open_clip copies it into fp32 parameters on load) and
 ``TRAINING.md`` (settings, loss curve, wall time, zero-shot accuracy on probes).
 ``--steps 0`` writes the seed-initialised twin, a chance-level reference.
+
+``--eval-every N`` evaluates the bundled checklists (or ``--eval-checklists``) with
+``pytest_vlcheck.evaluate`` every N steps and after the last, on a BatchNorm-recalibrated
+twin (``tiny_training.in_loop``), logs them to ``--log`` specs (``tensorboard:DIR``,
+``jsonl:FILE``, ...) and adds the capability curves to ``TRAINING.md``. The weights are the
+same, bit for bit, with or without it.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import json
 import math
 import platform
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -44,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_vlcheck.atomic import atomic_path, atomic_write_text
 from pytest_vlcheck.tiny import TINY_CONFIG
 from tiny_training.data import HELD_OUT_PAIRS, Sample, TrainingSampler, scene_keys
+from tiny_training.in_loop import CapabilityCurve, EvalSettings, InLoopProbe
 from tiny_training.probes import Probe, probe_set
 
 if TYPE_CHECKING:
@@ -74,6 +82,40 @@ class Settings:
 
 def parse_args(argv: Sequence[str] | None = None) -> Settings:
     """Command-line flags -> :class:`Settings` (defaults are the shipped run's)."""
+    p = _parser()
+    a = p.parse_args(argv)
+    s = Settings(
+        steps=a.steps,
+        batch_size=a.batch_size,
+        lr=a.lr,
+        warmup=a.warmup,
+        weight_decay=a.weight_decay,
+        hard_weight=a.hard_weight,
+        seed=a.seed,
+        threads=a.threads,
+        eval_size=a.eval_size,
+        bn_batches=a.bn_batches,
+        log_every=a.log_every,
+        config=a.config,
+        out=a.out,
+    )
+    if min(s.steps, s.eval_size, s.bn_batches) < 0 or s.batch_size < 2 or s.threads < 1:
+        p.error("need --steps, --eval-size, --bn-batches >= 0, --batch-size >= 2, --threads >= 1")
+    if s.log_every < 1:
+        p.error("need --log-every >= 1")
+    return s
+
+
+def parse_eval_args(argv: Sequence[str] | None = None) -> EvalSettings:
+    """The in-loop evaluation flags -> :class:`EvalSettings` (off by default)."""
+    p = _parser()
+    a = p.parse_args(argv)
+    if a.eval_every < 0:
+        p.error("need --eval-every >= 0 (0: no in-loop evaluation)")
+    return EvalSettings(a.eval_every, tuple(a.eval_checklists), tuple(a.eval_select), tuple(a.log))
+
+
+def _parser() -> argparse.ArgumentParser:
     d = Settings()
     p = argparse.ArgumentParser(
         prog="python -m tiny_training.train",
@@ -96,27 +138,31 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     p.add_argument("--log-every", type=int, default=d.log_every)
     p.add_argument("--config", default=d.config, help="open_clip model-config JSON")
     p.add_argument("--out", default=d.out, help="folder for tiny.safetensors and TRAINING.md")
-    a = p.parse_args(argv)
-    s = Settings(
-        steps=a.steps,
-        batch_size=a.batch_size,
-        lr=a.lr,
-        warmup=a.warmup,
-        weight_decay=a.weight_decay,
-        hard_weight=a.hard_weight,
-        seed=a.seed,
-        threads=a.threads,
-        eval_size=a.eval_size,
-        bn_batches=a.bn_batches,
-        log_every=a.log_every,
-        config=a.config,
-        out=a.out,
+    p.add_argument(
+        "--eval-every", type=int, default=0, help="evaluate checklists every N steps (0: never)"
     )
-    if min(s.steps, s.eval_size, s.bn_batches) < 0 or s.batch_size < 2 or s.threads < 1:
-        p.error("need --steps, --eval-size, --bn-batches >= 0, --batch-size >= 2, --threads >= 1")
-    if s.log_every < 1:
-        p.error("need --log-every >= 1")
-    return s
+    p.add_argument(
+        "--eval-checklists",
+        nargs="+",
+        default=[],
+        metavar="PATH",
+        help="checklist files or folders to evaluate (default: the bundled suite)",
+    )
+    p.add_argument(
+        "--eval-select",
+        nargs="+",
+        default=[],
+        metavar="ID",
+        help="evaluate only these test ids or capability prefixes",
+    )
+    p.add_argument(
+        "--log",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="where evaluations go (tensorboard:DIR, jsonl:FILE, wandb, mlflow); repeatable",
+    )
+    return p
 
 
 def lr_at(step: int, s: Settings) -> float:
@@ -410,6 +456,8 @@ class RunLog:
     results: list[ProbeResult]
     excluded_scenes: int = 0
     rejected_draws: int = 0
+    curve: CapabilityCurve | None = None
+    eval_every: int = 0
 
 
 def loss_table(losses: Sequence[float], rows: int = 12) -> list[tuple[int, int, float]]:
@@ -487,6 +535,18 @@ def render_log(log: RunLog) -> str:
         "|---|---|---|---|",
     ]
     lines += [f"| {r.kind} | {r.n} | {r.accuracy:.1%} | {r.chance:.1%} |" for r in log.results]
+    if log.curve is not None and log.curve.steps:
+        lines += [
+            "",
+            "## Capability curves (the checklists' pass rates during training)",
+            "",
+            f"Measured with `--eval-every {log.eval_every}` (the weights are the same with or "
+            "without it): `pytest_vlcheck.evaluate` on a twin of the model whose BatchNorm "
+            "statistics were recomputed as after the last step, so each column is the model "
+            "as it would ship at that step (`tiny_training/in_loop.py`).",
+            "",
+            *log.curve.markdown(),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -512,8 +572,11 @@ def _recalibrate(
         calibration.close()
 
 
-def train(s: Settings, echo: Callable[[str], None] = print) -> RunLog:
-    """Run the whole recipe and write the weights and the log into ``s.out``."""
+def train(
+    s: Settings, echo: Callable[[str], None] = print, evaluation: EvalSettings | None = None
+) -> RunLog:
+    """Run the whole recipe and write the weights and the log into ``s.out``; with
+    ``evaluation.every``, evaluate checklists along the way (``tiny_training.in_loop``)."""
     import torch
 
     wall0 = time.perf_counter()
@@ -534,6 +597,17 @@ def train(s: Settings, echo: Callable[[str], None] = print) -> RunLog:
     canvas = int(json.loads(Path(s.config).read_text(encoding="utf-8"))["vision_cfg"]["image_size"])
     sampler = TrainingSampler(s.seed, exclude=excluded, canvas=canvas)
     losses: list[float] = []
+    evaluation = evaluation or EvalSettings()
+    probe = InLoopProbe(
+        model,
+        evaluation,
+        preprocess=preprocess,
+        tokenizer=tokenizer,
+        recalibrate=lambda twin: _recalibrate(twin, s, excluded, canvas, to_pixels, _quiet),
+    )
+    eval_seconds = 0.0
+    if evaluation.every:
+        echo(probe(0, model))  # the curve's start, and every evaluation mistake before training
     batches = Batches(sampler, s.batch_size, s.steps, to_pixels)
     t0 = time.perf_counter()
     try:
@@ -560,15 +634,21 @@ def train(s: Settings, echo: Callable[[str], None] = print) -> RunLog:
                     f"step {step + 1}/{s.steps} loss {sum(recent) / len(recent):.3f} "
                     f"lr {lr_at(step, s):.2e} {rate:.2f} steps/s"
                 )
+            if probe.due(step + 1, s.steps):
+                started = time.perf_counter()
+                echo(probe(step + 1, model))
+                eval_seconds += time.perf_counter() - started
     finally:
         batches.close()
-    train_seconds = time.perf_counter() - t0
+    train_seconds = time.perf_counter() - t0 - eval_seconds
     if s.steps:
         _recalibrate(model, s, excluded, canvas, to_pixels, echo)
 
     out = Path(s.out)
     weights = out / WEIGHTS_NAME
-    meta = {"vlcheck_tiny": json.dumps(asdict(s) | {"config": Path(s.config).name})}
+    # The settings that make the weights: not --out, so the bytes do not depend on the folder.
+    recipe = {k: v for k, v in asdict(s).items() if k != "out"} | {"config": Path(s.config).name}
+    meta = {"vlcheck_tiny": json.dumps(recipe)}
     save_weights(model, weights, meta)
     # Evaluate what was saved: reload the fp16 weights into the fp32 model first.
     from open_clip.factory import load_checkpoint
@@ -587,15 +667,28 @@ def train(s: Settings, echo: Callable[[str], None] = print) -> RunLog:
         results,
         len(excluded),
         sampler.rejected,
+        probe.curve,
+        evaluation.every,
     )
     write_text(out / LOG_NAME, render_log(log))
     echo(f"wrote {weights} and {out / LOG_NAME} in {log.wall_seconds:.0f} s")
     return log
 
 
+def _quiet(_: str) -> None:
+    """Recalibrating the in-loop twin says nothing (the final recalibration does)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m tiny_training.train``."""
-    train(parse_args(argv), echo=lambda m: print(m, flush=True))
+    from pytest_vlcheck.errors import VlcheckUserError
+
+    settings, evaluation = parse_args(argv), parse_eval_args(argv)
+    try:
+        train(settings, echo=lambda m: print(m, flush=True), evaluation=evaluation)
+    except VlcheckUserError as exc:
+        print(f"tiny_training.train: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -9,6 +9,7 @@ be loaded with the loader's reason instead of raising.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -19,7 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.engine.content_keys import image_key
+from pytest_vlcheck.engine.embedding_cache import RACY_SECONDS
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
+from pytest_vlcheck.models.torch_utils import sha256_file
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -28,6 +31,10 @@ if TYPE_CHECKING:
     from pytest_vlcheck.engine.scoring import ScoringStats
 
 ImageKey = tuple[Any, ...]
+FileStamp = tuple[int, int, int] | None
+"""A file's (size, mtime_ns, inode), or None when it cannot be stat'ed."""
+FileState = tuple[FileStamp, str | None]
+"""A loaded file's stamp and, for a file written moments before, its sha256."""
 ImageLoad = Callable[[ImageRef], "Image"]
 LOAD_THREADS = 8
 LIVE_MEMO_BYTES = 1 << 30
@@ -53,6 +60,23 @@ class ImageFeed:
     _memo: OrderedDict[ImageKey, Any] = field(default_factory=OrderedDict)
     _memo_held: int = 0
     _memo_lock: threading.Lock = field(default_factory=threading.Lock)
+    _files: dict[ImageKey, tuple[str, FileState]] = field(default_factory=dict)
+
+    def changed_files(self) -> set[ImageKey]:
+        """The file images whose file changed (or appeared, or went) since they were loaded;
+        everything kept about them is forgotten, so a later call loads them again. A call
+        from the user starts with this (a file edited between two probes is read anew)."""
+        changed = {key for key, (path, state) in self._files.items() if _changed(path, state)}
+        with self._memo_lock:
+            for key in changed:
+                item = self._memo.pop(key, None)
+                if item is not None:
+                    self._memo_held -= _size(item) or 0
+        for key in changed:
+            self.unavailable.pop(key, None)
+            self.content_keys.pop(key, None)
+            del self._files[key]
+        return changed
 
     def forget_preprocessed(self) -> None:
         """Drop the kept preprocessed images (the preprocessing changed)."""
@@ -69,17 +93,15 @@ class ImageFeed:
 
     def _remember(self, key: ImageKey, item: Any) -> None:
         """Keep ``item`` within the budget; only arrays and tensors, whose size is known."""
-        size = getattr(item, "nbytes", None)
-        if size is None and hasattr(item, "element_size"):
-            size = item.numel() * item.element_size()
-        if not isinstance(size, int) or size > self.memo_bytes:
+        size = _size(item)
+        if size is None or size > self.memo_bytes:
             return
         with self._memo_lock:
             self._memo[key] = item
             self._memo_held += size
             while self._memo_held > self.memo_bytes:
                 _, old = self._memo.popitem(last=False)
-                self._memo_held -= getattr(old, "nbytes", None) or old.numel() * old.element_size()
+                self._memo_held -= _size(old) or 0
 
     def key(self, refs: Sequence[ImageRef]) -> None:
         """Content keys of ``refs`` when the cache is on: file images hashed in parallel, with
@@ -147,8 +169,48 @@ class ImageFeed:
 
     def load_one(self, ref: ImageRef) -> Image | None:
         """The decoded image, or None with the reason recorded."""
+        if ref.kind == "file":
+            self._files[ref.key] = (ref.location, _file_state(ref.location))
         try:
             return self.load_image(ref)
         except ImageUnavailable as exc:
             self.unavailable[ref.key] = exc.reason
             return None
+
+
+def _stamp(path: str) -> FileStamp:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns, stat.st_ino
+
+
+def _file_state(path: str) -> FileState:
+    """What tells a later call whether the file changed: its stamp, and the sha256 of its
+    bytes when it was written moments ago (another write within the same clock tick would
+    leave the stamp as it is: "racy" files are compared by content, as git does)."""
+    stamp = _stamp(path)
+    if stamp is not None and time.time_ns() - stamp[1] < RACY_SECONDS * 1e9:
+        return stamp, _digest(path)
+    return stamp, None
+
+
+def _changed(path: str, state: FileState) -> bool:
+    stamp, digest = state
+    return _stamp(path) != stamp or (digest is not None and _digest(path) != digest)
+
+
+def _digest(path: str) -> str | None:
+    try:
+        return sha256_file(Path(path))
+    except OSError:
+        return None
+
+
+def _size(item: Any) -> int | None:
+    """Bytes of a numpy array or a torch tensor; None for anything else."""
+    size = getattr(item, "nbytes", None)
+    if size is None and hasattr(item, "element_size"):
+        size = item.numel() * item.element_size()
+    return size if isinstance(size, int) else None

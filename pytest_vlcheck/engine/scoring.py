@@ -131,11 +131,6 @@ class ModelRunner:
         return runner
 
     @property
-    def scorer(self) -> Any:
-        """The scorer, built on first need (``ScorerSource.scorer``)."""
-        return self.source.scorer
-
-    @property
     def mode(self) -> ScoringMode:
         """How this model scores (``ScorerSource.mode``)."""
         return self.source.mode
@@ -165,7 +160,11 @@ class ModelRunner:
         """Start a new call from the user (``vl_model.score``, a training loop's probe):
         numbers belong to the weights at call time, so what was computed in memory is
         forgotten when the built scorer's fingerprint changed since, or when it has none
-        (nothing then tells its weights apart)."""
+        (nothing then tells its weights apart); a file image changed since is read anew."""
+        changed = self.images.changed_files()
+        if changed:
+            self._image_vectors = {k: v for k, v in self._image_vectors.items() if k not in changed}
+            self._pair_scores = {p: v for p, v in self._pair_scores.items() if p[0] not in changed}
         if not self.source.built:
             return
         current = scorer_fingerprint(self.source.scorer)
@@ -295,7 +294,7 @@ class ModelRunner:
     def _encode_images(self, refs: list[ImageRef]) -> None:
         if not refs:
             return
-        scorer = self.scorer  # built before the loader pool starts
+        scorer = self.source.scorer  # built before the loader pool starts
         preprocess = getattr(scorer, "preprocess_image", None)
         if not (callable(preprocess) and callable(getattr(scorer, "encode_preprocessed", None))):
             preprocess = None
@@ -380,7 +379,7 @@ class ModelRunner:
         to its device) or ``--vl-batch-size``; the scorer is built only if there are items."""
         if not items:
             return
-        size = getattr(self.scorer, "batch_size", None)
+        size = getattr(self.source.scorer, "batch_size", None)
         if not isinstance(size, int) or size < 1:
             size = self.options.batch_size
         for start in range(0, len(items), size):

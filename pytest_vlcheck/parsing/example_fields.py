@@ -83,14 +83,15 @@ def _file_ref(
 ) -> ImageRef:
     if not written.strip():
         raise ChecklistError(context.path, line, f"image {what} is an empty path")
-    folder, name = os.path.split(os.path.join(context.image_dir, written))
+    folder, name = os.path.split(os.path.abspath(os.path.join(context.image_dir, written)))
     return ImageRef("file", written, os.path.join(_real_dir(folder), name), crop, relative)
 
 
 @functools.lru_cache(maxsize=4096)
 def _real_dir(folder: str) -> str:
-    """The real path of an image folder, resolved once per folder (resolving each of 100k
-    image paths costs seconds of ``lstat`` calls)."""
+    """The real path of an absolute image folder, resolved once per folder (resolving each
+    of 100k image paths costs seconds of ``lstat`` calls). Absolute, so a relative
+    checklist read again after a change of directory is not given the old folder."""
     return os.path.realpath(folder)
 
 
