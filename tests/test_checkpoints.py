@@ -80,3 +80,37 @@ def test_pytest_gives_a_column_per_checkpoint_logged_at_its_step(
     refused = pytester.runpytest(spec, "--vl-step=5", "-p", "no:cacheprovider")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["*--vl-step: a checkpoint glob reads each checkpoint's step*"])
+
+
+def test_trainer_checkpoint_folders_take_their_processor_from_a_base(
+    pytester: pytest.Pytester,
+) -> None:
+    """An HF Trainer's ``checkpoint-N/`` holds the model only: ``#BASE`` names where the
+    tokenizer and image processor come from; without it, one line says so."""
+    from model_builders import build_hf_clip
+
+    write_colour_squares(pytester.path)
+    base = build_hf_clip(pytester.path / "base")
+    for step in (500, 1500):
+        folder = pytester.path / "out" / f"checkpoint-{step}"
+        folder.mkdir(parents=True)
+        for name in ("config.json", "model.safetensors"):
+            shutil.copy(base / name, folder / name)
+    common = ("--vl-report=rep", "--vl-no-cache", "--vl-device=cpu", "-p", "no:cacheprovider")
+    result = pytester.runpytest(f"--vl-model=run=hf:out/checkpoint-*#{base}", *common)
+    result.assert_outcomes(passed=2)
+    matrix = json.loads((pytester.path / "rep" / "matrix.json").read_text())
+    assert [(m["name"], m["step"]) for m in matrix["models"]] == [
+        ("run@checkpoint-500", 500),
+        ("run@checkpoint-1500", 1500),
+    ]
+    reference = pytester.runpytest(f"--vl-model=run=hf:{base}", "--vl-report=ref", *common[1:])
+    reference.assert_outcomes(passed=1)
+    same = json.loads((pytester.path / "ref" / "matrix.json").read_text())["results"][0]
+    assert matrix["results"][0]["passed"] == same["passed"]
+
+    bare = pytester.runpytest("--vl-model=hf:out/checkpoint-500", "-p", "no:cacheprovider")
+    assert bare.ret != 0
+    expected = "*checkpoint-500 has no tokenizer or image processor*e.g. hf:out/checkpoint-500#*"
+    bare.stdout.fnmatch_lines([expected])
+    assert "Traceback" not in bare.stdout.str() + bare.stderr.str()

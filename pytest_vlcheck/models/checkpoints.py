@@ -29,14 +29,16 @@ def is_glob(text: str) -> bool:
     return any(c in GLOB_CHARACTERS for c in text)
 
 
-def weights_part(scheme: str, body: str) -> tuple[str, str]:
-    """(what stays, the weights path) of a spec body: open_clip's after ``@``, hf's whole."""
+def weights_part(scheme: str, body: str) -> tuple[str, str, str]:
+    """(what comes before, the weights path, what comes after) of a spec body: open_clip's
+    weights follow ``@``; hf's are the body up to a ``#BASE`` naming its processor."""
     if scheme == "open_clip" and "@" in body:
         arch, _, weights = body.partition("@")
-        return f"{arch}@", weights
+        return f"{arch}@", weights, ""
     if scheme == "hf":
-        return "", body
-    return body, ""
+        weights, sep, base = body.partition("#")
+        return "", weights, sep + base
+    return body, "", ""
 
 
 def natural_key(text: str) -> list[int | str]:
@@ -52,7 +54,7 @@ def step_of(path: str) -> int | None:
 
 def expand_checkpoints(spec: ModelSpec) -> list[ModelSpec]:
     """The spec itself, or one spec per checkpoint its glob matches."""
-    kept, weights = weights_part(spec.scheme, spec.body)
+    kept, weights, after = weights_part(spec.scheme, spec.body)
     if not weights or not is_glob(weights):
         return [spec]
     matches = sorted(glob.glob(weights), key=natural_key)
@@ -65,13 +67,13 @@ def expand_checkpoints(spec: ModelSpec) -> list[ModelSpec]:
     for match in matches:
         stem = Path(match.rstrip("/")).name.removesuffix(".safetensors")
         name = f"{spec.name}@{_NOT_IN_NAME.sub('-', stem)}"
-        text = f"{spec.scheme}:{kept}{match}"
+        body = f"{kept}{match}{after}"
         members.append(
             replace(
                 spec,
                 name=name,
-                text=text,
-                body=f"{kept}{match}",
+                text=f"{spec.scheme}:{body}",
+                body=body,
                 group=spec.name,
                 step=step_of(match),
             )

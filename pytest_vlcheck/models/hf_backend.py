@@ -226,9 +226,12 @@ class HfItmScorer(_HfModel):
 
 
 def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:
-    """Load ``hf:BODY`` (a hub name or a ``save_pretrained`` directory), in eval mode."""
+    """Load ``hf:BODY`` (a hub name or a ``save_pretrained`` directory), in eval mode;
+    ``hf:DIR#BASE`` takes the tokenizer and image processor from BASE (a Trainer's
+    ``checkpoint-N`` folder holds the model only)."""
     spec = f"hf:{body}"
-    source, local = _resolve_source(body, spec)
+    model_body, processor_body = split_processor(body)
+    source, local = _resolve_source(model_body, spec)
     # Unreachable hub: cached files only, so a missing model fails at once, not after retries;
     # one that is not even cached fails before transformers and torch are imported.
     offline = None if local else hub_unreachable_reason()
@@ -272,19 +275,13 @@ def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:
             "score: it needs get_image_features/get_text_features (CLIP family, SigLIP) or "
             "an image-text matching head (BLIP *ForImageTextRetrieval)"
         )
-    try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(source, **hub_kwargs)
-        image_processor = transformers.AutoImageProcessor.from_pretrained(
-            source, **_pil_processor_kwargs(), **hub_kwargs
-        )
-    except Exception as exc:
-        raise _fetch_error(spec, local, offline, "its tokenizer or image processor", exc) from exc
+    tokenizer, image_processor = _processors(transformers, spec, source, local, processor_body)
     model.to(device)
     model.eval()
 
     common: dict[str, Any] = {
         "name": spec,
-        "fingerprint": _fingerprint(body, source, local),
+        "fingerprint": _fingerprint(model_body, source, local) + _processor_part(processor_body),
         "model": model,
         "tokenizer": tokenizer,
         "image_processor": image_processor,
@@ -329,6 +326,51 @@ def text_limit(model: Any, tokenizer: Any) -> int:
     return min(usable)
 
 
+def split_processor(body: str) -> tuple[str, str | None]:
+    """``DIR#BASE`` -> (``DIR``, ``BASE``): the model, and where its tokenizer and image
+    processor come from (None: the model's own source). ``#`` is no glob character, so a
+    checkpoint glob keeps it: ``hf:out/checkpoint-*#openai/clip-vit-base-patch32``."""
+    model, sep, processor = body.partition("#")
+    if sep and not processor.strip():
+        raise ModelLoadError(
+            f"hf:{body}: nothing after '#'; expected where the tokenizer and image processor "
+            "come from: hf:DIR#HUB_NAME or hf:DIR#BASE_DIR"
+        )
+    return model, (processor.strip() if sep else None)
+
+
+def _processors(
+    transformers: Any, spec: str, source: str, local: bool, processor_body: str | None
+) -> tuple[Any, Any]:
+    """The tokenizer and PIL image processor, from the model's source or from ``#BASE``."""
+    if processor_body is not None:
+        source, local = _resolve_source(processor_body, spec)
+    offline = None if local else hub_unreachable_reason()
+    kwargs: dict[str, Any] = {"local_files_only": True} if local or offline else {}
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(source, **kwargs)
+        image_processor = transformers.AutoImageProcessor.from_pretrained(
+            source, **_pil_processor_kwargs(), **kwargs
+        )
+    except Exception as exc:
+        if local and processor_body is None:
+            raise ModelLoadError(
+                f"{spec}: {source} has no tokenizer or image processor ({short_detail(exc)}); "
+                "a Trainer's checkpoint-N folder saves the model only: name where they come "
+                f"from after '#', e.g. {spec}#openai/clip-vit-base-patch32 or {spec}#BASE_DIR"
+            ) from exc
+        raise _fetch_error(spec, local, offline, "its tokenizer or image processor", exc) from exc
+    return tokenizer, image_processor
+
+
+def _processor_part(processor_body: str | None) -> str:
+    """What ``#BASE`` adds to the fingerprint: the base's own (its tokenizer files count)."""
+    if processor_body is None:
+        return ""
+    source, local = _resolve_source(processor_body, f"hf:#{processor_body}")
+    return "#" + _fingerprint(processor_body, source, local)
+
+
 def _resolve_source(body: str, spec: str) -> tuple[str, bool]:
     """(what from_pretrained gets, whether it is a local directory)."""
     text = body.strip()
@@ -357,14 +399,20 @@ def identify(body: str, options: ModelOptions, digest: Digest) -> ModelIdentity 
     """The fingerprint ``load`` would give, without transformers or torch: a local directory,
     or a hub name whose files are in the local hub cache (else None)."""
     try:
-        source, local = _resolve_source(body, f"hf:{body}")
+        model_body, processor_body = split_processor(body)
+        source, local = _resolve_source(model_body, f"hf:{body}")
+        extra = _processor_part(processor_body)
     except VlcheckUserError:
         return None
+    if extra == f"#hf:{processor_body}":
+        return None  # a hub processor not in the local cache: nothing names its revision
     preprocessing = f"transformers {metadata.version('transformers')}"
     if local:
-        return ModelIdentity(fingerprint_path(source, digest), preprocessing)
-    fingerprint = _fingerprint(body, source, local)
-    return None if fingerprint == f"hf:{body}" else ModelIdentity(fingerprint, preprocessing)
+        return ModelIdentity(fingerprint_path(source, digest) + extra, preprocessing)
+    fingerprint = _fingerprint(model_body, source, local)
+    if fingerprint == f"hf:{model_body}":
+        return None
+    return ModelIdentity(fingerprint + extra, preprocessing)
 
 
 def _fetch_error(
