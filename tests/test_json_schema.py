@@ -173,3 +173,34 @@ def test_the_task_kinds_come_from_the_registry() -> None:
         "criterion": {"const": "group"},
         "cutoff": {"const": "match"},
     }
+
+
+def test_the_schema_types_every_scene_key(validator, tmp_path: Path) -> None:
+    from pytest_vlcheck.checklist.json_schema import checklist_schema
+    from pytest_vlcheck.images.scenes import SHAPES, TEXTURES
+
+    scene = checklist_schema()["$defs"]["scene"]
+    obj = scene["properties"]["objects"]["items"]
+    assert obj["properties"]["shape"]["enum"] == list(SHAPES)
+    assert obj["properties"]["texture"]["enum"] == list(TEXTURES)
+    good = {"size": [96, 64], "background": [250, 250, 250],
+            "objects": [{"shape": "star", "color": "red", "size": "small",
+                         "position": [0.5, 0.5], "hollow": True}]}  # fmt: skip
+    for bad in (
+        {**good, "size": 8},  # below the smallest canvas
+        {**good, "objects": [{**good["objects"][0], "shape": "blob"}]},
+        {**good, "objects": [{**good["objects"][0], "position": [0.5, 1.5]}]},
+        {**good, "objects": [{**good["objects"][0], "colour": "red"}]},
+        {**good, "background": [300, 0, 0]},
+    ):
+        for scene_spec, ok in ((good, True), (bad, False)):
+            doc = yaml.safe_load(GOOD)
+            doc["tests"][0]["examples"][0]["image"] = {"scene": scene_spec}
+            path = tmp_path / "scene.yaml"
+            path.write_text(yaml.safe_dump(doc))
+            assert validator.is_valid(doc) is ok, scene_spec
+            if ok:
+                load_checklist(path)
+            else:
+                with pytest.raises(ChecklistError):
+                    load_checklist(path)

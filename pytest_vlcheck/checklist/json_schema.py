@@ -14,6 +14,7 @@ import json
 from importlib.resources import files
 from typing import Any
 
+from pytest_vlcheck.images.scenes import scene_schema
 from pytest_vlcheck.tasks import TASKS
 
 BASE = ("pytest_vlcheck.checklist", "checklist.schema.json")
@@ -23,6 +24,7 @@ def checklist_schema() -> dict[str, Any]:
     """The whole schema (draft 2020-12), as ``vlcheck schema`` prints it."""
     package, name = BASE
     schema = json.loads(files(package).joinpath(name).read_text(encoding="utf-8"))
+    schema["$defs"]["scene"] = scene_schema()
     test = schema["$defs"]["test"]
     test["properties"]["task"]["enum"] = list(TASKS)
     rules = []

@@ -158,6 +158,71 @@ SHAPES: tuple[str, ...] = (
 SHAPE_PLURALS: dict[str, str] = {s: ("crosses" if s == "cross" else s + "s") for s in SHAPES}
 
 
+def scene_schema() -> dict[str, Any]:
+    """The JSON Schema of a scene spec, from the same constants ``validate_scene`` checks."""
+    colour = {
+        "oneOf": [
+            {"enum": list(COLORS)},
+            {
+                "type": "array",
+                "items": {"type": "integer", "minimum": 0, "maximum": 255},
+                "minItems": 3,
+                "maxItems": 3,
+            },
+        ],
+        "description": "a colour name or [r, g, b] (integers 0-255)",
+    }
+    pixels = {"type": "integer", "minimum": MIN_CANVAS, "maximum": MAX_CANVAS}
+    fraction = {"type": "number", "minimum": 0, "maximum": 1}
+    obj = {
+        "type": "object",
+        "properties": {
+            "shape": {"enum": list(SHAPES)},
+            "color": colour,
+            "size": {
+                "oneOf": [
+                    {"type": "number", "exclusiveMinimum": 0, "maximum": 2},
+                    {"enum": list(SIZE_WORDS)},
+                ],
+                "description": "side of the object's square box as a fraction of the canvas "
+                f"width, or a word ({', '.join(f'{k} {v}' for k, v in SIZE_WORDS.items())})",
+            },
+            "position": {
+                "type": "array",
+                "items": fraction,
+                "minItems": 2,
+                "maxItems": 2,
+                "description": "centre of the box: [x, y] as fractions of width and height",
+            },
+            "texture": {"enum": list(TEXTURES), "description": "default solid"},
+            "hollow": {"type": "boolean", "description": "only the outline (default false)"},
+            "hidden": {
+                "type": "boolean",
+                "description": "left out, the rest of the scene unchanged (default false)",
+            },
+        },
+        "required": ["shape", "color", "size", "position"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "description": "a synthetic scene: shapes painted in order on a background",
+        "properties": {
+            "size": {
+                "oneOf": [
+                    pixels,
+                    {"type": "array", "items": pixels, "minItems": 2, "maxItems": 2},
+                ],
+                "description": f"square canvas in pixels or [width, height] (default "
+                f"{DEFAULT_CANVAS})",
+            },
+            "background": {**colour, "description": "a colour (default white)"},
+            "objects": {"type": "array", "items": obj, "description": "painted in order"},
+        },
+        "additionalProperties": False,
+    }
+
+
 # --------------------------------------------------------------------------- validation
 
 
