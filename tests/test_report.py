@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
@@ -488,7 +489,12 @@ def small_case() -> tuple[list[dict], list[dict]]:
             ci_low=0.5637,
             ci_high=0.6591,
             metrics={"text_score": 0.6125},
-            slices={"size": {"small": {"n": 10, "passed": 5, "pass_rate": 0.5}}},
+            slices={
+                "size": {
+                    "small": {"n": 10, "passed": 5, "pass_rate": 0.5},
+                    "large": {"n": 6, "passed": 6, "pass_rate": 1.0},
+                }
+            },
         ),
         result("clip", "size_1", "object/size", 0, 0, "skipped", metrics={"gap": -0.05}),
     ]
@@ -533,6 +539,7 @@ def test_markdown_exact():
         "| size | clip |",
         "|---|---|",
         "| small | 50.0% (5/10) |",
+        "| large | 100.0% (6/6) |",
         "",
         "### object/size",
         "",
@@ -643,3 +650,74 @@ def test_message_is_shown_when_present():
     files = render_files(MODELS[:1], rows)
     assert "scores.jsonl lacks (a.jpg, &lt;x&gt;)" in files["report.html"]
     assert "- clip: scores.jsonl lacks (a.jpg, \\<x\\>)" in files["matrix.md"]
+
+
+SCENE_CHECKLIST = """
+vlcheck: 1
+tests:
+  - id: colours
+    capability: attribute/color
+    task: caption
+    threshold: 1.0
+    examples:
+      - image: {scene: {objects: [{shape: circle, color: red, size: 0.3, position: [0.3, 0.5]},
+                                  {shape: star, color: blue, size: 0.2, position: [0.7, 0.5],
+                                   texture: striped}]}}
+        caption: a red circle
+        negatives: [a green circle]
+        tags: {kind: plain}
+      - image: {scene: {objects: [{shape: square, color: green, size: 0.4, position: [0.5, 0.5]},
+                                  {shape: heart, color: red, size: 0.1, position: [0.2, 0.2],
+                                   hidden: true}]}}
+        caption: a blue square
+        negatives: [a green square]
+        tags: {kind: plain}
+"""
+
+
+def test_a_failing_scene_test_reads_in_report_html(pytester: pytest.Pytester) -> None:
+    """Failures of a failing test are open; scene headers are short labels (the spec is in
+    the title); a tag every example shares gets no slice table."""
+    from colour_scorer import SOURCE
+
+    pytester.makepyfile(colour_model=SOURCE)
+    pytester.makefile(".yaml", scenes=SCENE_CHECKLIST)
+    result = pytester.runpytest(
+        "scenes.yaml",
+        "--vl-model=py:colour_model:make",
+        "--vl-report=rep",
+        "-p",
+        "no:cacheprovider",
+    )
+    result.assert_outcomes(failed=1)
+    html = (pytester.path / "rep" / "report.html").read_text()
+    assert "<details open>" in html
+    headers = re.findall(r"<code>([^<]*)</code></span>", html)
+    assert headers and max(len(h) for h in headers) <= 80
+    assert "scene: green square" in headers  # the hidden heart is not shown
+    assert 'title="scene:{' in html  # the full spec on hover
+    assert "Slice by <b>kind</b>" not in html
+
+
+def test_image_labels_name_what_a_scene_shows() -> None:
+    from pytest_vlcheck.images.refs import ImageRef, canonical_scene
+    from pytest_vlcheck.report.image_labels import MAX_LABEL, image_label, shorten_scenes
+
+    spec = {
+        "objects": [
+            {"shape": "star", "color": "blue", "size": 0.2, "position": [0.5, 0.5],
+             "texture": "striped", "hollow": True},
+            {"shape": "circle", "color": [1, 2, 3], "size": 0.2, "position": [0.2, 0.5]},
+        ]
+    }  # fmt: skip
+    ref = ImageRef("scene", canonical_scene(spec), canonical_scene(spec), (0, 0, 10, 10))
+    assert image_label(ref.describe()) == (
+        "scene: hollow blue striped star, rgb(1,2,3) circle crop=[0, 0, 10, 10]"
+    )
+    assert image_label("photos/dog.jpg") == "photos/dog.jpg"
+    detail = f"{ref.describe()}: 'a blue star' 0.3100 (first is true)"
+    assert shorten_scenes(detail) == (
+        "scene: hollow blue striped star, rgb(1,2,3) circle: 'a blue star' 0.3100 (first is true)"
+    )
+    many = canonical_scene({"objects": [spec["objects"][0]] * 9})
+    assert len(image_label("scene:" + many)) == MAX_LABEL

@@ -282,7 +282,7 @@ def _examples(plan: Plan, index: int, sub_seed: str) -> list[dict[str, Any]]:
             scenes=[m.scene for m in members],
             texts=[m.texts for m in members],
             neg_names=[m.asg.name for m in members],
-            tags=dict(truth.tags, neg="+".join(names)),
+            tags=dict(truth.tags, neg="+".join(names)) if names else dict(truth.tags),
             text_negatives=partial(_shuffled, truth.caption, shuffles, rng=rng),
             changes=[_filled(change, members) for change in plan.perturb],
         )

@@ -15,6 +15,7 @@ from html import escape
 from typing import Any
 
 from pytest_vlcheck import fmt
+from pytest_vlcheck.report.image_labels import image_label, shorten_scenes
 from pytest_vlcheck.report.prior_view import prior_html
 from pytest_vlcheck.report.sections import Cell, Delta, Failures, Report, Section, SliceTable
 from pytest_vlcheck.report.svg import (
@@ -228,13 +229,15 @@ def _thumbnails(example: FailureExample, thumbnails: Mapping[str, str] | None) -
 def _example(task: str, example: FailureExample, thumbnails: Mapping[str, str] | None) -> list[str]:
     images, texts, scores = example.images, example.texts, example.scores
     true_texts, true_images, true_cells = true_marks(task, len(images), len(texts))
-    detail = f" — {_e(example.detail)}" if example.detail else ""
+    detail = f" — {_e(shorten_scenes(example.detail))}" if example.detail else ""
     out = ['<div class="example">', f"<p><b>{_e(example.id or 'example')}</b>{detail}</p>"]
     header = ["text \\ image"]
     for i, ref in enumerate(images):
         mark = "✓ " if i in true_images else ""
         cls = ' class="true"' if i in true_images else ""
-        header.append(f"<span{cls}>{mark}<code>{_e(ref)}</code></span>")
+        header.append(
+            f'<span{cls} title="{_e(ref)}">{mark}<code>{_e(image_label(ref))}</code></span>'
+        )
     rows = []
     for j, text in enumerate(texts):
         is_true = j in true_texts
@@ -257,7 +260,7 @@ def _example(task: str, example: FailureExample, thumbnails: Mapping[str, str] |
 def _failures(failures: Failures, thumbnails: Mapping[str, str] | None) -> list[str]:
     shown = len(failures.examples)
     out = [
-        "<details>",
+        "<details open>" if failures.status == "failed" else "<details>",
         f"<summary>{_e(failures.model)}: {shown} failure example{'s' if shown != 1 else ''} "
         f"(of {failures.failing} failing, {_e(failures.status)})</summary>",
     ]

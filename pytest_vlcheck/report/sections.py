@@ -234,10 +234,14 @@ class Report:
 
 
 def _slice_tables(results: list[CapabilityResult]) -> tuple[SliceTable, ...]:
+    """A table per tag with two values or more: a tag every example shares says nothing
+    the overall rate does not (a directional test's ``change: text``)."""
     tags = list(dict.fromkeys(t for r in results for t in r.slices))
     tables = []
     for tag in tags:
         values = tuple(dict.fromkeys(v for r in results for v in r.slices.get(tag, {})))
+        if len(values) < 2:
+            continue
         cells = tuple(
             tuple(_slice_cell(r.slices.get(tag, {}).get(v)) for r in results) for v in values
         )
