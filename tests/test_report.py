@@ -717,7 +717,8 @@ def test_image_labels_name_what_a_scene_shows() -> None:
     assert image_label("photos/dog.jpg") == "photos/dog.jpg"
     detail = f"{ref.describe()}: 'a blue star' 0.3100 (first is true)"
     assert shorten_scenes(detail) == (
-        "scene: hollow blue striped star, rgb(1,2,3) circle: 'a blue star' 0.3100 (first is true)"
+        "scene: hollow blue striped star, rgb(1,2,3) circle crop=[0, 0, 10, 10]: 'a blue star' "
+        "0.3100 (first is true)"
     )
     many = canonical_scene({"objects": [spec["objects"][0]] * 9})
     assert len(image_label("scene:" + many)) == MAX_LABEL
