@@ -88,7 +88,8 @@ class JsonChecker:
 
     def listing(self, value: Any, where: str) -> list[Any]:
         if not isinstance(value, list):
-            raise self.fail(where, f"expected a list, got {type(value).__name__}")
+            kind = "dict" if isinstance(value, dict) else type(value).__name__
+            raise self.fail(where, f"expected a list, got {kind}")
         return value
 
 
