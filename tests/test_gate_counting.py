@@ -1,4 +1,4 @@
-"""gates.counting, gates.decision.apply_gate and gates.wording.unmatched_warning, by hand:
+"""gates.counting, gates.decision.apply_gate and gates.wording.not_gated_warnings, by hand:
 m counts every item of the selection that has a baseline entry, and a gated result carries a
 typed gate block (a comparison, or a warning when its entry is missing)."""
 
@@ -10,7 +10,7 @@ from pytest_vlcheck.gates import Baseline, GateSettings
 from pytest_vlcheck.gates.baseline import BaselineEntry
 from pytest_vlcheck.gates.counting import count_gated, count_python_gated
 from pytest_vlcheck.gates.decision import apply_gate
-from pytest_vlcheck.gates.wording import unmatched_warning
+from pytest_vlcheck.gates.wording import not_gated_warnings
 from pytest_vlcheck.results import CapabilityResult, ExampleOutcome
 from pytest_vlcheck.results.blocks import GateComparison, GateWarning
 
@@ -103,12 +103,11 @@ def test_apply_gate_stores_a_typed_comparison_or_warning() -> None:
     assert apply_gate(result("color", 10), GateSettings(), m=2, conditions={}).gate is None
 
 
-def test_unmatched_warning_names_the_items_without_an_entry(tmp_path: Path) -> None:
+def test_not_gated_warnings_names_the_items_without_an_entry(tmp_path: Path) -> None:
     gated = [
         apply_gate(result(test, 20), SETTINGS, m=1, conditions={}) for test in ("color", "shape")
     ]
-    text = unmatched_warning(gated, SETTINGS, tmp_path)
-    assert text is not None
+    [text] = not_gated_warnings(gated, SETTINGS, tmp_path)
     assert text.startswith("vlcheck: WARNING: no gate for 1 of 2 items")
     assert "a.yaml::shape [m1]" in text and "test_py.py" in text
-    assert unmatched_warning(gated[:1], SETTINGS, tmp_path) is None
+    assert not_gated_warnings(gated[:1], SETTINGS, tmp_path) == []
