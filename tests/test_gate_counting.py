@@ -4,6 +4,7 @@ typed gate block (a comparison, or a warning when its entry is missing)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from pytest_vlcheck.gates import Baseline, GateSettings
@@ -111,3 +112,25 @@ def test_not_gated_warnings_names_the_items_without_an_entry(tmp_path: Path) -> 
     assert text.startswith("vlcheck: WARNING: no gate for 1 of 2 items")
     assert "a.yaml::shape [m1]" in text and "test_py.py" in text
     assert not_gated_warnings(gated[:1], SETTINGS, tmp_path) == []
+
+
+def test_an_entry_sharing_no_example_id_is_not_gated(tmp_path: Path) -> None:
+    renamed = dataclasses.replace(
+        result("color", 0),
+        status="failed",
+        outcomes=tuple(ExampleOutcome(f"x{i}", False, False, [[1.0]]) for i in range(5)),
+    )
+    gated = apply_gate(renamed, SETTINGS, m=1, conditions={})
+    assert gated.gate == GateWarning(
+        "no example id in common with the baseline entry of m1 (20 ids there, 5 here): "
+        "nothing to pair"
+    )
+    assert gated.status == "failed"  # the threshold's verdict, untouched
+    missing = apply_gate(result("shape", 20), SETTINGS, m=1, conditions={})
+    no_entry, unpaired = not_gated_warnings([gated, missing], SETTINGS, tmp_path)
+    assert no_entry.startswith("vlcheck: WARNING: no gate for 1 of 2 items")
+    assert unpaired == (
+        "vlcheck: WARNING: not gated: 1 of 2 items share no example id with their baseline "
+        "entry: a.yaml::color [m1]; the example ids changed since the baseline was saved: save "
+        "a new baseline"
+    )
