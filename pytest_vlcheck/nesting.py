@@ -23,7 +23,8 @@ TOO_DEEP = (
     f"expected at most {MAX_NESTING}"
 )
 
-_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_STRING = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')
+"""A JSON string (escapes included); none spans a line, so removing them keeps line numbers."""
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
@@ -31,14 +32,14 @@ def json_too_deep(text: str | bytes) -> int | None:
     """The 1-based line where JSON ``text`` first nests deeper than ``MAX_NESTING``, or None.
 
     Cheap on what real files hold: when the text has no more opening brackets than the bound
-    it cannot be too deep and nothing is scanned; otherwise strings are blanked out (a
-    bracket inside one is text) and the brackets are counted in one pass.
+    it cannot be too deep and nothing is scanned; otherwise strings are removed (a bracket
+    inside one is text) and the brackets are counted in one pass.
     """
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
     if text.count("[") + text.count("{") <= MAX_NESTING:
         return None
-    plain = _STRING.sub('""', text)
+    plain = _STRING.sub("", text)
     depth = 0
     for match in _BRACKET.finditer(plain):
         depth += 1 if match.group() in "[{" else -1
