@@ -9,14 +9,41 @@ what is expected; callers put the option's name in front.
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["BoundError", "finite_number", "shown", "size", "whole_number"]
+__all__ = [
+    "MAX_BATCH_SIZE",
+    "MAX_CACHE_BYTES",
+    "MAX_DROP_PTS",
+    "MAX_IMAGE_PIXELS",
+    "MAX_STEP",
+    "BoundError",
+    "argument",
+    "finite_number",
+    "shown",
+    "size",
+    "whole_number",
+]
+
+MAX_BATCH_SIZE = 65536
+"""Inputs per forward pass: far above what any accelerator holds, low enough that a typo
+cannot ask a backend for a batch it would try to allocate."""
+MAX_CACHE_BYTES = 1024**5
+"""The largest embedding cache (1024TB): a bound on a typed size, not on a real disk."""
+MAX_STEP = 2**63 - 1
+"""Loggers store the step as a signed 64-bit integer."""
+MAX_IMAGE_PIXELS = 2**40
+"""Pillow's decoding limit cannot usefully exceed what memory could hold."""
+MAX_DROP_PTS = 100.0
+"""A pass rate moves at most 100 points."""
 
 _MAX_DIGITS = 30
-"""Longer digit strings are refused unread (every bound below has fewer digits)."""
+"""Longer digit strings are refused unread (every bound has fewer digits)."""
 
 _WHOLE = re.compile(r"\s*\+?([0-9]+)\s*")
 _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
@@ -74,6 +101,24 @@ def size(text: Any, high: int) -> int:
     if not 1 <= number <= high:
         raise BoundError(f"is {shown(text)}; {expected}")
     return int(number)
+
+
+def argument(parse: Callable[..., Any], *limits: Any, **flags: bool) -> Callable[[str], Any]:
+    """An argparse ``type=`` for a ``vlcheck`` option: the text parsed by ``parse`` within its
+    bounds, else argparse's usage error (exit status 2) with the bound in its message. Text
+    for ``finite_number`` is read as a float first."""
+
+    def convert(text: str) -> Any:
+        value: Any = text
+        if parse is finite_number:
+            with contextlib.suppress(ValueError):  # text that is no number is refused below
+                value = float(text)
+        try:
+            return parse(value, *limits, **flags)
+        except BoundError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
 
 
 def _bound(number: int) -> str:

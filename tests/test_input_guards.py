@@ -430,3 +430,26 @@ def test_the_vlcheck_command_exits_2_without_a_traceback(tmp_path: Path) -> None
     assert proc.returncode == 2
     assert proc.stderr.strip().endswith(f"{deep}:1: {TOO_DEEP}")
     assert "Traceback" not in proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["audit", "x.yaml", "--margin", "nan"], "argument --margin: is nan; expected a finite"),
+        (["audit", "x.yaml", "--batch-size", "0"], "argument --batch-size: is 0; expected a whole"),
+        (
+            ["validate", "x.yaml", "--max-image-pixels", DIGITS],
+            f"argument --max-image-pixels: is '{'9' * 20}...' (400 characters); expected a "
+            "whole number from 1 to 2**40",
+        ),
+        (["render", "x.yaml", "-o", "out", "--limit", "0"], "argument --limit: is 0; expected"),
+    ],
+)
+def test_vlcheck_number_options_are_bounded(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

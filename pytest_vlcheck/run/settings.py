@@ -52,18 +52,6 @@ DEFAULTS: dict[str, Any] = {
 }
 """Every run option, by its Python name, with the value it takes when not given."""
 
-MAX_BATCH_SIZE = 65536
-"""Inputs per forward pass: far above what any accelerator holds, low enough that a typo
-cannot ask a backend for a batch it would try to allocate."""
-MAX_CACHE_BYTES = 1024**5
-"""The largest embedding cache (1024TB): a bound on a typed size, not on a real disk."""
-MAX_STEP = 2**63 - 1
-"""Loggers store the step as a signed 64-bit integer."""
-MAX_IMAGE_PIXELS = 2**40
-"""Pillow's decoding limit cannot usefully exceed what memory could hold."""
-MAX_DROP_PTS = 100.0
-"""A pass rate moves at most 100 points."""
-
 
 T = TypeVar("T")
 
@@ -135,7 +123,9 @@ def build_settings(source: OptionSource) -> Settings:
         if raw.value not in choices:
             raise SettingsError(f"{raw.where} is '{raw.value}'; expected one of {choices}")
     batch_size, auto_batch = _batch_size(source.get("batch_size"))
-    max_pixels = _bounded(source.get("max_image_pixels"), bounds.whole_number, 1, MAX_IMAGE_PIXELS)
+    max_pixels = _bounded(
+        source.get("max_image_pixels"), bounds.whole_number, 1, bounds.MAX_IMAGE_PIXELS
+    )
     if max_pixels is not None:  # Pillow's limit is process-wide: set it now
         set_max_image_pixels(max_pixels)
     threshold = _bounded(source.get("threshold"), bounds.finite_number, 0, 1)
@@ -161,7 +151,9 @@ def build_settings(source: OptionSource) -> Settings:
         embedding_cache_dir=None
         if source.get("no_cache").value
         else _cache_root(source, "embeddings"),
-        embedding_cache_bytes=_bounded(source.get("cache_size"), bounds.size, MAX_CACHE_BYTES),
+        embedding_cache_bytes=_bounded(
+            source.get("cache_size"), bounds.size, bounds.MAX_CACHE_BYTES
+        ),
         log_specs=_logger_specs(source.get("log")),
         step=_step(source.get("step"), specs),
     )
@@ -183,7 +175,7 @@ def _logger_specs(raw: Raw) -> tuple[Any, ...]:
 def _step(raw: Raw, specs: tuple[ModelSpec, ...]) -> int | None:
     """The training step: a whole number, and not beside a checkpoint glob, whose
     checkpoints carry their own steps."""
-    step = _bounded(raw, bounds.whole_number, 0, MAX_STEP)
+    step = _bounded(raw, bounds.whole_number, 0, bounds.MAX_STEP)
     if step is not None and any(spec.group is not None for spec in specs):
         raise SettingsError(
             f"{raw.where}: a checkpoint glob reads each checkpoint's step from its file "
@@ -239,7 +231,7 @@ def _batch_size(raw: Raw) -> tuple[int, bool]:
     if str(raw.value).strip() == "auto":
         return ModelOptions.batch_size, True
     try:
-        return bounds.whole_number(raw.value, 1, MAX_BATCH_SIZE), False
+        return bounds.whole_number(raw.value, 1, bounds.MAX_BATCH_SIZE), False
     except bounds.BoundError as exc:
         raise SettingsError(f"{raw.where} {exc}, or auto") from None
 
@@ -302,7 +294,7 @@ def _check_writable(directory: Path, where: str) -> None:
 def _gate_settings(source: OptionSource) -> GateSettings:
     """The baseline to gate against (a bad file is refused before any scoring)."""
     alpha = _bounded(source.get("alpha"), bounds.finite_number, 0, 1, open_low=True, open_high=True)
-    max_drop = _bounded(source.get("max_drop"), bounds.finite_number, 0, MAX_DROP_PTS)
+    max_drop = _bounded(source.get("max_drop"), bounds.finite_number, 0, bounds.MAX_DROP_PTS)
     given, model = source.get("baseline"), source.get("baseline_model")
     baseline = None
     if given.value:
