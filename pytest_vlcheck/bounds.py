@@ -94,7 +94,13 @@ def size(text: Any, high: int) -> int:
     """Bytes from ``500M``, ``2GB``, ``1.5GiB`` or a plain number (binary units), from 1 byte
     to ``high``."""
     expected = f"expected a size from 1 byte to {high // 1024**4}TB, e.g. 500MB or 2GB"
-    match = _SIZE.fullmatch(str(text))
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        raise BoundError(f"is {shown(text)}; {expected}")
+    if isinstance(text, int):  # bytes, from Python
+        if not 1 <= text <= high:
+            raise BoundError(f"is {shown(text)}; {expected}")
+        return text
+    match = _SIZE.fullmatch(text)
     if match is None or len(match.group(1).partition(".")[0].lstrip("0")) > _MAX_DIGITS:
         raise BoundError(f"is {shown(text)}; {expected}")
     number = float(match.group(1)) * _SIZE_UNITS[match.group(2).upper()]

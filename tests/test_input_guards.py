@@ -85,6 +85,9 @@ def test_gate_numbers_out_of_range_are_usage_errors(
         ({"alpha": float("inf")}, "alpha is inf; expected a finite number in (0, 1)"),
         ({"alpha": True}, "alpha is True; expected a finite number in (0, 1)"),
         ({"batch_size": 10**400}, "batch_size is a number of more than 30 digits; expected a"),
+        ({"cache_size": 10**5000}, "cache_size is a number of more than 30 digits; expected"),
+        ({"batch_size": 10**5000}, "batch_size is a number of more than 30 digits; expected a"),
+        ({"cache_size": 2.5}, "cache_size is 2.5; expected a size from 1 byte to 1024TB"),
         ({"cache_size": DIGITS}, "cache_size is '" + "9" * 20 + "...' (400 characters); expected"),
     ],
 )

@@ -228,7 +228,7 @@ def _cache_root(source: OptionSource, kind: str) -> Path:
 def _batch_size(raw: Raw) -> tuple[int, bool]:
     """A number from 1 to ``MAX_BATCH_SIZE`` (0 is refused, not replaced), or ``auto`` (the
     CPU default, and backends size it to their device)."""
-    if str(raw.value).strip() == "auto":
+    if isinstance(raw.value, str) and raw.value.strip() == "auto":
         return ModelOptions.batch_size, True
     try:
         return bounds.whole_number(raw.value, 1, bounds.MAX_BATCH_SIZE), False
