@@ -93,7 +93,11 @@ def test_stale_and_prune() -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ('{"vlcheck_baseline": 2, "entries": []}', "unsupported baseline format version 2"),
+        (
+            '{"vlcheck_baseline": 2, "entries": []}',
+            "baseline format 2 was written by a newer pytest-vlcheck; this one reads format 1",
+        ),
+        ('{"vlcheck_baseline": 0, "entries": []}', "unsupported baseline format version 0;"),
         (
             '{"entries": []}',
             'not a vlcheck baseline: expected a JSON object with "vlcheck_baseline"',
@@ -119,7 +123,8 @@ def test_load_names_the_bad_field(tmp_path: Path) -> None:
     with pytest.raises(BaselineError) as info:
         Baseline.load(path)
     assert str(info.value) == (
-        f"{path}: entries[0].numbers.n: expected a non-negative integer, got -3"
+        f"{path}: entries[0] (checklists/a.yaml::color [tiny]).numbers.n: expected a "
+        "non-negative integer, got -3"
     )
     assert isinstance(info.value, ReportFormatError)
     with pytest.raises(BaselineError, match="no such file"):

@@ -284,7 +284,9 @@ def test_plugin_cache_size_no_cache_and_a_bad_size(pytester) -> None:
     assert "0 cached" in _stats_line(uncached)
     bad = pytester.runpytest_subprocess(*args, "--vl-cache-size=lots")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
-    bad.stderr.fnmatch_lines(["*--vl-cache-size: 'lots' is not a size; expected e.g. 500MB*"])
+    bad.stderr.fnmatch_lines(
+        ["*--vl-cache-size is 'lots'; expected a size from 1 byte to 1024TB, e.g. 500MB*"]
+    )
 
 
 def test_progress_line_counts_rate_and_eta() -> None:

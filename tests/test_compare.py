@@ -118,7 +118,7 @@ def test_compare_errors_are_one_line_and_exit_2(
     bad.write_text(json.dumps({"vlcheck_baseline": 7, "entries": []}))
     cases = {
         str(tmp_path / "nope"): "no such file or folder",
-        str(bad): "unsupported baseline format version 7",
+        str(bad): "baseline format 7 was written by a newer pytest-vlcheck",
         str(tmp_path): "no matrix.json in this folder",
     }
     for arg, message in cases.items():

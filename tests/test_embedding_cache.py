@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pytest_vlcheck import bounds
 from pytest_vlcheck.engine import embedding_cache as cache_module
 from pytest_vlcheck.engine.content_keys import (
     image_key,
@@ -321,5 +322,5 @@ def test_float64_values_keep_every_bit(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("text", ["0", "0.5", "0.9B", "lots", "-1M"])
 def test_a_cache_size_below_one_byte_is_refused(text: str) -> None:
-    with pytest.raises(ValueError, match="is not a size"):
-        cache_module.parse_size(text)
+    with pytest.raises(ValueError, match="expected a size from 1 byte to 1024TB"):
+        bounds.size(text, 1024**5)

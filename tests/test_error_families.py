@@ -345,13 +345,13 @@ CASES: dict[str, Case] = {
     "batch size ini": Case(
         (GOOD[0],),
         USAGE,
-        ("ERROR: vl_batch_size (ini) is 'abc'; expected a whole number >= 1, or auto",),
+        ("ERROR: vl_batch_size (ini) is 'abc'; expected a whole number from 1 to 65536, or auto",),
         {"tox.ini": "[pytest]\nvl_batch_size = abc\n"},
     ),
     "batch size 0": Case(
         (GOOD[0], "--vl-batch-size=0"),
         USAGE,
-        ("ERROR: --vl-batch-size is 0; expected a whole number >= 1, or auto",),
+        ("ERROR: --vl-batch-size is 0; expected a whole number from 1 to 65536, or auto",),
     ),
     "report folder unwritable": Case(
         (GOOD[0], "--vl-report=base.json"),

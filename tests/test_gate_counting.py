@@ -1,16 +1,17 @@
-"""gates.counting, gates.decision.apply_gate and gates.wording.unmatched_warning, by hand:
+"""gates.counting, gates.decision.apply_gate and gates.wording.not_gated_warnings, by hand:
 m counts every item of the selection that has a baseline entry, and a gated result carries a
 typed gate block (a comparison, or a warning when its entry is missing)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from pytest_vlcheck.gates import Baseline, GateSettings
 from pytest_vlcheck.gates.baseline import BaselineEntry
 from pytest_vlcheck.gates.counting import count_gated, count_python_gated
 from pytest_vlcheck.gates.decision import apply_gate
-from pytest_vlcheck.gates.wording import unmatched_warning
+from pytest_vlcheck.gates.wording import not_gated_warnings
 from pytest_vlcheck.results import CapabilityResult, ExampleOutcome
 from pytest_vlcheck.results.blocks import GateComparison, GateWarning
 
@@ -103,12 +104,33 @@ def test_apply_gate_stores_a_typed_comparison_or_warning() -> None:
     assert apply_gate(result("color", 10), GateSettings(), m=2, conditions={}).gate is None
 
 
-def test_unmatched_warning_names_the_items_without_an_entry(tmp_path: Path) -> None:
+def test_not_gated_warnings_names_the_items_without_an_entry(tmp_path: Path) -> None:
     gated = [
         apply_gate(result(test, 20), SETTINGS, m=1, conditions={}) for test in ("color", "shape")
     ]
-    text = unmatched_warning(gated, SETTINGS, tmp_path)
-    assert text is not None
+    [text] = not_gated_warnings(gated, SETTINGS, tmp_path)
     assert text.startswith("vlcheck: WARNING: no gate for 1 of 2 items")
     assert "a.yaml::shape [m1]" in text and "test_py.py" in text
-    assert unmatched_warning(gated[:1], SETTINGS, tmp_path) is None
+    assert not_gated_warnings(gated[:1], SETTINGS, tmp_path) == []
+
+
+def test_an_entry_sharing_no_example_id_is_not_gated(tmp_path: Path) -> None:
+    renamed = dataclasses.replace(
+        result("color", 0),
+        status="failed",
+        outcomes=tuple(ExampleOutcome(f"x{i}", False, False, [[1.0]]) for i in range(5)),
+    )
+    gated = apply_gate(renamed, SETTINGS, m=1, conditions={})
+    assert gated.gate == GateWarning(
+        "no example id in common with the baseline entry of m1 (20 ids there, 5 here): "
+        "nothing to pair"
+    )
+    assert gated.status == "failed"  # the threshold's verdict, untouched
+    missing = apply_gate(result("shape", 20), SETTINGS, m=1, conditions={})
+    no_entry, unpaired = not_gated_warnings([gated, missing], SETTINGS, tmp_path)
+    assert no_entry.startswith("vlcheck: WARNING: no gate for 1 of 2 items")
+    assert unpaired == (
+        "vlcheck: WARNING: not gated: 1 of 2 items share no example id with their baseline "
+        "entry: a.yaml::color [m1]; the example ids changed since the baseline was saved: save "
+        "a new baseline"
+    )

@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_vlcheck.nesting import TOO_DEEP, json_too_deep
 from pytest_vlcheck.parsing.errors import ChecklistError
 from pytest_vlcheck.parsing.fields import type_name
 from pytest_vlcheck.parsing.yaml_lines import LineMap
@@ -94,6 +95,8 @@ def _decode(text: str, decoder: json.JSONDecoder) -> Any:
 
 
 def _example(path: Path, number: int, text: str, decoder: json.JSONDecoder) -> LineMap:
+    if json_too_deep(text) is not None:
+        raise ChecklistError(path, number, TOO_DEEP)
     try:
         value = _decode(text, decoder)
     except _DuplicateKey as exc:

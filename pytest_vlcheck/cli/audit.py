@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from pytest_vlcheck import bounds
 from pytest_vlcheck.audit import TestAudit, audit_subject, audit_test
 from pytest_vlcheck.checklist import ChecklistError, is_checklist_file, load_checklist
 
@@ -39,13 +40,21 @@ def add_audit_command(subparsers: argparse._SubParsersAction) -> None:
         "perplexities are averaged)",
     )
     parser.add_argument(
-        "--margin", type=float, default=10.0, help="points above chance that flag (default 10)"
+        "--margin",
+        type=bounds.argument(bounds.finite_number, 0, 100),
+        default=10.0,
+        help="points above chance that flag (0 to 100, default 10)",
     )
     parser.add_argument(
         "--strict", action="store_true", help="exit with status 1 when something is flagged"
     )
     parser.add_argument("--device", default="auto", help="device of the prior (default auto)")
-    parser.add_argument("--batch-size", type=int, default=64, help="texts per prior call")
+    parser.add_argument(
+        "--batch-size",
+        type=bounds.argument(bounds.whole_number, 1, bounds.MAX_BATCH_SIZE),
+        default=64,
+        help="texts per prior call",
+    )
     parser.add_argument("--precision", default="fp32", help="fp32, fp16 or bf16 (GPU)")
     parser.set_defaults(handler=_audit)
 

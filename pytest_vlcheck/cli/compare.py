@@ -11,7 +11,6 @@ self-contained ``compare.html``; with three or more series the HTML adds the cap
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from html import escape
@@ -30,6 +29,7 @@ from pytest_vlcheck.report.markdown import escape_md
 from pytest_vlcheck.report.matrix import Matrix, build_matrix
 from pytest_vlcheck.report.svg import capability_curves, line_chart
 from pytest_vlcheck.report.terminal import _line, _widths
+from pytest_vlcheck.results.json_checks import read_json
 from pytest_vlcheck.results.samples import outcomes_by_key, read_samples
 
 __all__ = ["Comparison", "Run", "add_compare_command", "compare_runs", "load_run"]
@@ -46,10 +46,7 @@ class Run:
 
 
 def _results_from_matrix(path: Path, samples: Path | None) -> list[dict[str, Any]]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ReportFormatError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    doc = read_json(path, "a matrix.json report or a baseline", ReportFormatError)
     if isinstance(doc, dict) and "vlcheck_baseline" in doc:
         return _results_from_baseline(Baseline.from_document(doc, str(path)))
     _, results = validate_document(doc, str(path))

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_vlcheck import bounds
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.tasks import get_task
@@ -39,7 +40,11 @@ def add_render_command(subparsers: argparse._SubParsersAction) -> None:
         "--test", action="append", default=None, metavar="ID", help="only this test (repeatable)"
     )
     parser.add_argument(
-        "--limit", type=int, default=None, metavar="N", help="at most N examples per test"
+        "--limit",
+        type=bounds.argument(bounds.whole_number, 1, 2**63 - 1),
+        default=None,
+        metavar="N",
+        help="at most N examples per test",
     )
     parser.add_argument("--image-root", type=Path, default=None, help="like --vl-image-root")
     parser.set_defaults(handler=run_render)
@@ -67,9 +72,6 @@ def run_render(args: argparse.Namespace) -> int:
     from pytest_vlcheck.checklist.loader import load_checklist
     from pytest_vlcheck.parsing.errors import ChecklistError
 
-    if args.limit is not None and args.limit < 1:
-        print("vlcheck render: --limit must be at least 1", file=sys.stderr)
-        return 2
     try:
         checklist = load_checklist(args.file, image_root=args.image_root)
     except ChecklistError as exc:

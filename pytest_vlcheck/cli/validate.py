@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from pytest_vlcheck import bounds
 from pytest_vlcheck.checklist import Checklist, ChecklistError, is_checklist_file, load_checklist
 from pytest_vlcheck.images.loading import ImageLoader, set_max_image_pixels
 from pytest_vlcheck.images.refs import ImageUnavailable
@@ -42,7 +43,7 @@ def add_validate_command(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--max-image-pixels",
-        type=int,
+        type=bounds.argument(bounds.whole_number, 1, bounds.MAX_IMAGE_PIXELS),
         default=None,
         metavar="N",
         help="with --images: decode images up to N pixels (like --vl-max-image-pixels)",
@@ -60,9 +61,6 @@ def _checklist_paths(paths: Sequence[Path]) -> Iterator[Path]:
 
 def _validate(args: argparse.Namespace) -> int:
     if args.max_image_pixels is not None:
-        if args.max_image_pixels < 1:
-            print("vlcheck validate: --max-image-pixels must be at least 1", file=sys.stderr)
-            return 2
         set_max_image_pixels(args.max_image_pixels)
     failures = 0
     found = 0

@@ -38,7 +38,6 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-import re
 import sqlite3
 import threading
 import time
@@ -93,20 +92,6 @@ _TABLES = ("vectors", "namespaces", "totals", "files", "meta")
 # Checkpoint the write-ahead log every ~40 MB rather than SQLite's 4 MB: each checkpoint
 # syncs the database file, and a first run writes tens of megabytes of vectors.
 _WAL_AUTOCHECKPOINT_PAGES = 10_000
-
-
-_SIZE_UNITS = {"": 1, "B": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
-_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
-
-
-def parse_size(text: str) -> int:
-    """Bytes from ``500M``, ``2GB``, ``1.5GiB`` or a plain number (binary units); ValueError
-    with the expected forms otherwise."""
-    match = _SIZE.fullmatch(str(text))
-    size = int(float(match.group(1)) * _SIZE_UNITS[match.group(2).upper()]) if match else 0
-    if size < 1:
-        raise ValueError(f"{text!r} is not a size; expected e.g. 500MB, 2GB or a number of bytes")
-    return size
 
 
 class CacheWarning(UserWarning):

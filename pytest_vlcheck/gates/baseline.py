@@ -21,7 +21,13 @@ from typing import Any
 from pytest_vlcheck import __version__
 from pytest_vlcheck.atomic import atomic_write_text
 from pytest_vlcheck.results import CapabilityResult
-from pytest_vlcheck.results.json_checks import JsonChecker, ReportFormatError, read_json
+from pytest_vlcheck.results.json_checks import (
+    JsonChecker,
+    ReportFormatError,
+    is_int,
+    is_number,
+    read_json,
+)
 
 __all__ = [
     "BASELINE_VERSION",
@@ -86,8 +92,11 @@ class BaselineEntry:
 
 
 def _entry(c: JsonChecker, raw: Any, where: str) -> BaselineEntry:
+    """One entry, validated whole; past its key, messages name it (``entries[3] (a.yaml::
+    color [clip])``) so a reader finds it without counting."""
     obj = c.mapping(raw, where)
     texts = {k: c.text(obj, k, where) for k in _TEXT_KEYS}
+    where = f"{where} ({texts['file']}::{texts['test']} [{texts['model']}])"
     optional: dict[str, str | None] = {}
     for key in _OPTIONAL_TEXT_KEYS:
         v = obj.get(key)
@@ -96,22 +105,54 @@ def _entry(c: JsonChecker, raw: Any, where: str) -> BaselineEntry:
         optional[key] = v
     raw_conditions = c.mapping(obj.get("conditions", {}), f"{where}.conditions")
     conditions = {k: raw_conditions.get(k) for k in CONDITION_KEYS}
-    raw_numbers = c.mapping(obj.get("numbers"), f"{where}.numbers")
+    numbers = _numbers(c, obj.get("numbers"), f"{where}.numbers")
+    outcomes = _outcomes(c, obj.get("outcomes", {}), numbers, f"{where}.outcomes")
+    return BaselineEntry(
+        **texts, **optional, conditions=conditions, numbers=numbers, outcomes=outcomes
+    )
+
+
+_RATE_KEYS = ("pass_rate", "ci_low", "ci_high", "threshold")
+
+
+def _numbers(c: JsonChecker, raw: Any, where: str) -> dict[str, Any]:
+    """``n`` and ``passed`` whole (passed <= n); the rates in [0, 1], ``pass_rate`` given
+    and equal to passed / n: the gate compares with it."""
+    raw_numbers = c.mapping(raw, where)
     numbers: dict[str, Any] = {}
     for key in NUMBER_KEYS:
         if key not in raw_numbers:
-            raise c.fail(f"{where}.numbers", f"missing key {key!r}, expected a number")
-        check = c.integer if key in ("n", "passed") else c.number
-        numbers[key] = check(raw_numbers[key], f"{where}.numbers.{key}")
-    outcomes = c.mapping(obj.get("outcomes", {}), f"{where}.outcomes")
+            raise c.fail(where, f"missing key {key!r}, expected a number")
+        value = raw_numbers[key]
+        if key in _RATE_KEYS:
+            if value is not None and (not is_number(value) or not 0 <= value <= 1):
+                raise c.fail(f"{where}.{key}", f"expected a number from 0 to 1, got {value!r}")
+            numbers[key] = value
+        else:
+            numbers[key] = c.integer(value, f"{where}.{key}")
+    n, passed, rate = numbers["n"], numbers["passed"], numbers["pass_rate"]
+    if passed > n:
+        raise c.fail(where, f"passed is {passed} but n is {n}; expected passed <= n")
+    if n and (rate is None or abs(rate - passed / n) > 1e-9):
+        raise c.fail(f"{where}.pass_rate", f"is {rate!r}; expected passed / n = {passed}/{n}")
+    return numbers
+
+
+def _outcomes(c: JsonChecker, raw: Any, numbers: Mapping[str, Any], where: str) -> dict[str, bool]:
+    """Example id -> correct, each id once (``JsonChecker.mapping`` refuses a repeated key);
+    when present, one per example counted in ``n`` and true for ``passed`` of them."""
+    outcomes = c.mapping(raw, where)
     for example, correct in outcomes.items():
         if not isinstance(correct, bool):
-            raise c.fail(
-                f"{where}.outcomes[{example!r}]", f"expected true or false, got {correct!r}"
-            )
-    return BaselineEntry(
-        **texts, **optional, conditions=conditions, numbers=numbers, outcomes=dict(outcomes)
-    )
+            raise c.fail(f"{where}[{example!r}]", f"expected true or false, got {correct!r}")
+    right = sum(outcomes.values())
+    if outcomes and (len(outcomes), right) != (numbers["n"], numbers["passed"]):
+        raise c.fail(
+            where,
+            f"{len(outcomes)} outcomes, {right} true; expected n = {numbers['n']} outcomes, "
+            f"passed = {numbers['passed']} true",
+        )
+    return dict(outcomes)
 
 
 @dataclass(frozen=True)
@@ -156,12 +197,7 @@ class Baseline:
                 f'{source}: not a vlcheck baseline: expected a JSON object with "vlcheck_baseline"'
                 f": {BASELINE_VERSION}"
             )
-        version = doc["vlcheck_baseline"]
-        if version != BASELINE_VERSION or isinstance(version, bool):
-            raise BaselineError(
-                f"{source}: unsupported baseline format version {version!r}: this vlcheck reads "
-                f"version {BASELINE_VERSION}"
-            )
+        _check_version(doc["vlcheck_baseline"], source)
         tool_version = doc.get("tool_version", "")
         if not isinstance(tool_version, str):
             raise c.fail("tool_version", f"expected a string, got {tool_version!r}")
@@ -206,6 +242,23 @@ class Baseline:
         """A copy without the stale entries."""
         drop = {e.key for e in self.stale(existing_tests)}
         return replace(self, entries=tuple(e for e in self.entries if e.key not in drop))
+
+
+def _check_version(version: Any, source: str) -> None:
+    """The format this vlcheck writes, told apart from a newer one (upgrade) and from
+    anything else (not a format we know)."""
+    if is_int(version) and version > BASELINE_VERSION:
+        raise BaselineError(
+            f"{source}: baseline format {version} was written by a newer pytest-vlcheck; this "
+            f"one reads format {BASELINE_VERSION}: upgrade pytest-vlcheck, or save a new "
+            "baseline with this one"
+        )
+    if not is_int(version) or version != BASELINE_VERSION:
+        raise BaselineError(
+            f"{source}: unsupported baseline format version {version!r}; expected "
+            f'"vlcheck_baseline": {BASELINE_VERSION} (save a new baseline with this '
+            "pytest-vlcheck)"
+        )
 
 
 def make_entry(

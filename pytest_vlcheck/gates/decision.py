@@ -4,7 +4,8 @@ Examples are paired by id; the change is tested with the exact McNemar mid-p, Bo
 corrected over ``m``, the items gated in the whole selection (``gates.counting``).
 Bonferroni keeps each verdict a function of its own item, so serial runs, ``-n N`` and CI
 shards agree; Holm is for reports. An item regresses on a significant drop of more than
-``max_drop_pts``. Pure: no pytest.
+``max_drop_pts``. An item whose examples share no id with its entry cannot be paired, so it
+is not gated (a ``GateWarning`` says why), like an item without an entry. Pure: no pytest.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ def gate(
 
     ``content_hash`` and ``conditions`` are the current run's; when given and different from
     the entry's they become warnings (a changed test, a bf16 run against an fp32 baseline).
+    ``apply_gate`` calls it only when some example id pairs (otherwise it does not gate).
     """
     if m < 1:
         raise ValueError(f"m counts the items gated in the run, at least 1, got {m}")
@@ -98,8 +100,6 @@ def gate(
     warnings = []
     if content_hash is not None and content_hash != entry.content_hash:
         warnings.append("the test changed since the baseline (content hash differs)")
-    if not n_matched:
-        warnings.append("no example ids match the baseline's")
     warnings += _condition_warnings(entry, conditions)
     return GateComparison(
         delta_pts=delta_pts,
@@ -121,6 +121,14 @@ def gate(
     )
 
 
+def _unpaired(entry: BaselineEntry, n_current: int) -> str:
+    """Why an item with an entry is not gated: no example id to pair."""
+    return (
+        f"no example id in common with the baseline entry of {entry.model} "
+        f"({len(entry.outcomes)} ids there, {n_current} here): nothing to pair"
+    )
+
+
 def apply_gate(
     result: CapabilityResult,
     settings: GateSettings,
@@ -128,7 +136,8 @@ def apply_gate(
     m: int,
     conditions: Mapping[str, Any],
 ) -> CapabilityResult:
-    """The result with its gate (or a warning when the baseline has no entry for it).
+    """The result with its gate, or a warning saying why it is not gated (the baseline has
+    no entry for it, or the entry shares no example id with it).
 
     A significant drop beyond ``max_drop_pts`` fails the item; with ``gate_only`` only such
     a drop fails it, and the threshold verdict is reported alone.
@@ -138,8 +147,11 @@ def apply_gate(
     entry = entry_of(settings, result.file, result.test, result.model)
     if entry is None:
         return dataclasses.replace(result, gate=GateWarning(NO_ENTRY))
+    current = {o.id: o.correct for o in result.outcomes}
+    if not any(example in entry.outcomes for example in current):
+        return dataclasses.replace(result, gate=GateWarning(_unpaired(entry, len(current))))
     measured = gate(
-        {o.id: o.correct for o in result.outcomes},
+        current,
         result.pass_rate or 0.0,
         entry,
         m=max(m, 1),

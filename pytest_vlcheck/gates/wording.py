@@ -1,5 +1,5 @@
 """What the gate says: its part of a verdict line, the lines under a verdict, and the
-terminal's warning when a baseline gates nothing for some items. Reports render these."""
+terminal's warnings when a baseline gates nothing for some items. Reports render these."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pytest_vlcheck import fmt
-from pytest_vlcheck.gates.decision import GateSettings
+from pytest_vlcheck.gates.decision import GateSettings, entry_of
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import GateComparison, GateWarning
 
-__all__ = ["gate_details", "pvalue", "unmatched_warning", "verdict_suffix"]
+__all__ = ["gate_details", "not_gated_suffix", "not_gated_warnings", "pvalue", "verdict_suffix"]
 
 
 def pvalue(p: float) -> str:
@@ -27,11 +27,21 @@ def _pts(delta: float) -> str:
 
 def verdict_suffix(g: GateComparison) -> str:
     """The gate's part of the verdict line:
-    ``(-12.5 pts vs baseline 53.7%, McNemar mid-p 0.0003, corrected 0.018)``."""
+    ``(-12.5 pts vs baseline 53.7%, McNemar mid-p 0.0003, corrected 0.018)``. When only some
+    examples pair with the baseline's, it says how many: the points compare the two whole
+    pass rates, the test only the paired examples."""
+    paired = ""
+    if g.added or g.removed:
+        paired = f"{g.n_matched} of {g.n_matched + g.added} examples paired, "
     return (
-        f"({_pts(g.delta_pts)} pts vs baseline {fmt.pct(g.baseline_rate)}, "
+        f"({_pts(g.delta_pts)} pts vs baseline {fmt.pct(g.baseline_rate)}, {paired}"
         f"McNemar mid-p {pvalue(g.p_mid)}, corrected {pvalue(g.p_corrected)})"
     )
+
+
+def not_gated_suffix(g: GateWarning) -> str:
+    """The verdict line's part for an item the baseline could not gate."""
+    return f"(not gated: {g.warning})"
 
 
 def gate_details(g: GateComparison) -> list[str]:
@@ -53,28 +63,45 @@ def gate_details(g: GateComparison) -> list[str]:
     return lines
 
 
-def unmatched_warning(
+def not_gated_warnings(
     results: Iterable[CapabilityResult], settings: GateSettings, rootdir: Path
-) -> str | None:
-    """What the terminal says when ``--vl-baseline`` has no entry for some measured items: a
-    gate that finds no entry checks nothing, which must not pass a CI job silently. Entries
-    are keyed by paths relative to the rootdir, so the likely causes are named."""
+) -> list[str]:
+    """What the terminal says when ``--vl-baseline`` gates some measured items not at all: a
+    gate that checks nothing must not pass a CI job silently. One line counts the items
+    without an entry (keyed by paths relative to the rootdir, so the likely causes are
+    named), one the items whose entry shares no example id with them."""
     if settings.baseline is None:
-        return None
+        return []
     measured = [r for r in results if r.n > 0 and r.status != "error"]
-    missing = [r for r in measured if isinstance(r.gate, GateWarning)]
-    if not missing:
-        return None
-    examples = ", ".join(f"{r.file}::{r.test} [{r.model}]" for r in missing[:3])
-    files = sorted({e.file for e in settings.baseline.entries} - {r.file for r in measured})
-    hint = (
-        f"; it has entries for {', '.join(files[:3])}{' ...' if len(files) > 3 else ''}, and "
-        f"entry paths are relative to the rootdir ({rootdir}): run from the folder the "
-        "baseline was saved in, or set the same rootdir"
-        if files
-        else ""
-    )
-    return (
-        f"vlcheck: WARNING: no gate for {len(missing)} of {len(measured)} items: the baseline "
-        f"has no entry for {examples}{' ...' if len(missing) > 3 else ''}{hint}"
-    )
+    missing, unpaired = [], []
+    for r in measured:
+        if isinstance(r.gate, GateWarning):
+            has_entry = entry_of(settings, r.file, r.test, r.model) is not None
+            (unpaired if has_entry else missing).append(r)
+    lines = []
+    if missing:
+        files = sorted({e.file for e in settings.baseline.entries} - {r.file for r in measured})
+        hint = (
+            f"; it has entries for {', '.join(files[:3])}{' ...' if len(files) > 3 else ''}, "
+            f"and entry paths are relative to the rootdir ({rootdir}): run from the folder the "
+            "baseline was saved in, or set the same rootdir"
+            if files
+            else ""
+        )
+        lines.append(
+            f"vlcheck: WARNING: no gate for {len(missing)} of {len(measured)} items: the "
+            f"baseline has no entry for {_named(missing)}{hint}"
+        )
+    if unpaired:
+        lines.append(
+            f"vlcheck: WARNING: not gated: {len(unpaired)} of {len(measured)} items share no "
+            f"example id with their baseline entry: {_named(unpaired)}; the example ids "
+            "changed since the baseline was saved: save a new baseline"
+        )
+    return lines
+
+
+def _named(results: list[CapabilityResult]) -> str:
+    """The first three items, ``file::test [model]``, and ``...`` for the rest."""
+    named = ", ".join(f"{r.file}::{r.test} [{r.model}]" for r in results[:3])
+    return named + (" ..." if len(results) > 3 else "")

@@ -58,6 +58,7 @@ from pytest_vlcheck.models.torch_utils import (
     sigmoid_calibration_of,
     to_float32_numpy,
 )
+from pytest_vlcheck.nesting import TOO_DEEP, json_too_deep
 
 if TYPE_CHECKING:
     import numpy as np
@@ -392,6 +393,9 @@ def _register_config(source: _Source, scratch: Path, open_clip: Any) -> str:
     assert source.config_path is not None
     try:
         text = source.config_path.read_text(encoding="utf-8")
+        deep = json_too_deep(text)
+        if deep is not None:
+            raise ModelLoadError(f"{source.config_path}:{deep}: {TOO_DEEP}")
         config = json.loads(text)
     except UnicodeDecodeError as exc:
         raise ModelLoadError(

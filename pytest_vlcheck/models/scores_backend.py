@@ -24,6 +24,7 @@ import numpy as np
 
 from pytest_vlcheck.errors import ModelFileNotFoundError, ModelLoadError
 from pytest_vlcheck.models.protocol import MissingScore, ModelOptions, RefPair
+from pytest_vlcheck.nesting import TOO_DEEP, json_too_deep
 
 _KEYS = {"image", "text", "score", "crop", "crop_relative", "example", "perturb"}
 PairKey = tuple[str, str, tuple[float, ...] | None, bool, str | None]
@@ -51,6 +52,8 @@ class PrecomputedScores:
 
     def _add_line(self, number: int, raw: bytes) -> None:
         where = f"{self.path}:{number}"
+        if json_too_deep(raw) is not None:
+            raise ScoresFileError(f"{where}: {TOO_DEEP}")
         try:
             record = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -2,8 +2,10 @@
 
 Validation messages must point at a line, so the loader builds ``LineMap``/``LineList``
 (plain ``dict``/``list`` subclasses) that carry 1-based line numbers. Duplicate keys, which
-PyYAML silently overwrites, are reported. Files are read as UTF-8 (a leading byte-order mark
-is accepted); a byte that is not UTF-8 is reported at its own line and column.
+PyYAML silently overwrites, are reported, and so is nesting deeper than
+``nesting.MAX_NESTING`` (construction recurses per level). Files are read as UTF-8 (a
+leading byte-order mark is accepted); a byte that is not UTF-8 is reported at its own line
+and column.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from pytest_vlcheck.nesting import MAX_NESTING, TOO_DEEP
 from pytest_vlcheck.parsing.errors import ChecklistError
 
 
@@ -47,6 +50,19 @@ constructors below are the safe ones either way."""
 
 def _make_loader(path: Path) -> type:
     class Loader(_BASE):  # type: ignore[misc, valid-type]
+        depth = 0
+
+        def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+            if not isinstance(node, yaml.CollectionNode):
+                return super().construct_object(node, deep=deep)
+            self.depth += 1
+            if self.depth > MAX_NESTING:
+                raise ChecklistError(path, node.start_mark.line + 1, TOO_DEEP)
+            try:
+                return super().construct_object(node, deep=deep)
+            finally:
+                self.depth -= 1
+
         def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LineMap:
             result = LineMap()
             result.line = node.start_mark.line + 1
@@ -81,10 +97,14 @@ def load_yaml(path: Path) -> Any:
     text = read_text_utf8(path)
     try:
         return yaml.load(text, Loader=_make_loader(path))
+    except RecursionError:  # PyYAML's pure-Python parser, without libyaml, recurses too
+        raise ChecklistError(path, 1, TOO_DEEP) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
         problem = exc.problem or exc.context or "invalid YAML"
+        if "nesting depth" in problem:  # libyaml's own bound, far above ours
+            raise ChecklistError(path, line, TOO_DEEP) from None
         raise ChecklistError(path, line, f"invalid YAML: {problem}") from None
     except yaml.YAMLError as exc:
         raise ChecklistError(path, 1, f"invalid YAML: {exc}") from None

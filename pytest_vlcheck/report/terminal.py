@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pytest_vlcheck import fmt
 from pytest_vlcheck.report.sections import Cell, Report
+from pytest_vlcheck.results.blocks import GateWarning
 
 __all__ = ["UNSCORED_MARK", "cell_text", "format_matrix", "matrix_lines"]
 
@@ -29,7 +30,8 @@ Segment = tuple[str, str | None]
 def cell_text(cell: Cell | None, with_n: bool = True) -> str:
     """One matrix cell: ``61.3% ✗ (n=400) -12.5▼``, ``87.0% ✓*``, ``40.0% ✗ xfail``, ``ERROR``,
     ``skip`` or ``-``; ``*`` marks examples left unscored, ``xfail`` / ``XPASS`` a known
-    failure, then come the deltas (baseline, reference model)."""
+    failure, then come the deltas (baseline, reference model), or ``not gated`` when a
+    baseline was given but could not gate this item (the summary below says why)."""
     if cell is None:
         return "-"
     result = cell.result
@@ -43,7 +45,8 @@ def cell_text(cell: Cell | None, with_n: bool = True) -> str:
         text += " xfail" if result.status == "failed" else " XPASS"
     if with_n:
         text += f" (n={result.n})"
-    return " ".join([text, *(d.marked for d in cell.deltas)])
+    gate = ["not gated"] if isinstance(result.gate, GateWarning) else []
+    return " ".join([text, *gate, *(d.marked for d in cell.deltas)])
 
 
 def _layout(report: Report, with_n: bool) -> tuple[list[str], list[list[str]], bool]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pytest_vlcheck.fmt import ci, pct, value
-from pytest_vlcheck.gates.wording import gate_details, verdict_suffix
+from pytest_vlcheck.gates.wording import gate_details, not_gated_suffix, verdict_suffix
 from pytest_vlcheck.report.prior_view import prior_verdict_lines
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import GateComparison, GateWarning, PriorBlock
@@ -38,6 +38,9 @@ def verdict_line(result: CapabilityResult) -> str:
         )
         if result.gate.regressed:
             line = "REGRESSED " + line
+    elif isinstance(result.gate, GateWarning):
+        suffix = not_gated_suffix(result.gate)
+        line = line.replace(f" [{result.model}]", f" {suffix} [{result.model}]")
     prior = result.prior
     if isinstance(prior, PriorBlock) and prior.hard_threshold_met is False:
         line += (
@@ -73,8 +76,6 @@ def verdict_details(result: CapabilityResult) -> list[str]:
     if isinstance(result.gate, GateComparison):
         lines.append(f"gate against baseline model {result.gate.baseline_model}:")
         lines.extend(f"  {text}" for text in gate_details(result.gate))
-    elif isinstance(result.gate, GateWarning):
-        lines.append(f"gate: {result.gate.warning}")
     failures = result.failures
     if failures:
         lines.append(f"failing examples (first {min(len(failures), SHOWN_FAILURES)}):")

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_vlcheck.nesting import TOO_DEEP, json_too_deep
+
 
 class ReportFormatError(ValueError):
     """A file the tool wrote (``matrix.json``, a baseline) is not valid; the message names the
@@ -23,6 +25,21 @@ def is_number(x: Any) -> bool:
 def is_int(x: Any) -> bool:
     """An int, not a bool."""
     return isinstance(x, int) and not isinstance(x, bool)
+
+
+class KeyedObject(dict):
+    """A JSON object as parsed by ``read_json``: ``repeated`` names each key the text gave
+    more than once (``json`` keeps the last silently), for ``JsonChecker.mapping`` to refuse."""
+
+    repeated: tuple[str, ...] = ()
+
+
+def _keyed_object(pairs: list[tuple[str, Any]]) -> KeyedObject:
+    obj = KeyedObject(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        obj.repeated = tuple(k for k, _ in pairs if k in seen or seen.add(k))
+    return obj
 
 
 class JsonChecker:
@@ -64,16 +81,21 @@ class JsonChecker:
     def mapping(self, value: Any, where: str) -> Mapping[str, Any]:
         if not isinstance(value, Mapping):
             raise self.fail(where, f"expected an object, got {type(value).__name__}")
+        repeated = getattr(value, "repeated", ())
+        if repeated:
+            raise self.fail(where, f"key {repeated[0]!r} appears twice; expected each key once")
         return value
 
     def listing(self, value: Any, where: str) -> list[Any]:
         if not isinstance(value, list):
-            raise self.fail(where, f"expected a list, got {type(value).__name__}")
+            kind = "dict" if isinstance(value, dict) else type(value).__name__
+            raise self.fail(where, f"expected a list, got {kind}")
         return value
 
 
 def read_json(path: str | Path, what: str, error: type[ValueError]) -> Any:
-    """The parsed JSON document at ``path``; ``error`` names the file (and line for bad JSON)."""
+    """The parsed JSON document at ``path``; ``error`` names the file (and line for bad JSON
+    or one nested too deep). Objects are ``KeyedObject``s: a repeated key is not lost."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -81,7 +103,10 @@ def read_json(path: str | Path, what: str, error: type[ValueError]) -> Any:
         raise error(f"{p}: no such file, expected {what}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise error(f"{p}: cannot read {what}: {exc}") from None
+    deep = json_too_deep(text)
+    if deep is not None:
+        raise error(f"{p}:{deep}: {TOO_DEEP}")
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_keyed_object)
     except json.JSONDecodeError as exc:
         raise error(f"{p}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.atomic import atomic_write_text
+from pytest_vlcheck.nesting import TOO_DEEP, json_too_deep
 from pytest_vlcheck.results.capability import CapabilityResult
 from pytest_vlcheck.results.json_checks import ReportFormatError
 
@@ -113,6 +114,8 @@ def read_samples(path: str | Path) -> list[SampleRow]:
         if not line.strip():
             continue
         where = f"{p}:{number}"
+        if json_too_deep(line) is not None:
+            raise ReportFormatError(f"{where}: {TOO_DEEP}")
         try:
             doc = json.loads(line)
         except json.JSONDecodeError as exc:

@@ -29,8 +29,8 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         {
             "default": None,
             "metavar": "N",
-            "help": "inputs per forward pass, or auto (the default: 256 on a GPU, halved while it "
-            "runs out of memory; 64 elsewhere)",
+            "help": "inputs per forward pass (1 to 65536), or auto (the default: 256 on a GPU, "
+            "halved while it runs out of memory; 64 elsewhere)",
         },
     ),
     (
@@ -140,7 +140,7 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "type": float,
             "default": DEFAULT_MAX_DROP,
             "metavar": "PTS",
-            "help": "a drop must exceed this many points to fail the gate (default 2.0)",
+            "help": "a drop must exceed this many points to fail the gate (0 to 100, default 2.0)",
         },
     ),
     (
@@ -149,8 +149,8 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "type": float,
             "default": DEFAULT_ALPHA,
             "metavar": "A",
-            "help": "significance level of the gate, Bonferroni-corrected over the items gated "
-            "(default 0.05)",
+            "help": "significance level of the gate in (0, 1), Bonferroni-corrected over the "
+            "items gated (default 0.05)",
         },
     ),
     (

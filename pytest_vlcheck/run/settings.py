@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from pytest_vlcheck.engine.embedding_cache import parse_size
+from pytest_vlcheck import bounds
 from pytest_vlcheck.engine.evaluate import MISSING_POLICIES
 from pytest_vlcheck.errors import ModelSpecError, VlcheckUserError
 from pytest_vlcheck.gates import Baseline, GateSettings
@@ -51,6 +51,9 @@ DEFAULTS: dict[str, Any] = {
     "step": None,
 }
 """Every run option, by its Python name, with the value it takes when not given."""
+
+
+T = TypeVar("T")
 
 
 class SettingsError(VlcheckUserError, ValueError):
@@ -120,10 +123,12 @@ def build_settings(source: OptionSource) -> Settings:
         if raw.value not in choices:
             raise SettingsError(f"{raw.where} is '{raw.value}'; expected one of {choices}")
     batch_size, auto_batch = _batch_size(source.get("batch_size"))
-    _apply_max_image_pixels(_number(source.get("max_image_pixels"), int))
-    threshold = _number(source.get("threshold"))
-    if threshold.value is not None and not 0 <= threshold.value <= 1:
-        raise SettingsError(f"{threshold.where} must be between 0 and 1")
+    max_pixels = _bounded(
+        source.get("max_image_pixels"), bounds.whole_number, 1, bounds.MAX_IMAGE_PIXELS
+    )
+    if max_pixels is not None:  # Pillow's limit is process-wide: set it now
+        set_max_image_pixels(max_pixels)
+    threshold = _bounded(source.get("threshold"), bounds.finite_number, 0, 1)
     image_root = source.get("image_root").value
     specs = model_specs(source.get("model"))
     return Settings(
@@ -139,14 +144,16 @@ def build_settings(source: OptionSource) -> Settings:
             auto_batch=auto_batch,
         ),
         image_root=Path(image_root).resolve() if image_root else None,
-        threshold=threshold.value,
+        threshold=threshold,
         missing=missing.value,
         report_dir=_report_dir(source.get("report_dir")),
         url_cache_dir=_cache_root(source, "images"),
         embedding_cache_dir=None
         if source.get("no_cache").value
         else _cache_root(source, "embeddings"),
-        embedding_cache_bytes=_cache_size(source.get("cache_size")),
+        embedding_cache_bytes=_bounded(
+            source.get("cache_size"), bounds.size, bounds.MAX_CACHE_BYTES
+        ),
         log_specs=_logger_specs(source.get("log")),
         step=_step(source.get("step"), specs),
     )
@@ -168,28 +175,24 @@ def _logger_specs(raw: Raw) -> tuple[Any, ...]:
 def _step(raw: Raw, specs: tuple[ModelSpec, ...]) -> int | None:
     """The training step: a whole number, and not beside a checkpoint glob, whose
     checkpoints carry their own steps."""
-    if raw.value is None:
-        return None
-    text = str(raw.value).strip()
-    if isinstance(raw.value, bool) or not (text.isdigit() or isinstance(raw.value, int)):
-        raise SettingsError(f"{raw.where} is {raw.value!r}; expected a whole number >= 0")
-    if any(spec.group is not None for spec in specs):
+    step = _bounded(raw, bounds.whole_number, 0, bounds.MAX_STEP)
+    if step is not None and any(spec.group is not None for spec in specs):
         raise SettingsError(
             f"{raw.where}: a checkpoint glob reads each checkpoint's step from its file "
             "name; expected no step with a glob"
         )
-    return int(text)
+    return step
 
 
-def _number(raw: Raw, kind: type = float) -> Raw:
-    """``raw`` when it is a number of ``kind`` (an int is a float too) or None; a string or
-    a bool from Python is refused here rather than failing a comparison later."""
-    value = raw.value
-    kinds = (int, float) if kind is float else (int,)
-    if value is None or (isinstance(value, kinds) and not isinstance(value, bool)):
-        return raw
-    expected = "a whole number" if kind is int else "a number"
-    raise SettingsError(f"{raw.where} is {value!r}; expected {expected}")
+def _bounded(raw: Raw, parse: Callable[..., T], *limits: Any, **flags: bool) -> T | None:
+    """``parse(raw.value, *limits)`` (a ``bounds`` parser), None when not given; a value
+    out of bounds is a SettingsError naming the option as its caller spelled it."""
+    if raw.value is None:
+        return None
+    try:
+        return parse(raw.value, *limits, **flags)
+    except bounds.BoundError as exc:
+        raise SettingsError(f"{raw.where} {exc}") from None
 
 
 def model_specs(raw: Raw) -> tuple[ModelSpec, ...]:
@@ -199,15 +202,6 @@ def model_specs(raw: Raw) -> tuple[ModelSpec, ...]:
         return tuple(parse_specs(texts))
     except ModelSpecError as exc:
         raise SettingsError(f"{raw.where}: {exc}") from None
-
-
-def _apply_max_image_pixels(raw: Raw) -> None:
-    """Pillow's decoding limit is process-wide: set it now, refusing a bound below 1."""
-    if raw.value is None:
-        return
-    if raw.value < 1:
-        raise SettingsError(f"{raw.where} must be at least 1")
-    set_max_image_pixels(raw.value)
 
 
 def _prior_specs(raw: Raw) -> tuple[str, ...]:
@@ -231,31 +225,15 @@ def _cache_root(source: OptionSource, kind: str) -> Path:
     return source.cache_root(kind)
 
 
-def _embedding_cache_dir(source: OptionSource) -> Path | None:
-    """Beside the URL images under ``cache_dir``; None (no cache) with ``no_cache``."""
-    return None if source.get("no_cache").value else _cache_root(source, "embeddings")
-
-
-def _cache_size(raw: Raw) -> int:
-    try:
-        return parse_size(raw.value)
-    except ValueError as exc:
-        raise SettingsError(f"{raw.where}: {exc}") from None
-
-
 def _batch_size(raw: Raw) -> tuple[int, bool]:
-    """A number, at least 1 (0 is refused, not replaced), or ``auto`` (the CPU default, and
-    backends size it to their device)."""
-    if str(raw.value).strip() == "auto":
+    """A number from 1 to ``MAX_BATCH_SIZE`` (0 is refused, not replaced), or ``auto`` (the
+    CPU default, and backends size it to their device)."""
+    if isinstance(raw.value, str) and raw.value.strip() == "auto":
         return ModelOptions.batch_size, True
-    expected = "expected a whole number >= 1, or auto"
     try:
-        value = int(raw.value)
-    except ValueError:
-        raise SettingsError(f"{raw.where} is '{raw.value}'; {expected}") from None
-    if value < 1:
-        raise SettingsError(f"{raw.where} is {value}; {expected}")
-    return value, False
+        return bounds.whole_number(raw.value, 1, bounds.MAX_BATCH_SIZE), False
+    except bounds.BoundError as exc:
+        raise SettingsError(f"{raw.where} {exc}, or auto") from None
 
 
 def _report_dir(raw: Raw) -> Path | None:
@@ -315,11 +293,8 @@ def _check_writable(directory: Path, where: str) -> None:
 
 def _gate_settings(source: OptionSource) -> GateSettings:
     """The baseline to gate against (a bad file is refused before any scoring)."""
-    alpha, max_drop = _number(source.get("alpha")), _number(source.get("max_drop"))
-    if not 0 < alpha.value < 1:
-        raise SettingsError(f"{alpha.where} is {alpha.value}; expected a number in (0, 1)")
-    if max_drop.value < 0:
-        raise SettingsError(f"{max_drop.where} is {max_drop.value}; expected >= 0 points")
+    alpha = _bounded(source.get("alpha"), bounds.finite_number, 0, 1, open_low=True, open_high=True)
+    max_drop = _bounded(source.get("max_drop"), bounds.finite_number, 0, bounds.MAX_DROP_PTS)
     given, model = source.get("baseline"), source.get("baseline_model")
     baseline = None
     if given.value:
@@ -336,7 +311,7 @@ def _gate_settings(source: OptionSource) -> GateSettings:
     return GateSettings(
         baseline=baseline,
         baseline_model=model.value,
-        max_drop_pts=max_drop.value,
-        alpha=alpha.value,
+        max_drop_pts=DEFAULT_MAX_DROP if max_drop is None else max_drop,
+        alpha=DEFAULT_ALPHA if alpha is None else alpha,
         gate_only=bool(source.get("gate_only").value),
     )

@@ -6,6 +6,10 @@ collection order or the machine. A group is one checklist test with all its test
 items (a test's models share its images, so they stay together); its weight is the number of
 examples it scores. Groups are dealt largest first to the lightest shard (LPT), which keeps
 the heaviest shard within the largest group of the ideal share.
+
+The job count costs nothing: only as many shards as there are groups can receive one, so the
+split allocates per group, never per job, and ``--vl-shard 1/1000000`` is as quick as
+``1/4`` (the jobs past the group count are empty). ``MAX_SHARDS`` only bounds the digits.
 """
 
 from __future__ import annotations
@@ -15,11 +19,15 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from pytest_vlcheck import bounds
 from pytest_vlcheck.errors import VlcheckUserError
 
 __all__ = ["Shard", "ShardSpecError", "assign_shards", "parse_shard", "shard_of"]
 
 K = TypeVar("K", bound=Hashable)
+
+MAX_SHARDS = 1_000_000
+"""More jobs than any CI matrix runs (GitHub Actions allows 256); a larger N is a typo."""
 
 
 class ShardSpecError(VlcheckUserError):
@@ -39,14 +47,14 @@ class Shard:
 
 def parse_shard(text: str) -> Shard:
     """``"2/4"`` -> ``Shard(2, 4)``; anything else raises ``ShardSpecError``."""
-    index_text, slash, count_text = text.strip().partition("/")
-    expected = "expected K/N with whole numbers 1 <= K <= N, e.g. 2/4"
-    if not slash or not index_text.strip().isdigit() or not count_text.strip().isdigit():
-        raise ShardSpecError(f"--vl-shard is '{text}'; {expected}")
-    shard = Shard(int(index_text), int(count_text))
-    if not 1 <= shard.index <= shard.count:
-        raise ShardSpecError(f"--vl-shard is '{text}'; {expected}")
-    return shard
+    index_text, _, count_text = text.strip().partition("/")
+    expected = f"expected K/N with whole numbers 1 <= K <= N <= {MAX_SHARDS}, e.g. 2/4"
+    try:
+        count = bounds.whole_number(count_text, 1, MAX_SHARDS)
+        index = bounds.whole_number(index_text, 1, count)
+    except bounds.BoundError:
+        raise ShardSpecError(f"--vl-shard is {bounds.shown(text)}; {expected}") from None
+    return Shard(index, count)
 
 
 def assign_shards(weights: Mapping[K, int], count: int) -> dict[K, int]:
@@ -58,7 +66,8 @@ def assign_shards(weights: Mapping[K, int], count: int) -> dict[K, int]:
     if count < 1:
         raise ValueError(f"shard count must be at least 1, got {count}")
     order = sorted(weights, key=lambda group: (-max(weights[group], 1), repr(group)))
-    loads = [(0, index) for index in range(1, count + 1)]
+    # LPT fills an empty shard before any other: shards past the group count stay empty
+    loads = [(0, index) for index in range(1, min(count, len(order)) + 1)]
     assignment: dict[K, int] = {}
     for group in order:
         load, index = heapq.heappop(loads)

@@ -55,15 +55,15 @@ def matrix_segments(run: Run, width: int) -> list[list[Segment]]:
 
 @dataclass
 class TerminalMatrix:
-    """The matrix, each model's stats line, the unmatched-baseline warning and where the
-    report went, printed through ``out``."""
+    """The matrix, each model's stats line, the warnings on items a baseline did not gate
+    and where the report went, printed through ``out``."""
 
     out: TerminalOut
     width: int = 100
 
     def emit(self, run: Run) -> None:
         """Print the run's summary (nothing when it has no results)."""
-        from pytest_vlcheck.gates.wording import unmatched_warning
+        from pytest_vlcheck.gates.wording import not_gated_warnings
 
         if not run.results:
             return
@@ -77,8 +77,8 @@ class TerminalMatrix:
             if line is not None:
                 self.out.line(line)
         settings = run.settings
-        warning = unmatched_warning(run.results, settings.gates, settings.rootdir or Path.cwd())
-        if warning is not None:
+        rootdir = settings.rootdir or Path.cwd()
+        for warning in not_gated_warnings(run.results, settings.gates, rootdir):
             self.out.line(warning, yellow=True, bold=True)
         if settings.report_dir is not None:
             self.out.line(f"vlcheck report written to {settings.report_dir}")
