@@ -3,7 +3,7 @@
 The test suite never reaches the network: hub libraries are told to stay offline, so a test
 that would try to download fails fast instead of waiting out retries.
 
-torch is imported before any test (see below).
+torch and open_clip are imported before any test (see below).
 
 The pytest runs the tests start print the same on every host: pytest writes whole messages in
 its short summary when ``CI`` or ``BUILD_NUMBER`` is set, so both are cleared here; a test
@@ -13,8 +13,12 @@ that needs them sets them itself.
 import os
 
 # torch cannot be initialised twice in one process, and pytester's in-process runs drop the
-# modules they imported when they end: imported once here, it stays for every test whatever
-# the order (the tests that check torch is NOT imported run pytest in subprocesses).
+# modules they imported when they end: imported once here, torch stays for every test whatever
+# the order (the tests that check torch is NOT imported run pytest in subprocesses). The same
+# holds for open_clip, which pulls in triton and parts of torch (inductor) that register
+# themselves once per process: imported again after pytester dropped them, they abort the
+# process ("duplicate key") or raise ("already registered").
+import open_clip  # noqa: F401
 import torch  # noqa: F401
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
