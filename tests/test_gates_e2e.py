@@ -75,9 +75,19 @@ def test_significant_drop_fails_exactly_that_test(suite: pytest.Pytester) -> Non
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*REGRESSED relation/spatial: 63.3% (38/60, *) >= 50.0% "
-            "(-20.0 pts vs baseline 83.3%, McNemar mid-p 0.00024, corrected 0.00049) [[]new]*",
+            "*REGRESSED relation/spatial: 63.3% (38/60, *) >= 50.0% (gate: regressed: dropped "
+            "20.0 pts, significant (McNemar mid-p 0.00024 < alpha/m 0.025; 12 lost, 0 gained) "
+            "vs baseline 83.3%) [[]new]*",
             "*12 lost, 0 gained since the baseline*",
+        ]
+    )
+    # pytest prints nothing for the passing item: the gate section says what the gate found
+    result.stdout.fnmatch_lines(
+        [
+            "*- vlcheck gate -*",
+            "gates.yaml::spatial [[]new]: regressed: dropped 20.0 pts, significant *",
+            "gates.yaml::action [[]new]: unchanged: 0.0 pts, no significant change (McNemar "
+            "mid-p 1 >= alpha/m 0.025; 0 lost, 0 gained)",
         ]
     )
     row = next(

@@ -347,9 +347,10 @@ def test_a_partial_id_match_names_the_paired_count(suite: pytest.Pytester) -> No
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "REGRESSED relation/spatial: 33.3% (20/60, *) < 50.0% (-50.0 pts vs baseline 83.3%, "
-            "40 of 60 examples paired, McNemar mid-p *, corrected *) [[]new[]]",
-            "*40 examples matched: 30 lost, 0 gained since the baseline",
+            "REGRESSED relation/spatial: 33.3% (20/60, *) < 50.0% (gate: regressed: dropped "
+            "50.0 pts, significant (McNemar mid-p * < alpha/m *; 30 lost, 0 gained) vs baseline "
+            "83.3%, 40 of 60 examples paired) [[]new[]]",
+            "*40 examples paired: 30 lost, 0 gained since the baseline",
             "*20 examples added, 20 removed since the baseline",
         ]
     )

@@ -7,7 +7,13 @@ import pytest
 
 from pytest_vlcheck.gates.baseline import BaselineEntry
 from pytest_vlcheck.gates.decision import gate
-from pytest_vlcheck.gates.wording import gate_details, pvalue, verdict_suffix
+from pytest_vlcheck.gates.wording import (
+    gate_details,
+    gate_verdict,
+    power_note,
+    pvalue,
+    verdict_suffix,
+)
 from pytest_vlcheck.metrics.paired import (
     bonferroni,
     holm,
@@ -120,7 +126,8 @@ def test_significant_drop_regresses() -> None:
     assert g.regressed
     assert g.p_mid == 1 / 1024
     assert verdict_suffix(g) == (
-        "(-16.7 pts vs baseline 66.7%, McNemar mid-p 0.00098, corrected 0.00098)"
+        "(gate: regressed: dropped 16.7 pts, significant (McNemar mid-p 0.00098 < alpha/m 0.05; "
+        "10 lost, 0 gained) vs baseline 66.7%)"
     )
 
 
@@ -142,7 +149,39 @@ def test_correction_makes_a_borderline_drop_pass_with_many_tests() -> None:
     assert many.p_corrected == pytest.approx(0.15625)  # 0.015625 * 10
     # 0.005: 2**-7 = 0.0078 >= 0.005, 2**-8 = 0.0039 < 0.005 -> 8 examples of 60 = 13.3 pts
     assert many.min_detectable_drop_pts == pytest.approx(100 * 8 / 60)
-    assert "smallest detectable drop: 13.3 pts (at alpha 0.005)" in gate_details(many)
+    assert (
+        "with no example gained, 8 lost examples (8/60 = 13.3 pts) would be significant at this "
+        "m; each gained example raises that number"
+    ) in gate_details(many)
+    assert gate_verdict(many) == (
+        "dropped 10.0 pts, not significant (McNemar mid-p 0.016 >= alpha/m 0.005; 6 lost, 0 gained)"
+    )
+
+
+def test_every_gate_verdict_in_words() -> None:
+    """regressed / dropped, not significant / dropped less than --vl-max-drop / improved /
+    unchanged, each with the test that decided it."""
+    before, after = flipped(400, 200, lost=8)  # exactly -2.0 pts, mid-p 2**-8: significant
+    small = gate(after, rate(after), entry(before), m=1, alpha=0.05, max_drop_pts=2.0)
+    assert gate_verdict(small) == (
+        "dropped 2.0 pts, less than --vl-max-drop (McNemar mid-p 0.0039 < alpha/m 0.05; 8 lost, "
+        "0 gained)"
+    )
+    before, after = flipped(60, 20, lost=0, gained=12)
+    up = gate(after, rate(after), entry(before), m=1, alpha=0.05, max_drop_pts=2.0)
+    assert gate_verdict(up).startswith("improved: +20.0 pts, significant (McNemar mid-p ")
+    before, after = flipped(60, 30, lost=1, gained=1)
+    same = gate(after, rate(after), entry(before), m=1, alpha=0.05, max_drop_pts=2.0)
+    assert gate_verdict(same) == (
+        "unchanged: 0.0 pts, no significant change (McNemar mid-p 1 >= alpha/m 0.05; 1 lost, "
+        "1 gained)"
+    )
+    before, after = flipped(4, 4, lost=3)  # 3 of 4 lost: mid-p 2**-3 = 0.125 at best
+    tiny = gate(after, rate(after), entry(before), m=1, alpha=0.05, max_drop_pts=2.0)
+    assert power_note(tiny) == (
+        "too few examples to gate at this m: even all 4 paired examples lost would not be "
+        "significant at alpha/m 0.05; add examples, gate fewer items, or raise --vl-alpha"
+    )
 
 
 def test_improvement_added_removed_and_warnings() -> None:

@@ -97,7 +97,8 @@ def test_deltas_in_the_model():
     assert [d.marked for d in drop.deltas] == ["-20.0▼", "-20.0▼"]
     assert drop.significance == "drop"
     assert drop.deltas[0].describe == (
-        "-20.0 pts vs baseline base (corrected p 0.0004, significant drop)"
+        "gate vs baseline base: regressed: dropped 20.0 pts, significant (McNemar mid-p 0.0002 "
+        "< alpha/m 0.025; 12 lost, 0 gained)"
     )
     assert drop.deltas[1].describe == "-20.0 pts vs reference old (Holm p 0.01, significant drop)"
     assert a.cell("old").deltas[0].marked == "0.0" and a.cell("old").significance == ""
@@ -109,7 +110,7 @@ def test_macro_judged_gate_delta_says_micro():
     rows = [row("old", "a", 50, judged="macro_average", gate=gate_block(-3.0))]
     delta = build_report(MODELS[:1], rows).sections[0].cells[0].deltas[0]
     assert delta.basis == "micro pass rate"
-    assert delta.describe.startswith("-3.0 pts (micro pass rate) vs baseline base")
+    assert delta.describe.startswith("gate vs baseline base (micro pass rate): dropped 3.0 pts")
 
 
 def test_terminal_cells_carry_deltas_and_colours():

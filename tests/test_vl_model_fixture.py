@@ -278,8 +278,9 @@ def test_a_drop_fails_the_gate(pytester: pytest.Pytester) -> None:
     gated.assert_outcomes(failed=1)
     gated.stdout.fnmatch_lines(
         [
-            "*REGRESSED relation/spatial: 63.3% (38/60, *) >= 50.0% (-20.0 pts vs baseline 83.3%, "
-            "McNemar mid-p 0.00024, corrected 0.00024) [[]new]*"
+            "*REGRESSED relation/spatial: 63.3% (38/60, *) >= 50.0% (gate: regressed: dropped "
+            "20.0 pts, significant (McNemar mid-p 0.00024 < alpha/m 0.05; 12 lost, 0 gained) "
+            "vs baseline 83.3%) [[]new]*"
         ]
     )
     scores(pytester.path / "same.jsonl", {"spatial": set(range(10))})

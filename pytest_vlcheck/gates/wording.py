@@ -11,7 +11,16 @@ from pytest_vlcheck.gates.decision import GateSettings, entry_of
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import GateComparison, GateWarning
 
-__all__ = ["gate_details", "not_gated_suffix", "not_gated_warnings", "pvalue", "verdict_suffix"]
+__all__ = [
+    "gate_details",
+    "gate_lines",
+    "gate_verdict",
+    "not_gated_suffix",
+    "not_gated_warnings",
+    "power_note",
+    "pvalue",
+    "verdict_suffix",
+]
 
 
 def pvalue(p: float) -> str:
@@ -25,18 +34,38 @@ def _pts(delta: float) -> str:
     return text if text.startswith("-") or text == "0.0" else "+" + text
 
 
+def gate_verdict(g: GateComparison) -> str:
+    """The gate's verdict in words: ``regressed``, ``dropped N pts, not significant``,
+    ``dropped N pts, less than --vl-max-drop``, ``improved`` or ``unchanged``, with the test
+    that decided it (the exact McNemar mid-p against alpha / m, m the items gated) and the
+    paired examples lost and gained, which are what significance depends on."""
+    significant = g.p_mid < g.alpha_corrected
+    test = (
+        f"McNemar mid-p {pvalue(g.p_mid)} {'<' if significant else '>='} alpha/m "
+        f"{pvalue(g.alpha_corrected)}; {g.b} lost, {g.c} gained"
+    )
+    drop = f"{fmt.pct(-g.delta_pts / 100)[:-1]} pts"
+    if g.regressed:
+        return f"regressed: dropped {drop}, significant ({test})"
+    if g.improved:
+        return f"improved: {_pts(g.delta_pts)} pts, significant ({test})"
+    if g.delta_pts < 0 and not significant:
+        return f"dropped {drop}, not significant ({test})"
+    if g.delta_pts < 0:
+        return f"dropped {drop}, less than --vl-max-drop ({test})"
+    change = "no significant change" if not significant else "within --vl-max-drop"
+    return f"unchanged: {_pts(g.delta_pts)} pts, {change} ({test})"
+
+
 def verdict_suffix(g: GateComparison) -> str:
-    """The gate's part of the verdict line:
-    ``(-12.5 pts vs baseline 53.7%, McNemar mid-p 0.0003, corrected 0.018)``. When only some
-    examples pair with the baseline's, it says how many: the points compare the two whole
-    pass rates, the test only the paired examples."""
+    """The gate's part of the verdict line: ``(gate: dropped 14.0 pts, not significant
+    (McNemar mid-p 0.0048 >= alpha/m 0.0031; 9 lost, 2 gained) vs baseline 53.7%)``. When
+    only some examples pair with the baseline's, it says how many: the points compare the
+    two whole pass rates, the test only the paired examples."""
     paired = ""
     if g.added or g.removed:
-        paired = f"{g.n_matched} of {g.n_matched + g.added} examples paired, "
-    return (
-        f"({_pts(g.delta_pts)} pts vs baseline {fmt.pct(g.baseline_rate)}, {paired}"
-        f"McNemar mid-p {pvalue(g.p_mid)}, corrected {pvalue(g.p_corrected)})"
-    )
+        paired = f", {g.n_matched} of {g.n_matched + g.added} examples paired"
+    return f"(gate: {gate_verdict(g)} vs baseline {fmt.pct(g.baseline_rate)}{paired})"
 
 
 def not_gated_suffix(g: GateWarning) -> str:
@@ -45,22 +74,31 @@ def not_gated_suffix(g: GateWarning) -> str:
 
 
 def gate_details(g: GateComparison) -> list[str]:
-    """Further lines for a verdict: discordant pairs, added/removed examples, the smallest
-    detectable drop, and the warnings."""
-    lines = [f"{g.n_matched} examples matched: {g.b} lost, {g.c} gained since the baseline"]
+    """Further lines for a verdict: paired examples, added/removed ones, what a drop needs
+    to be significant, and the warnings."""
+    lines = [f"{g.n_matched} examples paired: {g.b} lost, {g.c} gained since the baseline"]
     if g.added or g.removed:
         lines.append(f"{g.added} examples added, {g.removed} removed since the baseline")
-    if g.min_detectable_drop_pts is None:
-        lines.append(
-            f"too few examples to gate: no drop is significant at alpha {pvalue(g.alpha_corrected)}"
-        )
-    else:
-        lines.append(
-            f"smallest detectable drop: {fmt.pct(g.min_detectable_drop_pts / 100)[:-1]} pts "
-            f"(at alpha {pvalue(g.alpha_corrected)})"
-        )
+    lines.append(power_note(g))
     lines += [f"warning: {w}" for w in g.warnings]
     return lines
+
+
+def power_note(g: GateComparison) -> str:
+    """What it takes to be significant here, true to McNemar: significance depends on the
+    lost and gained examples together, not on their difference."""
+    if g.min_detectable_drop_pts is None:
+        return (
+            f"too few examples to gate at this m: even all {g.n_matched} paired examples lost "
+            f"would not be significant at alpha/m {pvalue(g.alpha_corrected)}; add examples, "
+            "gate fewer items, or raise --vl-alpha"
+        )
+    lost = round(g.min_detectable_drop_pts * g.n_matched / 100)
+    return (
+        f"with no example gained, {lost} lost examples ({lost}/{g.n_matched} = "
+        f"{fmt.pct(g.min_detectable_drop_pts / 100)[:-1]} pts) would be significant at this "
+        "m; each gained example raises that number"
+    )
 
 
 def not_gated_warnings(
@@ -105,3 +143,16 @@ def _named(results: list[CapabilityResult]) -> str:
     """The first three items, ``file::test [model]``, and ``...`` for the rest."""
     named = ", ".join(f"{r.file}::{r.test} [{r.model}]" for r in results[:3])
     return named + (" ..." if len(results) > 3 else "")
+
+
+def gate_lines(results: Iterable[CapabilityResult]) -> list[str]:
+    """One line per item a baseline was given for: its gate verdict in words, or why it was
+    not gated (pytest prints nothing for a passing item, so this is where a user reads it)."""
+    lines = []
+    for r in results:
+        where = f"{r.file}::{r.test} [{r.model}]"
+        if isinstance(r.gate, GateComparison):
+            lines.append(f"{where}: {gate_verdict(r.gate)}")
+        elif isinstance(r.gate, GateWarning):
+            lines.append(f"{where}: not gated: {r.gate.warning}")
+    return lines

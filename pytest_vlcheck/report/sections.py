@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pytest_vlcheck import fmt
-from pytest_vlcheck.gates.wording import pvalue
+from pytest_vlcheck.gates.wording import gate_verdict, pvalue
 from pytest_vlcheck.report.loader import RunError
 from pytest_vlcheck.report.matrix import Matrix, Row, build_matrix, status_counts
 from pytest_vlcheck.results import CapabilityResult, FailureExample
@@ -47,6 +47,8 @@ class Delta:
     p_value: float | None
     significance: Significance
     basis: str = "pass rate"
+    verdict: str = ""
+    """The gate's verdict in words (``gates.wording.gate_verdict``); empty for a reference."""
 
     @property
     def points(self) -> str:
@@ -61,13 +63,14 @@ class Delta:
 
     @property
     def describe(self) -> str:
-        """One phrase: ``-12.5 pts vs baseline old (corrected p 0.00049, significant drop)``."""
-        what = "baseline" if self.kind == "gate" else "reference"
-        p_name = "corrected p" if self.kind == "gate" else "Holm p"
+        """One phrase: ``gate vs baseline old: regressed: dropped 12.5 pts, significant
+        (...)`` or ``-3.0 pts vs reference a (Holm p 0.2)``."""
+        basis = "" if self.basis == "pass rate" else f" ({self.basis})"
+        if self.kind == "gate":
+            return f"gate vs baseline {self.against}{basis}: {self.verdict}"
         p = "n/a" if self.p_value is None else pvalue(self.p_value)
         verdict = f", significant {self.significance}" if self.significance else ""
-        basis = "" if self.basis == "pass rate" else f" ({self.basis})"
-        return f"{self.points} pts{basis} vs {what} {self.against} ({p_name} {p}{verdict})"
+        return f"{self.points} pts{basis} vs reference {self.against} (Holm p {p}{verdict})"
 
 
 def _gate_delta(result: CapabilityResult) -> Delta | None:
@@ -87,6 +90,7 @@ def _gate_delta(result: CapabilityResult) -> Delta | None:
         measured.p_corrected,
         significance,
         basis,
+        gate_verdict(measured),
     )
 
 

@@ -63,7 +63,7 @@ class TerminalMatrix:
 
     def emit(self, run: Run) -> None:
         """Print the run's summary (nothing when it has no results)."""
-        from pytest_vlcheck.gates.wording import not_gated_warnings
+        from pytest_vlcheck.gates.wording import gate_lines, not_gated_warnings
 
         if not run.results:
             return
@@ -77,6 +77,11 @@ class TerminalMatrix:
             if line is not None:
                 self.out.line(line)
         settings = run.settings
+        gated = gate_lines(run.results)
+        if gated:
+            self.out.write_sep("-", "vlcheck gate")
+            for line in gated:
+                self.out.line(line, red="regressed:" in line)
         rootdir = settings.rootdir or Path.cwd()
         for warning in not_gated_warnings(run.results, settings.gates, rootdir):
             self.out.line(warning, yellow=True, bold=True)
