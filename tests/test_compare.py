@@ -64,10 +64,12 @@ def test_compare_two_runs_prints_deltas_and_paired_p(
     out = capsys.readouterr().out
     # color: 10 examples lost, none gained: mid-p 2**-10 = 0.00098; count: 3 gained: 2**-3
     # Holm over 2: 0.00098 * 2 = 0.002; 0.125 * 1 = 0.125
-    assert "attribute/color  66.7%      50.0% -16.7 pts, p 0.00098, Holm 0.002" in out
+    # marks: mid-p < 0.05 / 2 and more than 2 points: color's drop is marked, count's not
+    assert "attribute/color  66.7%      50.0% -16.7 pts▼, p 0.00098, Holm 0.002" in out
     assert "counting/number  50.0%      55.0% +5.0 pts, p 0.12, Holm 0.12" in out
+    assert "▼/▲: p < alpha/m = 0.05/2 and a change of more than 2 pts" in out
     md = (tmp_path / "out" / "compare.md").read_text()
-    assert "| attribute/color | 66.7% | 50.0% -16.7 pts, p 0.00098, Holm 0.002 |" in md
+    assert "| attribute/color | 66.7% | 50.0% -16.7 pts▼, p 0.00098, Holm 0.002 |" in md
     html = (tmp_path / "out" / "compare.html").read_text()
     assert "<table>" in html and "line-chart" not in html  # no curve for two runs
 
@@ -106,7 +108,7 @@ def test_compare_reads_matrix_json_and_baselines(
     assert code == 0
     out = capsys.readouterr().out
     # color: 20 gained, none lost: mid-p 2**-20 = 9.5e-07; Holm * 2 = 1.9e-06
-    assert re.search(r"attribute/color\s+33.3%\s+66.7% \+33.3 pts, p 9.5e-07, Holm 1.9e-06", out)
+    assert re.search(r"attribute/color\s+33.3%\s+66.7% \+33.3 pts▲, p 9.5e-07, Holm 1.9e-06", out)
     assert out.splitlines()[0].split() == ["capability", "base", "run"]
 
 
@@ -165,3 +167,35 @@ def test_baseline_prune_drops_entries_of_missing_tests(
     assert "stale: checklists/a.yaml::count[tiny]" in out and "stale: gone.yaml::color[tiny]" in out
     assert Baseline.load(path).keys() == [(FILE, "color", "tiny")]
     assert main(["baseline", "prune", str(tmp_path / "x.json")]) == 2
+
+
+def test_compare_marks_what_the_gate_fails_and_nothing_else(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One rule: a large drop that is not significant at alpha / m is not marked (the gate
+    passes it), a significant one beyond --max-drop is (the gate fails it)."""
+    from pytest_vlcheck.gates.decision import gate
+    from pytest_vlcheck.gates.wording import gate_verdict
+
+    base = {"color": 40, "count": 40}
+    a = write_run(tmp_path / "a", "a", base)
+    b_correct = {"color": 30, "count": 36}
+    b = write_run(tmp_path / "b", "b", b_correct)
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    # color: 10 lost, mid-p 2**-10 < 0.025: marked; count: 4 lost (-6.7 pts), mid-p 2**-4 =
+    # 0.0625 >= 0.025: a large drop, not significant: not marked
+    assert "-16.7 pts▼" in out and "-6.7 pts," in out and "-6.7 pts▼" not in out
+    for test, verdict in (("color", "regressed: "), ("count", "dropped 6.7 pts, not significant")):
+        before, after = outcomes(60, base[test]), outcomes(60, b_correct[test])
+        row = result(test, "a", before)
+        entry = make_entry(row, before, spec="py:x:y", fingerprint=None, content_hash="h",
+                           conditions={})  # fmt: skip
+        g = gate(after, sum(after.values()) / 60, entry, m=2, alpha=0.05, max_drop_pts=2.0)
+        assert gate_verdict(g).startswith(verdict)
+    assert main(["compare", str(a), str(b), "--max-drop", "20"]) == 0
+    assert "▼" not in capsys.readouterr().out.split("Reference:")[0]
+    with pytest.raises(SystemExit) as exited:
+        main(["compare", str(a), str(b), "--alpha", "nan"])
+    assert exited.value.code == 2
+    assert "--alpha: is nan; expected a finite number in (0, 1)" in capsys.readouterr().err

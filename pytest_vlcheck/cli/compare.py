@@ -17,11 +17,12 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from pytest_vlcheck import fmt
+from pytest_vlcheck import bounds, fmt
 from pytest_vlcheck.atomic import atomic_write_text
 from pytest_vlcheck.gates.baseline import Baseline
+from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
 from pytest_vlcheck.gates.wording import pvalue
-from pytest_vlcheck.metrics.paired import discordant_pairs, holm, mcnemar_midp
+from pytest_vlcheck.metrics.paired import change_mark, discordant_pairs, holm, mcnemar_midp
 from pytest_vlcheck.report.html import _CSS
 from pytest_vlcheck.report.loader import ReportFormatError, validate_document
 from pytest_vlcheck.report.markdown import _table as md_table
@@ -104,6 +105,19 @@ class Comparison:
     series: list[str]
     matrix: Matrix
     deltas: dict[tuple[int, str], tuple[float | None, float | None, float | None]]
+    alpha: float = DEFAULT_ALPHA
+    max_drop_pts: float = DEFAULT_MAX_DROP
+
+    @property
+    def m(self) -> int:
+        """The paired comparisons in the table: what alpha is divided by."""
+        return sum(1 for _, p, _ in self.deltas.values() if p is not None)
+
+    def mark(self, i: int, name: str) -> str:
+        """``▼``, ``▲`` or nothing for one cell, by the gate's rule (``change_mark``)."""
+        delta, p, _ = self.deltas[(i, name)]
+        kind = change_mark(delta, p, self.m, alpha=self.alpha, max_drop_pts=self.max_drop_pts)
+        return {"drop": "▼", "gain": "▲", "": ""}[kind]
 
 
 def _series_labels(runs: list[Run]) -> list[list[str]]:
@@ -126,7 +140,9 @@ def _paired(ref: dict[str, Any], other: dict[str, Any]) -> float | None:
     return mcnemar_midp(lost, gained) if matched else None
 
 
-def compare_runs(runs: list[Run]) -> Comparison:
+def compare_runs(
+    runs: list[Run], *, alpha: float = DEFAULT_ALPHA, max_drop_pts: float = DEFAULT_MAX_DROP
+) -> Comparison:
     """Lay the runs out as one matrix over their series and compare each with the first."""
     results = []
     series: list[str] = []
@@ -149,7 +165,7 @@ def compare_runs(runs: list[Run]) -> Comparison:
     keys = [k for k, (_, p) in raw.items() if p is not None]
     adjusted = dict(zip(keys, holm([raw[k][1] for k in keys]), strict=True))
     deltas = {k: (d, p, adjusted.get(k)) for k, (d, p) in raw.items()}
-    return Comparison(series, matrix, deltas)
+    return Comparison(series, matrix, deltas, alpha, max_drop_pts)
 
 
 def _rate(cell: dict[str, Any] | None) -> str:
@@ -159,14 +175,14 @@ def _rate(cell: dict[str, Any] | None) -> str:
 
 
 def cell_text(comparison: Comparison, i: int, name: str) -> str:
-    """``45.0% -5.0 pts, p 0.13, Holm 0.52`` (the reference shows its rate only)."""
+    """``45.0% -5.0 pts▼, p 0.0013, Holm 0.0052`` (the reference shows its rate only)."""
     text = _rate(comparison.matrix.rows[i].cells.get(name))
     if (i, name) not in comparison.deltas:
         return text
     delta, p, p_holm = comparison.deltas[(i, name)]
     if delta is not None:
         sign = "" if fmt.pct(delta / 100).startswith("-") else "+"
-        text += f" {sign}{fmt.pct(delta / 100)[:-1]} pts"
+        text += f" {sign}{fmt.pct(delta / 100)[:-1]} pts{comparison.mark(i, name)}"
     if p is not None and p_holm is not None:
         text += f", p {pvalue(p)}, Holm {pvalue(p_holm)}"
     return text
@@ -182,10 +198,12 @@ def _table(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
 
 
 def _note(comparison: Comparison) -> str:
-    n = sum(1 for _, p, _ in comparison.deltas.values() if p is not None)
+    c = comparison
     return (
-        f"Reference: {comparison.series[0]}. p: paired McNemar mid-p on examples matched by id; "
-        f"Holm over the {n} paired comparisons in this table."
+        f"Reference: {c.series[0]}. p: paired McNemar mid-p on examples matched by id. "
+        f"▼/▲: p < alpha/m = {pvalue(c.alpha)}/{c.m} and a change of more than "
+        f"{c.max_drop_pts:g} pts, the gate's rule (--alpha, --max-drop). Holm: the "
+        f"Holm-adjusted p over the {c.m} paired comparisons, for information."
     )
 
 
@@ -240,6 +258,18 @@ def add_compare_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "-o", "--output", type=Path, default=None, help="write compare.md and compare.html here"
     )
+    parser.add_argument(
+        "--alpha",
+        type=bounds.argument(bounds.finite_number, 0, 1, open_low=True, open_high=True),
+        default=DEFAULT_ALPHA,
+        help=f"significance level, divided by the comparisons shown (default {DEFAULT_ALPHA})",
+    )
+    parser.add_argument(
+        "--max-drop",
+        type=bounds.argument(bounds.finite_number, 0, bounds.MAX_DROP_PTS),
+        default=DEFAULT_MAX_DROP,
+        help=f"a change must exceed this many points to be marked (default {DEFAULT_MAX_DROP})",
+    )
     parser.set_defaults(handler=_compare)
 
 
@@ -252,7 +282,7 @@ def _compare(args: argparse.Namespace) -> int:
     except ReportFormatError as exc:
         print(f"vlcheck compare: {exc}", file=sys.stderr)
         return 2
-    comparison = compare_runs(runs)
+    comparison = compare_runs(runs, alpha=args.alpha, max_drop_pts=args.max_drop)
     print("\n".join(render_terminal(comparison)))
     if args.output is not None:
         args.output.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ from fractions import Fraction
 
 __all__ = [
     "bonferroni",
+    "change_mark",
     "discordant_pairs",
     "holm",
     "mcnemar_midp",
@@ -88,3 +89,17 @@ def min_detectable_discordant(alpha_corrected: float) -> int:
     while mcnemar_midp(d, 0) >= alpha_corrected:
         d += 1
     return d
+
+
+def change_mark(
+    delta_pts: float | None, p_mid: float | None, m: int, *, alpha: float, max_drop_pts: float
+) -> str:
+    """The one rule behind every ▼ and ▲: ``drop`` or ``gain`` when the paired mid-p is below
+    ``alpha / m`` (Bonferroni over the ``m`` comparisons shown together, as the gate corrects
+    over the items it gates) and the change is more than ``max_drop_pts`` points; else ``""``.
+    A drop the gate calls noise is never marked, one it calls a regression always is."""
+    if delta_pts is None or p_mid is None or m < 1 or abs(delta_pts) <= max_drop_pts:
+        return ""
+    if p_mid >= alpha / m:
+        return ""
+    return "drop" if delta_pts < 0 else "gain"

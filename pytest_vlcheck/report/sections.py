@@ -13,14 +13,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pytest_vlcheck import fmt
+from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
 from pytest_vlcheck.gates.wording import gate_verdict, pvalue
+from pytest_vlcheck.metrics.paired import change_mark
 from pytest_vlcheck.report.loader import RunError
 from pytest_vlcheck.report.matrix import Matrix, Row, build_matrix, status_counts
 from pytest_vlcheck.results import CapabilityResult, FailureExample
 from pytest_vlcheck.results.blocks import GateComparison, Prior
 
 __all__ = [
-    "REFERENCE_ALPHA",
     "Cell",
     "Delta",
     "Report",
@@ -29,9 +30,6 @@ __all__ = [
     "build_report",
 ]
 
-REFERENCE_ALPHA = 0.05
-"""A reference-model delta is significant when its Holm-adjusted p is below this."""
-
 Significance = Literal["drop", "gain", ""]
 
 
@@ -39,7 +37,8 @@ Significance = Literal["drop", "gain", ""]
 class Delta:
     """A change in points: against the baseline (``gate``) or the run's first model
     (``reference``). ``significance`` is ``drop``/``gain`` only when the statistics say so
-    (the gate's verdict; Holm-adjusted p < ``REFERENCE_ALPHA`` for a reference)."""
+    (the gate's verdict; for a reference ``change_mark``, the gate's rule: mid-p < alpha / m
+    and a change of more than --vl-max-drop's default)."""
 
     kind: Literal["gate", "reference"]
     against: str
@@ -94,13 +93,15 @@ def _gate_delta(result: CapabilityResult) -> Delta | None:
     )
 
 
-def _reference_delta(result: CapabilityResult) -> Delta | None:
+def _reference_delta(result: CapabilityResult, m: int) -> Delta | None:
+    """Against the run's first model; marked by the gate's rule (``change_mark``) with m the
+    reference comparisons of the report."""
     ref = result.reference
     if ref is None:
         return None
-    significance: Significance = ""
-    if ref.p_holm is not None and ref.p_holm < REFERENCE_ALPHA:
-        significance = "drop" if ref.delta_pts < 0 else "gain" if ref.delta_pts > 0 else ""
+    significance: Significance = change_mark(  # type: ignore[assignment]
+        ref.delta_pts, ref.p_value, m, alpha=DEFAULT_ALPHA, max_drop_pts=DEFAULT_MAX_DROP
+    )
     return Delta("reference", ref.model, float(ref.delta_pts), ref.p_holm, significance)
 
 
@@ -258,11 +259,11 @@ def _slice_cell(raw: Mapping[str, Any] | None) -> tuple[float | None, int, int] 
 
 
 def _section(
-    index: int, row: Row, names: list[str], typed: Mapping[int, CapabilityResult]
+    index: int, row: Row, names: list[str], typed: Mapping[int, CapabilityResult], m: int
 ) -> Section:
     results = [typed[id(row.cells[n])] for n in names if n in row.cells]
     cells = tuple(
-        Cell(r.model, r, tuple(d for d in (_gate_delta(r), _reference_delta(r)) if d))
+        Cell(r.model, r, tuple(d for d in (_gate_delta(r), _reference_delta(r, m)) if d))
         for r in results
     )
     first = results[0]
@@ -306,9 +307,10 @@ def build_report(
     matrix = build_matrix(models, results)
     names = matrix.model_names
     typed = {id(r): CapabilityResult.from_json(r) for r in results}
+    m = sum(1 for r in typed.values() if r.reference and r.reference.p_value is not None)
     return Report(
         models=list(models),
-        sections=tuple(_section(i, row, names, typed) for i, row in enumerate(matrix.rows)),
+        sections=tuple(_section(i, row, names, typed, m) for i, row in enumerate(matrix.rows)),
         counts=status_counts(models, results),
         errors=tuple(errors),
         results=tuple(typed[id(r)] for r in results),
