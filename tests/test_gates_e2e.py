@@ -124,6 +124,27 @@ def test_gate_only_fails_on_regressions_alone(suite: pytest.Pytester) -> None:
     wrong = {"spatial": set(range(40)), "action": set(range(40))}
     result = gate(suite, wrong, "--vl-gate-only", "--vl-max-drop=100")
     result.assert_outcomes(passed=2)  # below threshold, but no gate failure
+    rows = json.loads((suite.path / "rep" / "matrix.json").read_text())["results"]
+    assert [(r["status"], r["threshold_met"]) for r in rows] == [("passed", False)] * 2
+
+
+def test_gate_only_does_not_fail_an_item_without_an_entry(suite: pytest.Pytester) -> None:
+    """--vl-gate-only: only a gate fails items, so one the baseline cannot gate does not fail
+    on its threshold; matrix.json still says the threshold was missed."""
+    suite.makefile(".yaml", extra=checklist({"fresh": 90}))
+    scores(suite.path / "new.jsonl", {"spatial": set(), "action": set(), "fresh": set(range(30))})
+    result = suite.runpytest(
+        "--vl-model=new=scores:new.jsonl", "--vl-baseline=base.json", "--vl-report=rep",
+        "--vl-gate-only",
+    )  # fmt: skip
+    result.assert_outcomes(passed=3)
+    rows = {
+        r["test"]: r
+        for r in json.loads((suite.path / "rep" / "matrix.json").read_text())["results"]
+    }
+    assert rows["fresh"]["threshold_met"] is False
+    assert rows["fresh"]["gate"] == {"warning": "no baseline entry for this test"}
+    result.stdout.fnmatch_lines(["extra.yaml::fresh [[]new]: not gated: no baseline entry*"])
 
 
 def test_subset_run_merges_into_the_baseline(suite: pytest.Pytester) -> None:

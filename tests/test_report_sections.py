@@ -335,3 +335,18 @@ def test_radar_ring_labels_sit_outside_the_plot():
     assert [label for _, label in ring_labels] == ["0", "25", "50", "75", "100"]
     # the plot spans x in [420 - 170, 420 + 170]; the labels end well left of it
     assert all(float(x) + 30 < 250 for x, _ in ring_labels)
+
+
+def test_a_macro_judged_cell_leads_with_the_macro_average() -> None:
+    from pytest_vlcheck.report.sections import Cell
+    from pytest_vlcheck.report.terminal import cell_text
+
+    measured = CapabilityResult(
+        file="c.yaml", test="t", capability="relation/x", task="caption", model="m", n=100,
+        passed=61, pass_rate=0.61, ci_low=0.5, ci_high=0.7, threshold=0.6, chance=0.5,
+        status="failed", judged="macro_average", metrics={"macro_average": 0.58},
+    )  # fmt: skip
+    cell = Cell("m", measured, ())
+    assert cell.judged_text == "macro 58.0% (micro 61.0%)"
+    assert cell_text(cell).startswith("macro 58.0% (micro 61.0%) ✗ (n=100)")
+    assert measured.threshold_met is False and measured.to_json()["threshold_met"] is False

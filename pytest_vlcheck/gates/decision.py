@@ -129,6 +129,13 @@ def _unpaired(entry: BaselineEntry, n_current: int) -> str:
     )
 
 
+def _not_gated(result: CapabilityResult, why: str, settings: GateSettings) -> CapabilityResult:
+    """The result with the reason it is not gated; under ``gate_only`` a threshold miss does
+    not fail it either (only a gate fails items there, and none applies)."""
+    status = "passed" if settings.gate_only and result.status == "failed" else result.status
+    return dataclasses.replace(result, status=status, gate=GateWarning(why))
+
+
 def apply_gate(
     result: CapabilityResult,
     settings: GateSettings,
@@ -146,10 +153,10 @@ def apply_gate(
         return result
     entry = entry_of(settings, result.file, result.test, result.model)
     if entry is None:
-        return dataclasses.replace(result, gate=GateWarning(NO_ENTRY))
+        return _not_gated(result, NO_ENTRY, settings)
     current = {o.id: o.correct for o in result.outcomes}
     if not any(example in entry.outcomes for example in current):
-        return dataclasses.replace(result, gate=GateWarning(_unpaired(entry, len(current))))
+        return _not_gated(result, _unpaired(entry, len(current)), settings)
     measured = gate(
         current,
         result.pass_rate or 0.0,

@@ -134,7 +134,7 @@ def _matrix_cell(cell: Cell | None) -> str:
     if r.status in ("error", "skipped"):
         return _td(_MARK[r.status] + unscored, f"cell st-{r.status}", r.message or r.status)
     text = (
-        f"{fmt.pct(cell.rate)} {_MARK[r.status]}<br><small>{cell.ci_text} · n={r.n}</small>"
+        f"{_e(cell.judged_text)} {_MARK[r.status]}<br><small>{cell.ci_text} · n={r.n}</small>"
         + unscored
         + "".join(_delta(d) for d in cell.deltas)
     )

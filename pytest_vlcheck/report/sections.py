@@ -119,6 +119,16 @@ class Cell:
         return self.result.pass_rate if self.result.n > 0 else None
 
     @property
+    def judged_text(self) -> str:
+        """What a matrix cell leads with: the number the threshold judges, with the micro
+        pass rate beside a macro average (``macro 58.0% (micro 61.3%)``)."""
+        r = self.result
+        if r.judged == "pass_rate" or r.n == 0:
+            return fmt.pct(self.rate)
+        judged = r.judged.removesuffix("_average")
+        return f"{judged} {fmt.pct(r.judged_value)} (micro {fmt.pct(self.rate)})"
+
+    @property
     def unscored(self) -> int:
         """Examples left unscored (``--vl-missing=skip``)."""
         return sum(self.result.unscored.values())

@@ -40,7 +40,7 @@ def cell_text(cell: Cell | None, with_n: bool = True) -> str:
         return "ERROR" + mark
     if result.status == "skipped":
         return "skip" + mark
-    text = f"{fmt.pct(cell.rate):>6} {MARKS.get(result.status, '?')}{mark}"
+    text = f"{cell.judged_text:>6} {MARKS.get(result.status, '?')}{mark}"
     if result.known_failure:  # expected to fail: a fail is xfail, a pass is XPASS
         text += " xfail" if result.status == "failed" else " XPASS"
     if with_n:

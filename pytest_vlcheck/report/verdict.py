@@ -17,9 +17,8 @@ def verdict_line(result: CapabilityResult) -> str:
     ``attribute/color: 61.3% (245/400, 95% CI 56.4-65.9) < 75.0% [clip]``; when a macro
     average is what the threshold judges, it leads and the micro figures follow."""
     judged = result.judged
-    value_judged = result.pass_rate if judged == "pass_rate" else result.metrics.get(judged)
-    reached = value_judged is not None and value_judged >= result.threshold
-    relation = ">=" if reached else "<"
+    value_judged = result.judged_value
+    relation = ">=" if result.threshold_met else "<"
     micro = (
         f"{pct(result.pass_rate)} ({result.passed}/{result.n}, "
         f"95% CI {ci(result.ci_low, result.ci_high)})"

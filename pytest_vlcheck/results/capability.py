@@ -112,9 +112,25 @@ class CapabilityResult:
     content_hash: str = field(default="", compare=False)
     outcomes: tuple[ExampleOutcome, ...] = field(default=(), compare=False, repr=False)
 
+    @property
+    def judged_value(self) -> float | None:
+        """The number the threshold judges: the pass rate, or the metric ``judged`` names."""
+        return self.pass_rate if self.judged == "pass_rate" else self.metrics.get(self.judged)
+
+    @property
+    def threshold_met(self) -> bool | None:
+        """Whether the judged number reached the threshold (None: nothing was measured). Its
+        own field because a gate (``--vl-gate-only``) or a known failure can make the item's
+        status say something else."""
+        value = self.judged_value
+        if self.n == 0 or self.status in ("error", "skipped") or self.threshold is None:
+            return None
+        return value is not None and value >= self.threshold
+
     def to_json(self, *, with_outcomes: bool = False) -> dict[str, Any]:
         """The ``matrix.json`` row (plus the outcomes, for the xdist transport)."""
         row = asdict(self)
+        row["threshold_met"] = self.threshold_met
         transport = {key: row.pop(key) for key in ("fingerprint", "content_hash", "outcomes")}
         for key in ("gate", "prior", "reference"):
             block = getattr(self, key)
