@@ -73,3 +73,35 @@ def test_report_re_renders_from_matrix_json(
     source.write_text("{}")
     assert main(["report", str(source)]) == 2
     assert "vlcheck report:" in capsys.readouterr().err
+
+
+def test_every_subcommand_help_ends_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    """``vlcheck CMD --help`` shows runnable examples, one per line, as written."""
+    from pytest_vlcheck.cli import main
+
+    for command in (
+        ["audit"], ["baseline", "prune"], ["compare"], ["import"], ["merge"], ["render"],
+        ["report"], ["schema"], ["validate"],
+    ):  # fmt: skip
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        text = capsys.readouterr().out
+        examples = text.split("examples:\n", 1)[1].splitlines()
+        assert examples and all(line.startswith(f"  vlcheck {command[0]} ") for line in examples)
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """``vlcheck validate ... | head -1``: no traceback when the reader goes away."""
+    import subprocess
+    import sys
+
+    checklists = Path(__file__).resolve().parents[1] / "checklists"
+    command = [sys.executable, "-m", "pytest_vlcheck.cli", "validate", *[str(checklists)] * 20]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        status = proc.wait(timeout=120)
+    assert "Traceback" not in err and "BrokenPipe" not in err
+    assert status == 141

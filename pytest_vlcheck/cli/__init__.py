@@ -7,14 +7,27 @@ Each subcommand module has ``add_*_command(subparsers)``, which registers its pa
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Sequence
+
+PIPE_CLOSED = 141
+"""The status of a command whose reader went away (``vlcheck ... | head``): 128 + SIGPIPE,
+what a shell reports for a program that signal stopped."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except BrokenPipeError:
+        # Nobody reads the rest: no traceback, and no second error when Python flushes
+        # stdout at exit (its descriptor now points at /dev/null).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return PIPE_CLOSED
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,6 +15,7 @@ from pathlib import Path
 from pytest_vlcheck import bounds
 from pytest_vlcheck.audit import TestAudit, audit_subject, audit_test
 from pytest_vlcheck.checklist import ChecklistError, is_checklist_file, load_checklist
+from pytest_vlcheck.cli.help_examples import with_examples
 
 SHOWN_IDS = 5
 
@@ -29,6 +30,9 @@ def add_audit_command(subparsers: argparse._SubParsersAction) -> None:
         "their 95%% Wilson lower bound beats chance by MARGIN points; negatives identical "
         "to the caption or only reordering its words; duplicate examples and images; "
         "slices too small to read.",
+        **with_examples(
+            "vlcheck audit checklists/", "vlcheck audit sugarcrepe.yaml --prior hf:gpt2 --strict"
+        ),
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="CHECKLIST")
     parser.add_argument(

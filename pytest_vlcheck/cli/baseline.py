@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from pytest_vlcheck.checklist import ChecklistError, load_checklist
 from pytest_vlcheck.checklist.bundled import PREFIX, from_report_name
+from pytest_vlcheck.cli.help_examples import with_examples
 from pytest_vlcheck.gates.baseline import Baseline, BaselineError
 
 __all__ = [
@@ -43,6 +44,9 @@ def add_baseline_command(subparsers: argparse._SubParsersAction) -> None:
         description="List the entries whose checklist file or test id no longer exists under "
         "--root (pytest's rootdir) and rewrite FILE without them. Entries of Python test "
         "files are kept while the file exists.",
+        **with_examples(
+            "vlcheck baseline prune baseline.json", "vlcheck baseline prune ci/base.json --root ."
+        ),
     )
     prune.add_argument("file", type=Path, metavar="FILE", help="a baseline file")
     prune.add_argument(

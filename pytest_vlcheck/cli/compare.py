@@ -19,6 +19,7 @@ from typing import Any
 
 from pytest_vlcheck import bounds, fmt
 from pytest_vlcheck.atomic import atomic_write_text
+from pytest_vlcheck.cli.help_examples import with_examples
 from pytest_vlcheck.gates.baseline import Baseline
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
 from pytest_vlcheck.gates.wording import pvalue
@@ -253,6 +254,10 @@ def add_compare_command(subparsers: argparse._SubParsersAction) -> None:
         help="compare pass rates of runs or checkpoints, with paired p-values",
         description="RUN: a report folder (matrix.json, samples.jsonl), a matrix.json or a "
         "baseline file. The first RUN is the reference.",
+        **with_examples(
+            "vlcheck compare reports/ckpt-1000 reports/ckpt-2000",
+            "vlcheck compare base.json reports/new -o cmp --max-drop 1",
+        ),
     )
     parser.add_argument("runs", nargs="+", type=Path, metavar="RUN")
     parser.add_argument(

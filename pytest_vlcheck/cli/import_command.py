@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_vlcheck.cli.help_examples import with_examples
 from pytest_vlcheck.importers import FORMATS
 from pytest_vlcheck.importers.common import Document, Importer, SourceError, check_loads
 
@@ -97,6 +98,13 @@ def add_import_command(subparsers: Any) -> None:
     """Register ``import`` on the ``vlcheck`` sub-command parsers; it sets ``handler``."""
     epilog = "formats:\n" + "\n".join(
         f"  {name:<15} {importer.summary}" for name, importer in FORMATS.items()
+    )
+    epilog += (
+        "\n\n"
+        + with_examples(
+            "vlcheck import sugarcrepe sugar-crepe/data -o sc.yaml --image-root coco/val2017",
+            "vlcheck import valse VALSE/data -o valse.yaml --image-root coco2017=coco/val2017",
+        )["epilog"]
     )
     parser = subparsers.add_parser(
         "import",

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_vlcheck.cli.help_examples import with_examples
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.report.loader import ReportFormatError
 
@@ -38,6 +39,10 @@ def add_merge_command(subparsers: argparse._SubParsersAction) -> None:
         help="merge the report folders (or baselines) of CI shards into one",
         description="Merge --vl-report folders of --vl-shard jobs into one report folder, or "
         "--vl-save-baseline files into one baseline. A test x model in two inputs is an error.",
+        **with_examples(
+            "vlcheck merge shard-1/ shard-2/ shard-3/ -o report/",
+            "vlcheck merge base-1.json base-2.json -o baseline.json",
+        ),
     )
     parser.add_argument(
         "inputs", type=Path, nargs="+", metavar="INPUT", help="report folders, or baseline files"

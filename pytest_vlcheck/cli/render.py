@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pytest_vlcheck import bounds
 from pytest_vlcheck.checklist.schema import ChecklistTest
+from pytest_vlcheck.cli.help_examples import with_examples
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.tasks import get_task
 
@@ -33,6 +34,10 @@ def add_render_command(subparsers: argparse._SubParsersAction) -> None:
         help="write a checklist's images (scenes rendered) and an index for people to read",
         description="Render every unique image of a checklist to PNG in DIR/images and write "
         "DIR/index.html and DIR/index.md listing each example's texts and images.",
+        **with_examples(
+            "vlcheck render checklists/attribute.yaml -o rendered/",
+            "vlcheck render my.yaml -o out/ --limit 20",
+        ),
     )
     parser.add_argument("file", type=Path, metavar="FILE", help="a checklist YAML file")
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")

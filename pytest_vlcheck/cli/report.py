@@ -6,12 +6,17 @@ import argparse
 import sys
 from pathlib import Path
 
+from pytest_vlcheck.cli.help_examples import with_examples
+
 
 def add_report_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "report",
         help="re-render matrix.md, matrix.csv and report.html from a matrix.json",
         description="Every number in the report files is rendered from matrix.json alone.",
+        **with_examples(
+            "vlcheck report report/matrix.json", "vlcheck report report/matrix.json -o elsewhere/"
+        ),
     )
     parser.add_argument("matrix", type=Path, help="a matrix.json written by --vl-report")
     parser.add_argument(

@@ -12,6 +12,7 @@ import argparse
 import json
 
 from pytest_vlcheck.checklist.json_schema import checklist_schema
+from pytest_vlcheck.cli.help_examples import with_examples
 
 
 def schema_text() -> str:
@@ -25,6 +26,7 @@ def add_schema_command(subparsers: argparse._SubParsersAction) -> None:
         help="print the JSON Schema of checklist files",
         description="Print the JSON Schema (draft 2020-12) of checklist files, for editors "
         "and other tools; redirect it to a file to point yaml-language-server at it.",
+        **with_examples("vlcheck schema > checklist.schema.json"),
     )
     parser.set_defaults(handler=_schema)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pytest_vlcheck import bounds
 from pytest_vlcheck.checklist import Checklist, ChecklistError, is_checklist_file, load_checklist
+from pytest_vlcheck.cli.help_examples import with_examples
 from pytest_vlcheck.images.loading import ImageLoader, set_max_image_pixels
 from pytest_vlcheck.images.refs import ImageUnavailable
 from pytest_vlcheck.tasks import get_task
@@ -26,6 +27,9 @@ def add_validate_command(subparsers: argparse._SubParsersAction) -> None:
         help="check checklist files and print what they hold",
         description="Load every checklist (files, or folders searched for YAML files opening "
         "with 'vlcheck:') and report every FILE:LINE error; no model is loaded.",
+        **with_examples(
+            "vlcheck validate checklists/", "vlcheck validate my.yaml --max-image-pixels 50000000"
+        ),
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     parser.add_argument(
