@@ -159,7 +159,7 @@ class ChecklistItem(pytest.Item):
         if self.result is not None:
             known = self.test.known_failures.get(self.model, "")
             if known:  # the measured verdict: pytest's xfail / XPASS says it was expected
-                return replace(self.result.with_status(self.result.status), known_failure=known)
+                return self.result.as_known_failure(known)
             return self.result.with_status(status, message)
         empty = unscored_result(self.test, self.model, status, session.settings.threshold)
         return replace(empty, file=session.relative(self.test.file)).with_status(status, message)

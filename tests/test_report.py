@@ -328,8 +328,24 @@ def test_matrix_document_contract():
     assert doc["results"][0]["metrics"]["nan_metric"] is None  # strict JSON has no NaN
     assert math.isnan(results[0]["metrics"]["nan_metric"])  # input untouched
     assert doc["summary"] == {
-        "clip": {"passed": 2, "failed": 1, "error": 0, "skipped": 1, "total": 4},
-        "sig|lip": {"passed": 2, "failed": 1, "error": 1, "skipped": 0, "total": 4},
+        "clip": {
+            "passed": 2,
+            "failed": 1,
+            "error": 0,
+            "skipped": 1,
+            "xfailed": 0,
+            "xpassed": 0,
+            "total": 4,
+        },
+        "sig|lip": {
+            "passed": 2,
+            "failed": 1,
+            "error": 1,
+            "skipped": 0,
+            "xfailed": 0,
+            "xpassed": 0,
+            "total": 4,
+        },
     }
     json.dumps(doc, allow_nan=False)
 
@@ -412,7 +428,7 @@ def test_write_report_render_error_keeps_old_report(tmp_path):
     write_report(tmp_path, MODELS, sample_results())
     before = {name: (tmp_path / name).read_bytes() for name in REPORT_FILES}
     bad = sample_results()
-    bad[0]["status"] = "xpassed"
+    bad[0]["status"] = "exploded"
     with pytest.raises(ReportFormatError, match=r"results\[0\]\.status"):
         write_report(tmp_path, MODELS, bad)
     assert {name: (tmp_path / name).read_bytes() for name in REPORT_FILES} == before

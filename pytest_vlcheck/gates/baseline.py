@@ -20,7 +20,7 @@ from typing import Any
 
 from pytest_vlcheck import __version__
 from pytest_vlcheck.atomic import atomic_write_text
-from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results import MEASURED, CapabilityResult
 from pytest_vlcheck.results.json_checks import (
     JsonChecker,
     ReportFormatError,
@@ -324,7 +324,7 @@ def baseline_entries(
             git_commit=commit,
         )
         for r in results
-        if r.status in ("passed", "failed") and r.n > 0
+        if r.status in MEASURED and r.n > 0
     ]
 
 

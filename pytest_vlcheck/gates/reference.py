@@ -12,14 +12,14 @@ from collections.abc import Sequence
 from typing import TypeGuard
 
 from pytest_vlcheck.metrics.paired import discordant_pairs, holm, mcnemar_midp
-from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results import MEASURED, CapabilityResult
 from pytest_vlcheck.results.blocks import ReferenceDelta
 
 __all__ = ["reference_delta", "with_reference"]
 
 
 def _measured(result: CapabilityResult | None) -> TypeGuard[CapabilityResult]:
-    return result is not None and result.status in ("passed", "failed") and result.n > 0
+    return result is not None and result.status in MEASURED and result.n > 0
 
 
 def reference_delta(reference: CapabilityResult, other: CapabilityResult) -> ReferenceDelta:

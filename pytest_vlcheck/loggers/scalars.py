@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from pytest_vlcheck.errors import VlcheckUserError
-from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results import MEASURED, CapabilityResult
 from pytest_vlcheck.results.blocks import GateComparison
 
 PREFIX = "vlcheck"
@@ -33,7 +33,7 @@ def sanitised(name: str) -> str:
 
 
 def _measured(result: CapabilityResult) -> bool:
-    return result.status in ("passed", "failed") and result.n > 0 and result.pass_rate is not None
+    return result.status in MEASURED and result.n > 0 and result.pass_rate is not None
 
 
 def model_scalars(results: Sequence[CapabilityResult]) -> dict[str, float]:
@@ -58,7 +58,7 @@ def model_scalars(results: Sequence[CapabilityResult]) -> dict[str, float]:
 def _summary(measured: Sequence[CapabilityResult]) -> dict[str, float]:
     if not measured:
         return {}
-    passed = sum(r.status == "passed" for r in measured)
+    passed = sum(r.status in ("passed", "xpassed") for r in measured)
     regressions = sum(isinstance(r.gate, GateComparison) and r.gate.regressed for r in measured)
     return {
         f"{SUMMARY}/tests": float(len(measured)),

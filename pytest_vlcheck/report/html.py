@@ -65,7 +65,14 @@ details { margin: 6px 0; } summary { cursor: pointer; font-weight: 600; }
 .thumbs figcaption { font-weight: 400; font-size: 11px; color: #4b5563; }
 """
 
-_MARK = {"passed": "✓", "failed": "✗", "error": "ERROR", "skipped": "skip"}
+_MARK = {
+    "passed": "✓",
+    "failed": "✗",
+    "error": "ERROR",
+    "skipped": "skip",
+    "xfailed": "✗ xfail",
+    "xpassed": "✓ XPASS",
+}
 
 
 def _e(value: object) -> str:
@@ -109,10 +116,10 @@ def _models_section(report: Report) -> list[str]:
                 _td(swatch + _e(m["name"])),
                 _td(f"<code>{_e(m.get('spec') or '-')}</code>"),
                 _td(f"<code>{_e(m.get('fingerprint') or '-')}</code>"),
-                *(_td(str(c[s]), "num") for s in ("passed", "failed", "error", "skipped")),
+                *(_td(str(c[s]), "num") for s in report.status_columns),
             ]
         )
-    header = ["model", "spec", "fingerprint", "passed", "failed", "error", "skipped"]
+    header = ["model", "spec", "fingerprint", *report.status_columns]
     return ["<h2>Models</h2>", *_table(header, rows)]
 
 

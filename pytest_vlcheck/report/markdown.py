@@ -15,7 +15,6 @@ __all__ = ["escape_md", "render_markdown"]
 
 # ASCII punctuation that means something in (GitHub) Markdown or inline HTML.
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|&~])")
-_STATUSES = ("passed", "failed", "error", "skipped")
 
 
 def escape_md(text: object) -> str:
@@ -70,11 +69,11 @@ def _models_table(report: Report) -> list[str]:
             escape_md(m["name"]),
             escape_md(m.get("spec") or "-"),
             escape_md(m.get("fingerprint") or "-"),
-            *(str(report.counts[m["name"]][s]) for s in _STATUSES),
+            *(str(report.counts[m["name"]][s]) for s in report.status_columns),
         ]
         for m in report.models
     ]
-    header = ["model", "spec", "fingerprint", *_STATUSES]
+    header = ["model", "spec", "fingerprint", *report.status_columns]
     return _table(header, rows)
 
 

@@ -18,7 +18,7 @@ from pytest_vlcheck.gates.wording import gate_verdict, pvalue
 from pytest_vlcheck.metrics.paired import change_mark
 from pytest_vlcheck.report.loader import RunError
 from pytest_vlcheck.report.matrix import Matrix, Row, build_matrix, status_counts
-from pytest_vlcheck.results import CapabilityResult, FailureExample
+from pytest_vlcheck.results import STATUSES, CapabilityResult, FailureExample
 from pytest_vlcheck.results.blocks import GateComparison, Prior
 
 __all__ = [
@@ -232,6 +232,13 @@ class Report:
     @property
     def model_names(self) -> list[str]:
         return [m["name"] for m in self.models]
+
+    @property
+    def status_columns(self) -> list[str]:
+        """The statuses the models table counts: the four every run has, and ``xfailed`` /
+        ``xpassed`` when a known failure gave one."""
+        usual = ("passed", "failed", "error", "skipped")
+        return [s for s in STATUSES if s in usual or any(c.get(s) for c in self.counts.values())]
 
     @property
     def result_errors(self) -> list[tuple[Section, Cell]]:

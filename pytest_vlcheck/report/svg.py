@@ -13,6 +13,7 @@ from typing import Any
 
 from pytest_vlcheck import fmt
 from pytest_vlcheck.report.matrix import Matrix, Row
+from pytest_vlcheck.results import MEASURED
 
 __all__ = [
     "MODEL_COLOURS",
@@ -33,6 +34,8 @@ STATUS_COLOURS = {
     "failed": "#d1495b",
     "error": "#e08a1e",
     "skipped": "#9aa0a6",
+    "xfailed": "#d1495b",
+    "xpassed": "#4c9a58",
 }
 MAX_RADAR_AXES = 16
 MIN_RADAR_AXES = 3
@@ -58,7 +61,7 @@ def _clamp(x: float | None) -> float:
 def _scored(result: dict[str, Any] | None) -> bool:
     return (
         result is not None
-        and result["status"] in ("passed", "failed")
+        and result["status"] in MEASURED
         and result["pass_rate"] is not None
         and result["n"] > 0
     )
@@ -116,7 +119,7 @@ def _bar_row(row: Row, result: dict[str, Any] | None, y0: float, plot: float) ->
             f'x2="{x(result["threshold"])}" y2="{_n(y0 + _ROW - 1)}" stroke="#111827" '
             'stroke-width="2"/>'
         )
-    mark = "✓" if result["status"] == "passed" else "✗"
+    mark = "✓" if result["status"] in ("passed", "xpassed") else "✗"
     out.append(f'<text x="{_BAR_LABEL + plot + 8}" y="{_n(cy + 4)}">{fmt.pct(rate)} {mark}</text>')
     return [f"<g><title>{escape(tip)}</title>", *out, "</g>"]
 

@@ -19,7 +19,7 @@ _MIN_LABEL = 12
 _MIN_HEADER = 5
 _LABEL_HEADER = "capability"
 _THRESHOLD_HEADER = "threshold"
-MARKS = {"passed": "✓", "failed": "✗"}
+MARKS = {"passed": "✓", "failed": "✗", "xfailed": "✗", "xpassed": "✓"}
 UNSCORED_MARK = "*"
 COLOURS = {"drop": "red", "gain": "green"}
 
@@ -42,7 +42,7 @@ def cell_text(cell: Cell | None, with_n: bool = True) -> str:
         return "skip" + mark
     text = f"{cell.judged_text:>6} {MARKS.get(result.status, '?')}{mark}"
     if result.known_failure:  # expected to fail: a fail is xfail, a pass is XPASS
-        text += " xfail" if result.status == "failed" else " XPASS"
+        text += " xfail" if result.status in ("failed", "xfailed") else " XPASS"
     if with_n:
         text += f" (n={result.n})"
     gate = ["not gated"] if isinstance(result.gate, GateWarning) else []
@@ -115,6 +115,7 @@ def _footer(report: Report) -> list[str]:
     lines = [
         f"{name}: {c['passed']} passed, {c['failed']} failed, "
         f"{c['error']} error, {c['skipped']} skipped"
+        + "".join(f", {c[s]} {s}" for s in ("xfailed", "xpassed") if c.get(s))
         for name, c in report.counts.items()
     ]
     for section, cell in report.unscored:

@@ -7,6 +7,7 @@ the JSON files the tool reads back.
 """
 
 from pytest_vlcheck.results.capability import (
+    MEASURED,
     STATUSES,
     CapabilityResult,
     ExampleOutcome,
@@ -18,6 +19,7 @@ from pytest_vlcheck.results.capability import (
 )
 
 __all__ = [
+    "MEASURED",
     "STATUSES",
     "CapabilityResult",
     "ExampleOutcome",

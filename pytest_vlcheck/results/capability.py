@@ -21,8 +21,11 @@ from pytest_vlcheck.results.blocks import (
 )
 from pytest_vlcheck.results.json_checks import JsonChecker
 
-Status = Literal["passed", "failed", "skipped", "error"]
-STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "skipped")
+Status = Literal["passed", "failed", "skipped", "error", "xfailed", "xpassed"]
+STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+MEASURED: tuple[Status, ...] = ("passed", "failed", "xfailed", "xpassed")
+"""The statuses of a result with a measurement (``xfailed``/``xpassed``: a known failure
+that failed or passed its threshold, pytest's words)."""
 
 
 class ResultFormatError(ValueError):
@@ -146,6 +149,12 @@ class CapabilityResult:
     def from_json(cls, raw: Any, where: str = "result") -> CapabilityResult:
         """Validate a row (unknown keys are ignored: a newer writer may add fields)."""
         return _parse_result(JsonChecker("", ResultFormatError), raw, where)
+
+    def as_known_failure(self, reason: str) -> CapabilityResult:
+        """The result of a test expected to fail on this model (``known_failures``): a fail
+        is ``xfailed``, a pass ``xpassed`` (pytest's strict xfail: an xpass fails the run)."""
+        status = {"failed": "xfailed", "passed": "xpassed"}.get(self.status, self.status)
+        return replace(self, status=status, known_failure=reason)  # type: ignore[arg-type]
 
     def with_status(self, status: Status, message: str = "") -> CapabilityResult:
         """The same measurement under pytest's verdict (and a reason when there is none)."""

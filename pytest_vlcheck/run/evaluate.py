@@ -131,7 +131,7 @@ def _judged(session: VlcheckSession, test: ChecklistTest, model: str) -> Capabil
         return replace(empty, file=session.relative(test.file)).with_status("error", message)
     known = test.known_failures.get(model, "")
     if known:
-        return replace(result, known_failure=known)
+        return result.as_known_failure(known)
     return result
 
 
