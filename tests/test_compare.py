@@ -81,10 +81,15 @@ def test_compare_three_runs_draws_capability_curves(tmp_path: Path) -> None:
     ]
     assert main(["compare", *map(str, runs), "-o", str(tmp_path / "out")]) == 0
     html = (tmp_path / "out" / "compare.html").read_text()
-    chart = html[html.index('<svg xmlns="http://www.w3.org/2000/svg" class="chart line-chart"') :]
-    chart = chart[: chart.index("</svg>")]
-    assert chart.count("<polyline") == 2  # one curve per capability
-    assert "attribute/color, ckpt-3: 83.3%" in chart  # 50 / 60
+    # small multiples: one chart per capability group (attribute, counting), each with its
+    # capabilities' curves and their thresholds
+    charts = html.split('<svg xmlns="http://www.w3.org/2000/svg" class="chart line-chart"')[1:]
+    assert len(charts) == 2
+    first = charts[0][: charts[0].index("</svg>")]
+    assert "<title>Pass rate: attribute</title>" in first
+    assert first.count("<polyline") == 1
+    assert "attribute/color, ckpt-3: 83.3%" in first  # 50 / 60
+    assert "attribute/color threshold 50.0%" in first
     assert "<script" not in html and "http" not in html.replace("http://www.w3.org", "")
 
 

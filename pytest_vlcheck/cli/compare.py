@@ -24,12 +24,12 @@ from pytest_vlcheck.gates.baseline import Baseline
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
 from pytest_vlcheck.gates.wording import pvalue
 from pytest_vlcheck.metrics.paired import change_mark, discordant_pairs, holm, mcnemar_midp
-from pytest_vlcheck.report.html import _CSS
+from pytest_vlcheck.report.html import _CSS, curve_figures
 from pytest_vlcheck.report.loader import ReportFormatError, validate_document
 from pytest_vlcheck.report.markdown import _table as md_table
 from pytest_vlcheck.report.markdown import escape_md
 from pytest_vlcheck.report.matrix import Matrix, build_matrix
-from pytest_vlcheck.report.svg import capability_curves, line_chart
+from pytest_vlcheck.report.svg import curve_panels
 from pytest_vlcheck.report.terminal import _line, _widths
 from pytest_vlcheck.results.json_checks import read_json
 from pytest_vlcheck.results.samples import outcomes_by_key, read_samples
@@ -200,6 +200,11 @@ def _table(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
 
 def _note(comparison: Comparison) -> str:
     c = comparison
+    if not c.m:
+        return (
+            f"Reference: {c.series[0]}. No p-values and no ▼/▲: the runs carry no per-example "
+            "outcomes to pair (give report folders with samples.jsonl, or baselines)."
+        )
     return (
         f"Reference: {c.series[0]}. p: paired McNemar mid-p on examples matched by id. "
         f"▼/▲: p < alpha/m = {pvalue(c.alpha)}/{c.m} and a change of more than "
@@ -238,12 +243,8 @@ def render_html(comparison: Comparison) -> str:
     out += ["<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in body]
     out += ["</table>", f'<p class="meta">{escape(_note(comparison))}</p>']
     if len(comparison.series) >= MIN_CURVE_SERIES:
-        chart = line_chart(
-            comparison.series,
-            capability_curves(comparison.matrix, comparison.series),
-            "Pass rate per capability",
-        )
-        out += ["<h2>Capability curves</h2>", "<figure>", chart, "</figure>"]
+        panels = curve_panels(comparison.matrix, comparison.series, "Pass rate")
+        out += ["<h2>Capability curves</h2>", *curve_figures(panels)]
     out += ["</body>", "</html>", ""]
     return "\n".join(out)
 

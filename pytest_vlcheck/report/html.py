@@ -20,8 +20,7 @@ from pytest_vlcheck.report.prior_view import prior_html
 from pytest_vlcheck.report.sections import Cell, Delta, Failures, Report, Section, SliceTable
 from pytest_vlcheck.report.svg import (
     bar_chart,
-    capability_curves,
-    line_chart,
+    curve_panels,
     model_colour,
     radar_chart,
 )
@@ -46,6 +45,7 @@ code { font-size: 12px; background: #f3f4f6; padding: 0 3px; border-radius: 3px;
 .st-error { background: #fde8c8; } .st-skipped { background: #eceff1; color: #4b5563; }
 .st-missing { color: #9ca3af; }
 figure { margin: 12px 0; } figcaption { font-weight: 600; margin-bottom: 4px; }
+.panels { display: flex; flex-wrap: wrap; gap: 0 24px; }
 svg.chart { max-width: 100%; height: auto; }
 details { margin: 6px 0; } summary { cursor: pointer; font-weight: 600; }
 .example { border-left: 3px solid #d1d5db; padding: 2px 0 2px 10px; margin: 10px 0; }
@@ -194,10 +194,17 @@ def _checkpoint_curves(report: Report) -> list[str]:
     out = []
     for group, names in groups.items():
         if len(names) >= MIN_CURVE_POINTS:
-            title = f"Pass rate per capability over the checkpoints of {group}"
-            chart = line_chart(names, capability_curves(report.matrix, names), title)
-            out += [f"<h2>Capability curves: {_e(group)}</h2>", "<figure>", chart, "</figure>"]
+            out.append(f"<h2>Capability curves: {_e(group)}</h2>")
+            out += curve_figures(curve_panels(report.matrix, names, f"Pass rate ({group})"))
     return out
+
+
+def curve_figures(panels: list[tuple[str, str]]) -> list[str]:
+    """Small multiples side by side, one figure per capability group."""
+    out = ['<div class="panels">']
+    for group, chart in panels:
+        out += ["<figure>", f"<figcaption>{_e(group)}</figcaption>", chart, "</figure>"]
+    return [*out, "</div>"]
 
 
 def true_marks(

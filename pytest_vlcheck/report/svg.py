@@ -354,14 +354,44 @@ def capability_curves(matrix: Matrix, names: list[str]) -> list[tuple[str, list[
     return curves
 
 
+def capability_thresholds(matrix: Matrix) -> dict[str, float]:
+    """Per capability, the mean threshold of its tests (each test's, when the models agree)."""
+    by_capability: dict[str, list[float]] = {}
+    for row in matrix.rows:
+        threshold = row.shared("threshold")
+        if isinstance(threshold, (int, float)):
+            by_capability.setdefault(row.capability, []).append(float(threshold))
+    return {c: sum(values) / len(values) for c, values in by_capability.items()}
+
+
+def curve_panels(matrix: Matrix, names: list[str], title: str) -> list[tuple[str, str]]:
+    """Capability curves as small multiples, ``(group, svg)`` each: one chart per capability
+    group (the name's first segment: attribute, object, relation, ...) with each capability's
+    threshold drawn in its colour, so a dozen curves stay apart."""
+    thresholds = capability_thresholds(matrix)
+    groups: dict[str, list[tuple[str, list[float | None]]]] = {}
+    for capability, values in capability_curves(matrix, names):
+        groups.setdefault(capability.split("/")[0], []).append((capability, values))
+    return [
+        (group, line_chart(names, series, f"{title}: {group}", thresholds))
+        for group, series in groups.items()
+    ]
+
+
 def line_chart(
-    x_labels: list[str], series: list[tuple[str, list[float | None]]], title: str
+    x_labels: list[str],
+    series: list[tuple[str, list[float | None]]],
+    title: str,
+    thresholds: dict[str, float] | None = None,
 ) -> str:
     """Pass rates (0-1) along ``x_labels`` (runs, checkpoints), one line per named series.
 
     A None value breaks nothing: the series' line joins the points it has, and the point's
-    tooltip carries the exact rate. The legend lists the series below the plot.
+    tooltip carries the exact rate. A series with a threshold gets it as a dashed line of its
+    colour. Series beyond the palette's colours are dashed. The legend lists the series below
+    the plot.
     """
+    thresholds = thresholds or {}
     plot_w = _LINE_WIDTH - _LINE_LEFT - _LINE_RIGHT
     bottom = _LINE_TOP + _LINE_PLOT_HEIGHT
     height = bottom + 40 + 18 * len(series)
@@ -393,12 +423,20 @@ def line_chart(
         )
     for s, (name, values) in enumerate(series):
         colour = model_colour(s)
+        dash = "" if s < len(MODEL_COLOURS) else ' stroke-dasharray="8 3"'
         pts = [(k, v) for k, v in enumerate(values) if v is not None]
         coords = [xy(k, v) for k, v in pts]
+        if name in thresholds:
+            _, ty = xy(0, thresholds[name])
+            out.append(
+                f'<line x1="{_LINE_LEFT}" y1="{_n(ty)}" x2="{_LINE_LEFT + plot_w}" y2="{_n(ty)}" '
+                f'stroke="{colour}" stroke-width="1" stroke-dasharray="2 3"><title>'
+                f"{escape(name)} threshold {fmt.pct(thresholds[name])}</title></line>"
+            )
         if len(coords) >= 2:
             out.append(
                 f'<polyline points="{_points(coords)}" fill="none" stroke="{colour}" '
-                'stroke-width="2"/>'
+                f'stroke-width="2"{dash}/>'
             )
         for (k, v), (x, y) in zip(pts, coords, strict=True):
             out.append(
@@ -406,9 +444,11 @@ def line_chart(
                 f"{escape(name)}, {escape(x_labels[k])}: {fmt.pct(v)}</title></circle>"
             )
         y = bottom + 40 + 18 * s
+        limit = f" (threshold {fmt.pct(thresholds[name])}, dotted)" if name in thresholds else ""
         out.append(
-            f'<rect x="{_LINE_LEFT}" y="{y - 9}" width="12" height="10" fill="{colour}"/>'
-            f'<text x="{_LINE_LEFT + 18}" y="{y}">{escape(name)}</text>'
+            f'<line x1="{_LINE_LEFT}" y1="{y - 4}" x2="{_LINE_LEFT + 14}" y2="{y - 4}" '
+            f'stroke="{colour}" stroke-width="2"{dash}/>'
+            f'<text x="{_LINE_LEFT + 20}" y="{y}">{escape(name)}{escape(limit)}</text>'
         )
     out.append("</svg>")
     return "\n".join(out)
