@@ -18,6 +18,7 @@ from pytest_vlcheck import fixture
 from pytest_vlcheck.checklist import is_checklist_file
 from pytest_vlcheck.engine.progress import stderr_writer
 from pytest_vlcheck.engine.scoring import ScoringStats
+from pytest_vlcheck.interrupts import freeze_collected, thaw_earlier_session, trim_interrupt
 from pytest_vlcheck.items import SESSION_KEY, ChecklistFile, ChecklistItem, NotAChecklist
 from pytest_vlcheck.results import from_transport
 from pytest_vlcheck.run.options import COMMAND_LINE_OPTIONS, INI_TWINS
@@ -49,6 +50,7 @@ def _ini_default(key: str) -> Any:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Parse the options into the run's settings (bad values are usage errors)."""
+    thaw_earlier_session()
     config.addinivalue_line("markers", "vlcheck: a vision-language checklist test")
     try:
         state = VlcheckSession(build_settings(PytestOptions(config)))
@@ -184,6 +186,7 @@ class ItemHooks:
 
         An xdist worker collects every item but runs only some: it scores per item instead.
         """
+        freeze_collected()
         if not self.plan_ahead:
             return
         planned: dict[str, dict[int, Any]] = {}
@@ -252,9 +255,11 @@ class ReportHooks:
         """Sum the stats each xdist worker sent, per model, for the controller's stats line."""
         add_stats(self.worker_stats, getattr(node, "workeroutput", {}).get(STATS_KEY, {}))
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-        """Tell Ctrl-C apart from pytest stopping after collection errors (both interrupt)."""
+        """Ctrl-C, or pytest stopping after collection errors? Keep the report short."""
         self.user_interrupt = not isinstance(excinfo.value, pytest.Session.Interrupted)
+        trim_interrupt(excinfo)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Gather results (on an xdist controller they arrive from the workers)."""

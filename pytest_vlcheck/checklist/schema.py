@@ -33,7 +33,7 @@ class ChecklistTest:
     capability: str
     task: str
     threshold: float
-    examples: tuple[Example, ...]
+    examples: tuple[Example, ...] = field(repr=False)
     file: Path
     line: int
     description: str = ""

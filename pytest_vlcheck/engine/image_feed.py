@@ -9,6 +9,7 @@ be loaded with the loader's reason instead of raising.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -50,17 +51,17 @@ class ImageFeed:
 
     load_image: ImageLoad
     cache: EmbeddingCache | None
-    stats: ScoringStats
-    unavailable: dict[ImageKey, str] = field(default_factory=dict)
-    content_keys: dict[ImageKey, str] = field(default_factory=dict)
+    stats: ScoringStats = field(repr=False)
+    unavailable: dict[ImageKey, str] = field(default_factory=dict, repr=False)
+    content_keys: dict[ImageKey, str] = field(default_factory=dict, repr=False)
     memo_bytes: int = 0
     """Bytes of preprocessed images kept for later calls, least recently used out first (0:
     none). A live model's runner lives across a training loop's calls, so its next probe
     skips decoding, rendering and preprocessing (``LIVE_MEMO_BYTES``)."""
-    _memo: OrderedDict[ImageKey, Any] = field(default_factory=OrderedDict)
+    _memo: OrderedDict[ImageKey, Any] = field(default_factory=OrderedDict, repr=False)
     _memo_held: int = 0
-    _memo_lock: threading.Lock = field(default_factory=threading.Lock)
-    _files: dict[ImageKey, tuple[str, FileState]] = field(default_factory=dict)
+    _memo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _files: dict[ImageKey, tuple[str, FileState]] = field(default_factory=dict, repr=False)
 
     def changed_files(self) -> set[ImageKey]:
         """The file images whose file changed (or appeared, or went) since they were loaded;
@@ -110,7 +111,7 @@ class ImageFeed:
             return
         todo = [r for r in refs if r.key not in self.content_keys and r.key not in self.unavailable]
         files = list(dict.fromkeys(Path(r.location) for r in todo if r.kind == "file"))
-        with ThreadPoolExecutor(max_workers=LOAD_THREADS) as pool:
+        with loader_pool() as pool:
             digests = dict(zip(files, self.cache.file_digests(files, pool.map), strict=True))
 
         def digest(path: Path) -> str:
@@ -147,7 +148,7 @@ class ImageFeed:
                 self._remember(ref.key, item)
             return item
 
-        with ThreadPoolExecutor(max_workers=LOAD_THREADS) as pool:
+        with loader_pool() as pool:
             ahead = 2  # batches in flight beyond the one being encoded
             pending = [[pool.submit(prepare, ref) for ref in batch] for batch in batches[:ahead]]
             for index, batch in enumerate(batches):
@@ -162,7 +163,7 @@ class ImageFeed:
     def load_all(self, refs: Sequence[ImageRef]) -> list[Image | None]:
         """Decode ``refs`` in parallel; failures are recorded, not raised."""
         started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=LOAD_THREADS) as pool:
+        with loader_pool() as pool:
             results = list(pool.map(self.load_one, refs))
         self.stats.load_seconds += time.perf_counter() - started
         return results
@@ -176,6 +177,20 @@ class ImageFeed:
         except ImageUnavailable as exc:
             self.unavailable[ref.key] = exc.reason
             return None
+
+
+@contextlib.contextmanager
+def loader_pool() -> Iterator[ThreadPoolExecutor]:
+    """The decoding threads. When the caller stops early (Ctrl-C, an error, a consumer that
+    stops reading batches), what has not started is cancelled, not finished first: a run stops
+    within the images already being decoded, not the batches queued behind them."""
+    pool = ThreadPoolExecutor(max_workers=LOAD_THREADS, thread_name_prefix="vlcheck-load")
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _stamp(path: str) -> FileStamp:

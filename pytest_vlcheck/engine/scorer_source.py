@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -94,7 +94,7 @@ class ScorerSource:
     spec: ModelSpec
     options: ModelOptions
     cache: EmbeddingCache | None = None
-    _scorer: Any = None
+    _scorer: Any = field(default=None, repr=False)
     _mode: ScoringMode | None = None
     _known: KnownModel | None = None
     _load_error: Exception | None = None

@@ -101,11 +101,11 @@ class ModelRunner:
     cache: EmbeddingCache | None = None
     progress: Writer | None = None
     stats: ScoringStats = field(default_factory=ScoringStats)
-    source: ScorerSource = field(init=False)
-    _image_vectors: dict[ImageKey, np.ndarray] = field(default_factory=dict)
-    _text_vectors: dict[str, np.ndarray] = field(default_factory=dict)
-    _pair_scores: dict[tuple[ImageKey, str], np.float32] = field(default_factory=dict)
-    images: ImageFeed = field(init=False)
+    source: ScorerSource = field(init=False, repr=False)
+    _image_vectors: dict[ImageKey, np.ndarray] = field(default_factory=dict, repr=False)
+    _text_vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _pair_scores: dict[tuple[ImageKey, str], np.float32] = field(default_factory=dict, repr=False)
+    images: ImageFeed = field(init=False, repr=False)
     _memory_fingerprint: str | None = None
 
     def __post_init__(self) -> None:

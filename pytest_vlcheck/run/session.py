@@ -72,9 +72,9 @@ class VlcheckSession:
     """Runners per model, the tests planned for each, and every result seen."""
 
     settings: Settings
-    runners: dict[str, ModelRunner] = field(default_factory=dict)
-    planned: dict[str, list[ChecklistTest]] = field(default_factory=dict)
-    results: list[CapabilityResult] = field(default_factory=list)
+    runners: dict[str, ModelRunner] = field(default_factory=dict, repr=False)
+    planned: dict[str, list[ChecklistTest]] = field(default_factory=dict, repr=False)
+    results: list[CapabilityResult] = field(default_factory=list, repr=False)
     gated: int = 0
     """m: how many test x model items of the whole selection have a baseline entry."""
     python_gated: int = 0
@@ -85,7 +85,7 @@ class VlcheckSession:
     progress: Writer | None = None
     """Where runners draw their progress line (None: silent)."""
     _cache: EmbeddingCache | None = None
-    perplexities: dict[str, float] = field(default_factory=dict)
+    perplexities: dict[str, float] = field(default_factory=dict, repr=False)
     """Each caption's averaged prior perplexity, scored once per run."""
     _prior: AveragePrior | None = None
     collection_errors: list[RunError] = field(default_factory=list)
