@@ -218,7 +218,7 @@ def test_in_loop_evaluation_leaves_the_weights_bit_for_bit(tmp_path: Path) -> No
     assert [r["step"] for r in records] == [0, 1, 2]
     assert "vlcheck/attribute/color/color/pass_rate" in records[0]["scalars"]
     curves = (tmp_path / "probed" / "TRAINING.md").read_text(encoding="utf-8")
-    assert "| test | 0 | 1 | 2 |" in curves and "| `number` |" in curves
+    assert "| test | 0 | 1 | 2 |" in curves and "| `counting::number` |" in curves
 
 
 def test_a_bad_evaluation_option_stops_before_training(tmp_path: Path, capsys) -> None:

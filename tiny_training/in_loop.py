@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -42,8 +43,8 @@ class CapabilityCurve:
 
     def add(self, step: int, rates: dict[str, float]) -> None:
         """One evaluation's pass rates (a test unmeasured at a step gets None there)."""
-        for test in rates.keys() - self.rates.keys():
-            self.rates[test] = [None] * len(self.steps)
+        for test in rates:  # in the run's order, new tests last
+            self.rates.setdefault(test, [None] * len(self.steps))
         self.steps.append(step)
         for test, values in self.rates.items():
             values.append(rates.get(test))
@@ -108,9 +109,14 @@ class InLoopProbe:
                 device="cpu",
             )
         measured = [r for r in run.results if r.n]
-        self.curve.add(step, {r.test: r.pass_rate for r in measured})
+        self.curve.add(step, {_label(r.file, r.test): r.pass_rate for r in measured})
         passed = sum(r.status == "passed" for r in measured)
         mean = sum(r.pass_rate for r in measured) / max(1, len(measured))
         return (
             f"eval step {step}: {passed} of {len(measured)} tests passed, mean pass rate {mean:.1%}"
         )
+
+
+def _label(file: str, test: str) -> str:
+    """``attribute::size``: the checklist's name and the test's id (ids repeat across files)."""
+    return f"{Path(file).stem.removeprefix('bundled:')}::{test}"

@@ -20,6 +20,7 @@ from pytest_vlcheck.importers import (
     valse,
     vismin,
     vl_checklist,
+    whatsup,
     winoground,
 )
 from pytest_vlcheck.importers.common import Importer, SourceError
@@ -41,6 +42,7 @@ FORMATS: dict[str, Importer] = {
         colorswap,
         eqben,
         vismin,
+        whatsup,
     )
 }
 

@@ -57,6 +57,19 @@ def choose_one(
     return Judgement(correct=correct, ties=metrics.decided_by_tie(true, others), chance=0.0)
 
 
+def choose_by_rules(
+    true_scores: Sequence[float], other_scores: Sequence[Sequence[float]], rules: Sequence[str]
+) -> Judgement:
+    """``choose_one`` with a tie rule per example (an example may override its test's). The
+    true candidate is listed first, so ``first`` lets it win a tie and ``fail`` and ``last``
+    do not."""
+    strict = choose_one(true_scores, other_scores, "fail")
+    lenient = choose_one(true_scores, other_scores, "first")
+    wins_ties = np.array([rule == "first" for rule in rules], dtype=bool)
+    correct = np.where(wins_ties, lenient.correct, strict.correct)
+    return Judgement(correct=correct, ties=strict.ties, chance=0.0)
+
+
 def parse_ties(fields: Fields) -> dict[str, Any]:
     """``ties``: which of tied candidates wins (``fail``, the default: none does)."""
     return {"ties": fields.choice("ties", metrics.TIE_RULES, "fail")}

@@ -18,7 +18,7 @@ from pytest_vlcheck.parsing.example_fields import ParseContext, image_at, image_
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.base import (
     BaseTask,
-    choose_one,
+    choose_by_rules,
     mapping_of,
     mean_chance,
     parse_ties,
@@ -39,6 +39,9 @@ class ImageExample:
     distractors: tuple[ImageRef, ...]
     tags: Mapping[str, str] = field(default_factory=dict)
     line: int = 0
+    ties: str | None = None
+    """This example's tie rule when it differs from the test's (MMVP: a tie picks image 2,
+    which is the true one for half the statements)."""
 
 
 EXAMPLE_SCHEMA: dict[str, Any] = {
@@ -55,6 +58,10 @@ EXAMPLE_SCHEMA: dict[str, Any] = {
         "distractors": {"type": "array", "items": {"$ref": "#/$defs/image"}, "minItems": 1},
         "id": {"$ref": "#/$defs/example_id"},
         "tags": {"$ref": "#/$defs/tags"},
+        "ties": {
+            "enum": list(metrics.TIE_RULES),
+            "description": "this example's tie rule, instead of the test's ties:",
+        },
     },
     "required": ["text", "image", "distractors"],
     "additionalProperties": False,
@@ -68,6 +75,7 @@ class ImageTask(BaseTask):
     name = "image"
     example_schema = EXAMPLE_SCHEMA
     example_keys = ("text", "image", "distractors")
+    optional_example_keys = ("ties",)
     setting_keys = ("ties",)
     generation = GenerationRules(takes_prompts=True)
 
@@ -83,14 +91,16 @@ class ImageTask(BaseTask):
         tags: Mapping[str, str],
         line: int,
     ) -> ImageExample:
-        """``text`` (a string or a list of prompts), ``image`` and ``distractors``."""
+        """``text`` (a string or a list of prompts), ``image``, ``distractors`` and an
+        optional ``ties`` rule of the example's own."""
         if isinstance(fields.raw("text"), list):
             texts = fields.strings("text")
         else:
             texts = (fields.text("text"),)
         distractors = image_list(context, fields, "distractors")
         image = image_at(context, fields, "image")
-        return ImageExample(example_id, texts, image, distractors, tags, line)
+        ties = fields.choice("ties", metrics.TIE_RULES) if fields.has("ties") else None
+        return ImageExample(example_id, texts, image, distractors, tags, line, ties)
 
     def grid(self, example: ImageExample) -> Grid:
         """(true image, distractors...) x prompts."""
@@ -114,10 +124,11 @@ class ImageTask(BaseTask):
     ) -> Judgement:
         """The true image (row 0) must beat every distractor on the prompts' mean score."""
         per_image = [metrics.prompt_ensemble(g) for g in grids]
-        outcome = choose_one(
+        rule = mapping_of(settings, "ties", "fail")
+        outcome = choose_by_rules(
             [s[0] for s in per_image],
             [s[1:] for s in per_image],
-            mapping_of(settings, "ties", "fail"),
+            [getattr(e, "ties", None) or rule for e in examples],
         )
         chance = self.chance(settings, [g.shape for g in grids])
         return Judgement(outcome.correct, outcome.ties, {}, chance)
