@@ -75,6 +75,8 @@ def test_formats_registry_names_every_format() -> None:
         "colorswap",
         "eqben",
         "vismin",
+        "whatsup",
+        "mmvp",
     }
 
 

@@ -12,6 +12,7 @@ from pytest_vlcheck.importers import (
     compun,
     crepe,
     eqben,
+    mmvp,
     negbench,
     predicate_noun,
     sugarcrepe,
@@ -43,6 +44,7 @@ FORMATS: dict[str, Importer] = {
         eqben,
         vismin,
         whatsup,
+        mmvp,
     )
 }
 
