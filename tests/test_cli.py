@@ -105,3 +105,48 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
         status = proc.wait(timeout=120)
     assert "Traceback" not in err and "BrokenPipe" not in err
     assert status == 141
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["report", "{matrix}", "-o", "{file}"], "-o {file} is a file; expected a folder"),
+        (["compare", "{matrix}", "{matrix}", "-o", "{file}"], "-o {file} is a file"),
+        (["render", "{checklist}", "-o", "{file}"], "-o {file} is a file"),
+        (["report", "{matrix}", "-o", "{missing}/out"], "the folder {missing} does not exist"),
+        (["merge", "{run}", "{missing}", "-o", "{tmp}/m"], "{missing}: no such file or folder"),
+        (
+            ["import", "sugarcrepe", "{checklist}", "-o", "{missing}/x.yaml"],
+            "-o {missing}/x.yaml: the folder {missing} does not exist",
+        ),
+        (["merge", "{base}", "{base}", "-o", "{tmp}"], "-o {tmp} is a folder; expected the file"),
+    ],
+)
+def test_output_paths_are_checked_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    """One line, exit status 2, nothing written, whatever the command."""
+    from pytest_vlcheck.cli import main
+    from pytest_vlcheck.report import write_report
+
+    run = tmp_path / "run"
+    write_report(run, [{"name": "m", "spec": "x", "fingerprint": None}], [])
+    (tmp_path / "a-file").write_text("keep")
+    base = tmp_path / "base.json"
+    base.write_text('{"vlcheck_baseline": 1, "entries": []}')
+    names = {
+        "matrix": str(run / "matrix.json"),
+        "run": str(run),
+        "base": str(base),
+        "file": str(tmp_path / "a-file"),
+        "missing": str(tmp_path / "missing"),
+        "tmp": str(tmp_path),
+        "checklist": str(Path(__file__).resolve().parents[1] / "checklists" / "attribute.yaml"),
+    }
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    assert main([a.format(**names) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert message.format(**names) in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    assert (tmp_path / "a-file").read_text() == "keep"

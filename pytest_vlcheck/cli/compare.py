@@ -20,6 +20,7 @@ from typing import Any
 from pytest_vlcheck import bounds, fmt
 from pytest_vlcheck.atomic import atomic_write_text
 from pytest_vlcheck.cli.help_examples import with_examples
+from pytest_vlcheck.cli.output_paths import OutputPathError, check_output_folder
 from pytest_vlcheck.gates.baseline import Baseline
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
 from pytest_vlcheck.gates.wording import pvalue
@@ -284,14 +285,16 @@ def _compare(args: argparse.Namespace) -> int:
         print("vlcheck compare: expected at least two RUNs to compare", file=sys.stderr)
         return 2
     try:
+        if args.output is not None:
+            check_output_folder(args.output)
         runs = [load_run(path) for path in args.runs]
-    except ReportFormatError as exc:
+    except (ReportFormatError, OutputPathError) as exc:
         print(f"vlcheck compare: {exc}", file=sys.stderr)
         return 2
     comparison = compare_runs(runs, alpha=args.alpha, max_drop_pts=args.max_drop)
     print("\n".join(render_terminal(comparison)))
     if args.output is not None:
-        args.output.mkdir(parents=True, exist_ok=True)
+        args.output.mkdir(exist_ok=True)
         atomic_write_text(args.output / "compare.md", render_markdown(comparison))
         atomic_write_text(args.output / "compare.html", render_html(comparison))
         print(args.output / "compare.md")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.cli.help_examples import with_examples
+from pytest_vlcheck.cli.output_paths import OutputPathError, check_output_file, check_output_folder
 from pytest_vlcheck.importers import FORMATS
 from pytest_vlcheck.importers.common import Document, Importer, SourceError, check_loads
 
@@ -164,6 +165,7 @@ def run_import(args: argparse.Namespace) -> int:
     """The handler: convert, write each output atomically, print one line per file."""
     try:
         args._vl_format_options.resolve(args)
+        _check_output(args.output)
         importer = FORMATS[args.format]
         args.image_root, args.image_roots = _image_roots(args, importer)
         outputs = importer.convert(list(args.sources), args)
@@ -175,7 +177,7 @@ def run_import(args: argparse.Namespace) -> int:
         check_loads(rendered)
         for (_, doc), (path, text) in zip(outputs, rendered, strict=True):
             _write(path, text, doc)
-    except (SourceError, _UsageError) as exc:
+    except (SourceError, _UsageError, OutputPathError) as exc:
         print(f"vlcheck import: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
@@ -215,6 +217,15 @@ def _image_roots(args: argparse.Namespace, importer: Importer) -> tuple[str | No
             + (f", or NAME=DIR for each of: {names}" if names else "")
         )
     return (plain[0] if plain else None), named
+
+
+def _check_output(output: Path) -> None:
+    """``-o``: a YAML file in an existing folder, or (a format writing one file per test) a
+    folder; checked before the sources are read."""
+    if output.suffix.lower() in (".yaml", ".yml"):
+        check_output_file(output)
+    else:
+        check_output_folder(output)
 
 
 def _targets(output: Path, outputs: list[tuple[str | None, Document]]) -> list[Path]:

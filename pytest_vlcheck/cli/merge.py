@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.cli.help_examples import with_examples
+from pytest_vlcheck.cli.output_paths import OutputPathError, check_output_file, check_output_folder
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.report.loader import ReportFormatError
 
@@ -60,17 +61,24 @@ def add_merge_command(subparsers: argparse._SubParsersAction) -> None:
 def _merge(args: argparse.Namespace) -> int:
     inputs: list[Path] = args.inputs
     try:
+        missing = [path for path in inputs if not path.exists()]
+        if missing:
+            raise MergeError(
+                f"{missing[0]}: no such file or folder; expected a report folder or a baseline file"
+            )
         folders = [path.is_dir() for path in inputs]
         if all(folders):
+            check_output_folder(args.output)
             written = merge_reports(inputs, args.output)
         elif not any(folders):
+            check_output_file(args.output)
             written = [merge_baselines(inputs, args.output)]
         else:
             raise MergeError(
                 "the inputs mix report folders and files; expected only report folders "
                 "(--vl-report) or only baseline files (--vl-save-baseline)"
             )
-    except (MergeError, ReportFormatError) as exc:
+    except (MergeError, ReportFormatError, OutputPathError) as exc:
         print(f"vlcheck merge: {exc}", file=sys.stderr)
         return 2
     for path in written:

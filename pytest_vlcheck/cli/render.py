@@ -21,6 +21,7 @@ from pathlib import Path
 from pytest_vlcheck import bounds
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.cli.help_examples import with_examples
+from pytest_vlcheck.cli.output_paths import OutputPathError, check_output_folder
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.tasks import get_task
 
@@ -99,7 +100,11 @@ def run_render(args: argparse.Namespace) -> int:
         tests = [t for t in tests if t.id in args.test]
     selected = [(t, list(t.examples[: args.limit])) for t in tests]
     try:
+        check_output_folder(args.output)
         (args.output / "images").mkdir(parents=True, exist_ok=True)
+    except OutputPathError as exc:
+        print(f"vlcheck render: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(
             f"vlcheck render: cannot create {args.output / 'images'}: {exc.strerror or exc}",

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from pytest_vlcheck.cli.help_examples import with_examples
+from pytest_vlcheck.cli.output_paths import OutputPathError, check_output_folder
 
 
 def add_report_command(subparsers: argparse._SubParsersAction) -> None:
@@ -32,13 +33,14 @@ def add_report_command(subparsers: argparse._SubParsersAction) -> None:
 def _report(args: argparse.Namespace) -> int:
     from pytest_vlcheck.report import ReportFormatError, read_report, write_report
 
+    directory = args.output or args.matrix.parent
     try:
+        check_output_folder(directory)
         doc = read_report(args.matrix)
-    except (ReportFormatError, OSError) as exc:
+    except (ReportFormatError, OutputPathError, OSError) as exc:
         print(f"vlcheck report: {exc}", file=sys.stderr)
         return 2
-    directory = args.output or args.matrix.parent
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(exist_ok=True)
     for path in write_report(
         directory, doc.models, doc.results, errors=doc.errors, thumbnail_source=args.matrix.parent
     ):

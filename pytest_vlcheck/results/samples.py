@@ -103,7 +103,7 @@ def read_samples(path: str | Path) -> list[SampleRow]:
     """Load and validate ``samples.jsonl``; a duplicate (file, test, model, example) is an error."""
     p = Path(path)
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
+        lines = p.read_text(encoding="utf-8").split("\n")  # JSON Lines: "\n" only
     except FileNotFoundError:
         raise ReportFormatError(f"{p}: no such file, expected a samples.jsonl") from None
     except (OSError, UnicodeDecodeError) as exc:
