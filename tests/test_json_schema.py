@@ -36,7 +36,8 @@ tests:
      examples: [{images: [a.png, {path: b.png, crop_relative: [0, 0, 0.5, 0.5]}],
                  captions: [x y, y x], tags: {kind: swap, n: 2}}]}
   - {id: c, capability: order/x, task: caption, threshold: 0.5, ties: first, all_of: [pair, set],
-     examples: [{image: a.png, captions: [a cat, a cat sitting], negatives: [a dog]}]}
+     examples: [{image: a.png, captions: [a cat, a cat sitting], negatives: [a dog],
+                 tags: {pair: p1, set: s1}}]}
   - {id: m, capability: verb/x, task: match, threshold: 0.5, cutoff: 0.3,
      examples: [{image: a.png, caption: a cat, label: no_match, neg_type: verb, id: 7}]}
   - {id: t, capability: relation/x, task: text, threshold: 0.5, symmetric: true, ties: first,

@@ -91,8 +91,16 @@ def test_several_true_captions_and_a_tie_rule_load(tmp_path: Path) -> None:
     assert first.captions == ("a red apple", "an apple that is red")
     assert second.captions == ("a red car",)
     assert color.settings == {"ties": "first"}
-    text = text.replace("    ties: first\n", "    ties: first\n    all_of: pair\n", 1)
-    assert load_checklist(write(tmp_path, text, "b.yaml")).tests[0].all_of == ("pair",)
+    text = text.replace("    ties: first\n", "    ties: first\n    all_of: size\n", 1)
+    assert load_checklist(write(tmp_path, text, "b.yaml")).tests[0].all_of == ("size",)
+    # a tag no example carries would measure nothing: an error at the key
+    text = text.replace("    all_of: size\n", "    all_of: pair\n", 1)
+    with pytest.raises(
+        ChecklistError,
+        match=r"b.yaml:\d+: 'all_of' names the tag 'pair', which "
+        r"no example of the test has; the examples' tags: count, size",
+    ):
+        load_checklist(write(tmp_path, text, "b.yaml"))
 
 
 def test_derived_example_ids_are_stable_and_content_based(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from pytest_vlcheck.parsing.errors import ChecklistError, ErrorCollector
 from pytest_vlcheck.parsing.example_fields import ParseContext, example_id, parse_tags
 from pytest_vlcheck.parsing.fields import Fields, type_name
 from pytest_vlcheck.parsing.yaml_lines import checklist_header_problem, load_yaml
-from pytest_vlcheck.tasks import TASKS, Task, get_task
+from pytest_vlcheck.tasks import TASKS, Example, Task, get_task
 
 T = TypeVar("T")
 FORMAT_VERSION = 1
@@ -132,6 +132,10 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
     settings = errors.attempt(_parse_settings, fields, task)
     name = test_id or str(fields.data.get("id", "?"))
     examples, source = errors.attempt(_examples, context, fields, name, task) or ((), None)
+    if examples:
+        wanted = [("macro", macro.tag)] if macro is not None else []
+        wanted += [("all_of", tag) for tag in all_of or ()]
+        errors.attempt(_tags_on_examples, fields, wanted, examples)
     errors.raise_any()
     return ChecklistTest(
         id=test_id,
@@ -150,6 +154,22 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
         content_hash=_content_hash(raw, source if source != context.path else None),
         examples_file=source if source != context.path else None,
     )
+
+
+def _tags_on_examples(
+    fields: Fields, wanted: list[tuple[str, str]], examples: tuple[Example, ...]
+) -> None:
+    """A ``macro`` or ``all_of`` tag no example carries would measure nothing: say so at
+    the key, with the tags the examples have."""
+    present = {tag for example in examples for tag in example.tags}
+    for key, tag in wanted:
+        if tag not in present:
+            have = ", ".join(sorted(present)) or "none"
+            fields.fail(
+                f"'{key}' names the tag '{tag}', which no example of the test has; the "
+                f"examples' tags: {have}",
+                key,
+            )
 
 
 def _parse_settings(fields: Fields, task: Task) -> dict[str, Any]:
