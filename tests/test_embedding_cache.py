@@ -101,14 +101,20 @@ def test_eviction_drops_least_recently_accessed_rows(tmp_path: Path) -> None:
     assert cache.stored_bytes() == 9 * row
 
 
-def test_a_corrupt_database_file_warns_once_and_runs_uncached(tmp_path: Path) -> None:
-    (tmp_path / DB_NAME).write_bytes(b"this is not a database" * 100)
-    with pytest.warns(CacheWarning, match="embedding cache disabled") as caught:
+@pytest.mark.parametrize(
+    "content",
+    [b"this is not a database" * 100, b"SQLite format 3\x00" + b"\x01" * 90],  # garbage, torn
+)
+def test_a_corrupt_database_file_is_moved_aside_and_rebuilt(tmp_path: Path, content) -> None:
+    (tmp_path / DB_NAME).write_bytes(content)
+    with pytest.warns(CacheWarning, match="not a usable embedding cache") as caught:
         cache = EmbeddingCache(tmp_path)
         cache.put_many(NS, _vectors(2))
-        assert cache.get_many(NS, ["k0"]) == {}
+        assert set(cache.get_many(NS, ["k0", "k1"])) == {"k0", "k1"}
     assert len(caught) == 1
-    assert not cache.enabled
+    assert f"moved it to {tmp_path / (DB_NAME + '.unusable')}" in str(caught[0].message)
+    assert (tmp_path / f"{DB_NAME}.unusable").read_bytes() == content  # kept, to look at
+    assert cache.enabled
 
 
 def test_an_unwritable_root_warns_and_runs_uncached(tmp_path: Path) -> None:

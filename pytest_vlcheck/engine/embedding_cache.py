@@ -106,6 +106,10 @@ def checksum(dtype: str, shape: str, data: bytes) -> bytes:
     return digest.digest()
 
 
+class NewerSchemaError(sqlite3.DatabaseError):
+    """The file is a cache written by a later vlcheck: left alone, never rebuilt."""
+
+
 class EmbeddingCache:
     """Vectors by (namespace, content key) in ``root/embeddings.sqlite3``; see the module doc.
 
@@ -123,6 +127,10 @@ class EmbeddingCache:
         try:
             Path(root).mkdir(parents=True, exist_ok=True)
             self._db = self._open()
+        except (sqlite3.OperationalError, NewerSchemaError) as exc:  # locked, read-only, a
+            self._disable(exc)  # later vlcheck's: the file is fine, leave it alone
+        except sqlite3.DatabaseError as exc:  # garbage or a truncated file: start again
+            self._recover(exc)
         except (OSError, sqlite3.Error) as exc:
             self._disable(exc)
 
@@ -149,6 +157,27 @@ class EmbeddingCache:
             db.close()
             raise
         return db
+
+    def _recover(self, exc: BaseException) -> None:
+        """Move a file that is no database (or a damaged one) aside with its WAL files and
+        open a new cache, warning once with both names; if that fails too, disable."""
+        aside = self.path.with_name(f"{DB_NAME}.unusable")
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                source = Path(f"{self.path}{suffix}")
+                if source.exists():
+                    source.replace(Path(f"{aside}{suffix}"))
+            self._db = self._open()
+        except (OSError, sqlite3.Error) as again:
+            self._disable(again)
+            return
+        self._warned = True
+        warnings.warn(
+            f"{self.path}: not a usable embedding cache ({exc}); moved it to {aside} and "
+            "started a new one (everything not in it is encoded again)",
+            CacheWarning,
+            stacklevel=3,
+        )
 
     def _disable(self, exc: BaseException) -> None:
         if self._db is not None:
@@ -390,7 +419,7 @@ def _migrate(db: sqlite3.Connection) -> None:
     and turns this run's cache off."""
     version = db.execute("PRAGMA user_version").fetchone()[0]  # again, under the write lock
     if version > SCHEMA_VERSION:
-        raise sqlite3.DatabaseError(
+        raise NewerSchemaError(
             f"cache schema {version} is newer than this vlcheck's ({SCHEMA_VERSION})"
         )
     if version != SCHEMA_VERSION:
