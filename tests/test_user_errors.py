@@ -260,6 +260,45 @@ def test_check_rows_messages(array: np.ndarray, method: str, message: str):
     assert str(info.value) == message
 
 
+WIDTHS = """
+import numpy as np
+
+
+class Widths:
+    fingerprint = "widths"
+
+    def encode_images(self, images):
+        return np.ones((len(images), 4))
+
+    def encode_texts(self, texts):
+        return np.ones((len(texts), 3))
+
+
+def make():
+    return Widths()
+"""
+
+
+def test_embeddings_of_two_widths_are_one_line_naming_the_model(pytester: pytest.Pytester):
+    Image.new("RGB", (8, 8), "red").save(pytester.path / "red.png")
+    pytester.makepyfile(widths=WIDTHS)
+    pytester.makefile(
+        ".yaml",
+        c="vlcheck: 1\ntests:\n  - id: c\n    capability: attribute/color\n    task: caption\n"
+        "    threshold: 0.5\n    examples:\n      - {image: red.png, caption: red, negatives: "
+        "[blue]}\n",
+    )
+    result = pytester.runpytest("c.yaml", "--vl-model=py:widths:make", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*c.yaml:3: test 'c': model 'py:widths:make': encode_images gives 4-d embeddings "
+            "and encode_texts 3-d; expected one width (a shared embedding space)"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str() and "einsum" not in result.stdout.str()
+
+
 def test_check_rows_passes_good_results():
     check_rows(np.ones((2, 3)), 2, "encode_texts", "m")
     check_rows(np.array([0.5, np.nan]), 2, "score_pairs", "m")  # a NaN score fails its example

@@ -27,6 +27,7 @@ from pytest_vlcheck.engine.content_keys import pair_key, text_key
 from pytest_vlcheck.engine.image_feed import LIVE_MEMO_BYTES, ImageFeed, ImageKey, ImageLoad
 from pytest_vlcheck.engine.progress import Writer, tracked
 from pytest_vlcheck.engine.scorer_source import ScorerSource, ScoringMode
+from pytest_vlcheck.errors import ScorerProtocolError
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.models.protocol import (
     ModelOptions,
@@ -326,9 +327,9 @@ class ModelRunner:
     def _cosine_scores(self, pairs: list[tuple[ImageKey, str]]) -> None:
         if not pairs:
             return
-        image_matrix = np.stack([self._image_vectors[key] for key, _ in pairs])
-        text_matrix = np.stack([self._text_vectors[text] for _, text in pairs])
-        scores = np.einsum("ij,ij->i", image_matrix, text_matrix).astype(np.float32)
+        images = np.stack([self._image_vectors[key] for key, _ in pairs])
+        texts = np.stack([self._text_vectors[text] for _, text in pairs])
+        scores = cosines(images, texts, self.spec.text)
         self._pair_scores.update(zip(pairs, scores, strict=True))
 
     def _pairs(self, images: dict[ImageKey, ImageRef], pairs: list[tuple[ImageKey, str]]) -> None:
@@ -384,6 +385,17 @@ class ModelRunner:
             size = self.options.batch_size
         for start in range(0, len(items), size):
             yield list(items[start : start + size])
+
+
+def cosines(images: np.ndarray, texts: np.ndarray, model: str) -> np.ndarray:
+    """Row-wise dot products of unit image and text rows, as fp32; embeddings of two widths
+    cannot share a space, which is the scorer's mistake, said in one line."""
+    if images.shape[1] != texts.shape[1]:
+        raise ScorerProtocolError(
+            f"model '{model}': encode_images gives {images.shape[1]}-d embeddings and "
+            f"encode_texts {texts.shape[1]}-d; expected one width (a shared embedding space)"
+        )
+    return np.einsum("ij,ij->i", images, texts).astype(np.float32)
 
 
 def text_grid(vectors: np.ndarray) -> np.ndarray:
