@@ -146,6 +146,8 @@ def test_bad_models_and_paths_are_one_line(project: pytest.Pytester) -> None:
         (("py:colour_model:make", "absent"), "checklists: absent does not exist; expected"),
         (("py:colour_model:make", "colour_model.py"), "checklists: colour_model.py: not a"),
         (("py:colour_model:make", "images"), "checklists: no checklist found in images; expected"),
+        (("py:colour_model:make", 42), "checklists: got int 42; expected a path, or a list"),
+        (("py:colour_model:make", ["checks.yaml", None]), "checklists: got list ['checks.yaml', N"),
     ]
     for (model, paths), message in cases:
         with pytest.raises(VlcheckUserError) as caught:

@@ -6,6 +6,7 @@ returned ``Run`` equals what ``--vl-report`` writes for the same weights and che
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -142,7 +143,15 @@ def _object_spec(name: str, model: Any) -> ModelSpec:
 
 def _paths(checklists: Any, bundled: bool) -> list[Path]:
     """The paths to search, the bundled suite's folder added with ``bundled``."""
-    paths = [checklists] if isinstance(checklists, (str, Path)) else list(checklists)
+    paths = [checklists] if isinstance(checklists, (str, os.PathLike)) else checklists
+    if not isinstance(paths, (list, tuple)) or not all(
+        isinstance(path, (str, os.PathLike)) for path in paths
+    ):
+        raise SettingsError(
+            f"checklists: got {type(checklists).__name__} {checklists!r:.60}; expected a path, "
+            "or a list of checklist files and folders"
+        )
+    paths = list(paths)
     if bundled:
         from pytest_vlcheck.checklist.bundled import bundled_checklists_dir
 
