@@ -335,6 +335,25 @@ def files_under(sources: Sequence[Path], suffixes: tuple[str, ...]) -> list[Path
     return found
 
 
+def named_files(
+    sources: Sequence[Path], suffix: str, names: Sequence[str], what: str
+) -> dict[str, Path]:
+    """A benchmark's files by stem, each one of ``names`` and given once; ``what`` names a
+    file in messages (``a SugarCrepe++ set``)."""
+    found: dict[str, Path] = {}
+    for path in files_under(sources, (suffix,)):
+        if path.stem not in names:
+            raise SourceError(
+                path,
+                f"'{path.stem}' is not {what}; expected a file named one of: "
+                + ", ".join(name + suffix for name in names),
+            )
+        if path.stem in found:
+            raise SourceError(path, f"'{path.stem}' given twice (also as {found[path.stem]})")
+        found[path.stem] = path
+    return found
+
+
 def only_one_source(sources: Sequence[Path], what: str) -> Path:
     """The single source file of a format that reads exactly one file."""
     if len(sources) != 1:

@@ -23,8 +23,8 @@ from pytest_vlcheck.importers.common import (
     Output,
     SourceError,
     checklist,
-    files_under,
     make_test,
+    named_files,
     note,
     read_json_records,
     text_field,
@@ -40,20 +40,10 @@ def add_arguments(parser: Any) -> None:
 
 def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
     """Two tests per set file, the sets in the paper's order."""
-    by_set: dict[str, list[dict[str, Any]]] = {}
-    seen: dict[str, Path] = {}
-    for path in files_under(sources, (".json",)):
-        if path.stem not in SETS:
-            raise SourceError(
-                path,
-                f"'{path.stem}' is not a SugarCrepe++ set; expected a file named one of: "
-                + ", ".join(name + ".json" for name in SETS),
-            )
-        if path.stem in by_set:
-            raise SourceError(path, f"set '{path.stem}' given twice (also as {seen[path.stem]})")
-        seen[path.stem] = path
-        by_set[path.stem] = _set_tests(path, args.threshold)
-    tests = [test for name in SETS for test in by_set.get(name, [])]
+    files = named_files(sources, ".json", SETS, "a SugarCrepe++ set")
+    tests = [
+        test for name in SETS if name in files for test in _set_tests(files[name], args.threshold)
+    ]
     return [
         (
             None,

@@ -23,8 +23,8 @@ from pytest_vlcheck.importers.common import (
     Output,
     SourceError,
     checklist,
-    files_under,
     make_test,
+    named_files,
     note_unwinnable,
     read_json_records,
     text_field,
@@ -74,15 +74,7 @@ def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
     """One test per piece file, in the paper's order."""
     tests: dict[str, dict[str, Any]] = {}
     used: set[str] = set()
-    for path in files_under(sources, (".json",)):
-        if path.stem not in PIECES:
-            raise SourceError(
-                path,
-                f"'{path.stem}' is not a VALSE piece; expected a file named one of: "
-                + ", ".join(name + ".json" for name in PIECES),
-            )
-        if path.stem in tests:
-            raise SourceError(path, f"piece '{path.stem}' given twice")
+    for path in named_files(sources, ".json", list(PIECES), "a VALSE piece").values():
         examples = _examples(path, args, used)
         tests[path.stem] = make_test(
             path.stem,
