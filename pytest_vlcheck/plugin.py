@@ -17,18 +17,17 @@ import pytest
 from pytest_vlcheck import fixture
 from pytest_vlcheck.checklist import is_checklist_file
 from pytest_vlcheck.engine.progress import stderr_writer
-from pytest_vlcheck.engine.scoring import ScoringStats
 from pytest_vlcheck.interrupts import freeze_collected, thaw_earlier_session, trim_interrupt
 from pytest_vlcheck.items import SESSION_KEY, ChecklistFile, ChecklistItem, NotAChecklist
 from pytest_vlcheck.results import from_transport
 from pytest_vlcheck.run.options import COMMAND_LINE_OPTIONS, INI_TWINS
-from pytest_vlcheck.run.session import VlcheckSession, add_stats, stats_to_json
+from pytest_vlcheck.run.session import VlcheckSession
 from pytest_vlcheck.run.settings import DEFAULTS, Raw, SettingsError, build_settings
-from pytest_vlcheck.run.sharding import Shard, ShardSpecError, parse_shard, shard_of
+from pytest_vlcheck.run.sharding import Shard, ShardSpecError, parse_shard, plan_shard
 from pytest_vlcheck.run.sinks import TerminalMatrix, emit_all, file_sinks
 
 STATS_KEY = "vlcheck_stats"
-"""The key of the scoring stats in an xdist worker's ``workeroutput``."""
+"""The key of the scoring stats and shard plan in an xdist worker's ``workeroutput``."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -166,7 +165,8 @@ class ItemHooks:
         self.state.count_python_gated(fixture.python_gate_keys(self.state, items))
         if self.shard is None:
             return
-        runs = shard_of([(self._shard_group(i), _size(i)) for i in items], self.shard)
+        groups = [(self._shard_group(i), _size(i)) for i in items]
+        runs, self.state.shard_plan = plan_shard(groups, self.shard)
         keep = [item for item, kept in zip(items, runs, strict=True) if kept]
         if len(keep) < len(items):
             kept_ids = {id(item) for item in keep}
@@ -202,7 +202,7 @@ class ItemHooks:
         self.state.close()
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
-            workeroutput[STATS_KEY] = stats_to_json(self.state.runners)
+            workeroutput[STATS_KEY] = self.state.worker_output()
         if self.shard_empty and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
             session.exitstatus = pytest.ExitCode.OK
 
@@ -247,13 +247,12 @@ class ReportHooks:
 
     def __init__(self, state: VlcheckSession) -> None:
         self.state = state
-        self.worker_stats: dict[str, ScoringStats] = {}
         self.user_interrupt = False
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """Sum the stats each xdist worker sent, per model, for the controller's stats line."""
-        add_stats(self.worker_stats, getattr(node, "workeroutput", {}).get(STATS_KEY, {}))
+        self.state.add_worker_output(getattr(node, "workeroutput", {}).get(STATS_KEY, {}))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
@@ -281,7 +280,7 @@ class ReportHooks:
         if nothing and self.state.settings.specs:
             terminalreporter.write_line(NOTHING_COLLECTED)
         width = shutil.get_terminal_size((100, 20)).columns
-        TerminalMatrix(terminalreporter, width).emit(self.state.finished(self.worker_stats))
+        TerminalMatrix(terminalreporter, width).emit(self.state.finished())
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Write the report files and the baseline, atomically; an interrupted run writes
@@ -295,5 +294,5 @@ class ReportHooks:
         nothing_selected = exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not options.vl_shard
         if options.collectonly or ((interrupted or nothing_selected) and not stopped_by_errors):
             return
-        run = self.state.finished(self.worker_stats)
+        run = self.state.finished()
         emit_all(run, file_sinks(run, baseline=not interrupted))

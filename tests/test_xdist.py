@@ -3,6 +3,7 @@ stats line of its workers."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,6 +19,7 @@ from pytest_vlcheck.models.registry import parse_spec
 from pytest_vlcheck.plugin import STATS_KEY, ReportHooks
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.run.session import Settings, VlcheckSession
+from pytest_vlcheck.run.sharding import ShardPlan
 
 ROOT = Path(__file__).resolve().parents[1]
 STATS_LINE = re.compile(r"\[(\w+)\] (\d+) images, (\d+) texts, 0 pairs in (\d+) model calls")
@@ -59,6 +61,26 @@ def test_two_workers_write_the_serial_report(
         assert (project.path / "parallel" / name).read_bytes() == serial, name
 
 
+def test_a_sharded_run_under_xdist_records_the_shard_plan(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The controller collects nothing: the plan comes from its workers, as the serial job
+    computes it, so ``vlcheck merge`` can check the shards of a split."""
+    monkeypatch.setenv("PYTHONPATH", f"{project.path}:{ROOT}")
+    run(project, "--vl-shard=2/2", "--vl-report=serial")
+    run(project, "-n", "2", "--vl-shard=2/2", "--vl-report=parallel")
+    shards = [
+        json.loads((project.path / name / "matrix.json").read_text())["run"]["shard"]
+        for name in ("serial", "parallel")
+    ]
+    assert shards[0] == shards[1]
+    assert {k: shards[0][k] for k in ("index", "count", "filled")} == {
+        "index": 2,
+        "count": 2,
+        "filled": 2,
+    }
+
+
 def test_controller_prints_the_workers_stats(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -78,10 +100,12 @@ def test_worker_stats_are_summed_per_model() -> None:
     hooks = ReportHooks(VlcheckSession(Settings()))
     first = {"m": {"images_encoded": 3, "model_seconds": 0.5, "encode_image_calls": 1}}
     second = {"m": {"images_encoded": 4, "model_seconds": 0.25}, "n": {"texts_encoded": 2}}
-    for output in (first, second, {}):
+    shard = {"index": 2, "count": 3, "selection": "ab12", "filled": 3}
+    for output in ({"stats": first, "shard": shard}, {"stats": second, "shard": shard}, {}):
         hooks.pytest_testnodedown(SimpleNamespace(workeroutput={STATS_KEY: output}), None)
     hooks.pytest_testnodedown(SimpleNamespace(), "crashed")  # a worker that died sends nothing
-    assert hooks.worker_stats == {
+    assert hooks.state.shard_plan == ShardPlan(2, 3, "ab12", 3)
+    assert hooks.state.worker_stats == {
         "m": ScoringStats(images_encoded=7, model_seconds=0.75, encode_image_calls=1),
         "n": ScoringStats(texts_encoded=2),
     }

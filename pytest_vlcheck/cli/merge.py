@@ -5,7 +5,9 @@ Report folders (``--vl-report`` of each ``--vl-shard K/N`` job) merge into one f
 order), ``samples.jsonl`` in the same order, the ``thumbnails/`` files (named by content, so
 copied as they are), and md / csv / html rendered again from the merged document. Baseline
 files (``--vl-save-baseline`` of each job) merge into one baseline. A test x model found in
-two inputs is an error naming both: shards never overlap, so an overlap means a wrong input.
+two inputs is an error naming both: shards never overlap, so an overlap means a wrong input;
+so are inputs of different runs (``merge_checks``). Everything is checked before anything is
+written.
 """
 
 from __future__ import annotations
@@ -18,9 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.cli.help_examples import with_examples
+from pytest_vlcheck.cli.merge_checks import (
+    MergeError,
+    check_baselines,
+    check_reports,
+    check_samples,
+    merged_run,
+)
 from pytest_vlcheck.cli.output_paths import OutputPathError, check_output_file, check_output_folder
-from pytest_vlcheck.errors import VlcheckUserError
-from pytest_vlcheck.report.loader import ReportFormatError
+from pytest_vlcheck.report.loader import ReportDocument, ReportFormatError
 
 if TYPE_CHECKING:
     from pytest_vlcheck.results.samples import SampleRow
@@ -30,16 +38,14 @@ __all__ = ["MergeError", "add_merge_command", "merge_baselines", "merge_reports"
 Key = tuple[str, str, str]
 
 
-class MergeError(VlcheckUserError):
-    """The inputs cannot be merged: an overlap, a missing file, models that disagree."""
-
-
 def add_merge_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "merge",
         help="merge the report folders (or baselines) of CI shards into one",
         description="Merge --vl-report folders of --vl-shard jobs into one report folder, or "
-        "--vl-save-baseline files into one baseline. A test x model in two inputs is an error.",
+        "--vl-save-baseline files into one baseline. A test x model in two inputs is an error, "
+        "and so are inputs of different runs: other weights, spec, precision, device or "
+        "versions, a test with other content, shards of another split or a shard missing.",
         **with_examples(
             "vlcheck merge shard-1/ shard-2/ shard-3/ -o report/",
             "vlcheck merge base-1.json base-2.json -o baseline.json",
@@ -86,6 +92,10 @@ def _merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _warn(message: str) -> None:
+    print(f"vlcheck merge: warning: {message}", file=sys.stderr)
+
+
 def _check_disjoint(keys_by_input: list[tuple[Path, list[Key]]], what: str) -> None:
     """Raise MergeError naming both inputs when one test x model appears twice."""
     owner: dict[Key, Path] = {}
@@ -105,17 +115,21 @@ def merge_baselines(inputs: list[Path], output: Path) -> Path:
     from pytest_vlcheck.gates.baseline import Baseline
 
     baselines = [(path, Baseline.load(path)) for path in inputs]
+    check_baselines(baselines)
     _check_disjoint([(path, b.keys()) for path, b in baselines], "baselines")
     merged = Baseline(entries=()).merge(e for _, b in baselines for e in b.entries)
     merged.dump(output)
     return output
 
 
-def merge_reports(inputs: list[Path], output: Path) -> list[Path]:
-    """Merge report folders into ``output``; returns the paths written."""
+def merge_reports(
+    inputs: list[Path], output: Path, warn: Callable[[str], None] | None = None
+) -> list[Path]:
+    """Merge report folders into ``output``; returns the paths written. What older folders
+    do not let it check goes to ``warn``."""
     from pytest_vlcheck.report import read_report, write_report
     from pytest_vlcheck.report.thumbnails import copy_thumbnails, thumbnail_names
-    from pytest_vlcheck.results.samples import read_samples, write_samples
+    from pytest_vlcheck.results.samples import write_samples
 
     documents = []
     for folder in inputs:
@@ -123,7 +137,10 @@ def merge_reports(inputs: list[Path], output: Path) -> list[Path]:
         if not matrix.is_file():
             raise MergeError(f"{folder}: no matrix.json; expected a folder written by --vl-report")
         documents.append((folder, read_report(matrix)))
+    warnings = check_reports(documents)  # first: a shard of another split also overlaps
     _check_disjoint([(f, [_key(r) for r in doc.results]) for f, doc in documents], "reports")
+    for warning in warnings:
+        (warn or _warn)(warning)
     models = _merged_models([(folder, doc.models) for folder, doc in documents])
     order = {m["name"]: i for i, m in enumerate(models)}
     results = sorted(
@@ -131,12 +148,12 @@ def merge_reports(inputs: list[Path], output: Path) -> list[Path]:
         key=lambda r: (r["file"], r["line"], r["test"], order[r["model"]]),
     )
     errors = list(dict.fromkeys(e for _, doc in documents for e in doc.errors))
-    samples = _merged_samples(inputs, results, read_samples)
+    samples = _merged_samples(documents, results)
     if samples is not None:
         results = _with_reference(results, samples, [m["name"] for m in models])
     for folder, doc in documents:
         copy_thumbnails(folder, output, thumbnail_names(doc.results))
-    written = write_report(output, models, results, errors=errors)
+    written = write_report(output, models, results, errors=errors, run=merged_run(documents))
     if samples is not None:
         write_samples(output / "samples.jsonl", samples)
         written.append(output / "samples.jsonl")
@@ -144,10 +161,14 @@ def merge_reports(inputs: list[Path], output: Path) -> list[Path]:
 
 
 def _merged_samples(
-    inputs: list[Path], results: list[dict[str, Any]], read: Callable[[Path], list[SampleRow]]
+    documents: list[tuple[Path, ReportDocument]], results: list[dict[str, Any]]
 ) -> list[SampleRow] | None:
-    """Every folder's ``samples.jsonl`` rows in the merged results' order (None when the
-    runs wrote none; some folders without one is an error)."""
+    """Every folder's ``samples.jsonl`` rows, each checked against its folder's results, in
+    the merged results' order (None when the runs wrote none; some folders without one is
+    an error)."""
+    from pytest_vlcheck.results.samples import read_samples
+
+    inputs = [folder for folder, _ in documents]
     with_samples = [folder for folder in inputs if (folder / "samples.jsonl").is_file()]
     if not with_samples:
         return None
@@ -157,9 +178,13 @@ def _merged_samples(
             f"{', '.join(lacking)}: no samples.jsonl, but {with_samples[0]} has one; "
             "expected every report folder from the same kind of run"
         )
+    rows = []
+    for folder, doc in documents:
+        read = read_samples(folder / "samples.jsonl")
+        check_samples(folder, read, doc.results)
+        rows += read
     position = {_key(r): i for i, r in enumerate(results)}
-    rows = [row for folder in inputs for row in read(folder / "samples.jsonl")]
-    return sorted(rows, key=lambda row: position.get(row.key, len(position)))
+    return sorted(rows, key=lambda row: position[row.key])
 
 
 def _with_reference(
@@ -186,21 +211,12 @@ def _key(result: dict[str, Any]) -> Key:
 
 
 def _merged_models(documents: list[tuple[Path, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
-    """Models in first-seen order; a shard that ran none of a model's items has no
-    fingerprint for it, so the first non-empty one wins. Specs must agree."""
+    """Models in first-seen order (``check_reports`` made sure their specs and weights
+    agree); a shard that ran none of a model's items has no fingerprint for it, so the
+    first non-empty one is kept."""
     merged: dict[str, dict[str, Any]] = {}
-    origin: dict[str, Path] = {}
-    for folder, models in documents:
+    for _folder, models in documents:
         for model in models:
-            name = model["name"]
-            if name not in merged:
-                merged[name], origin[name] = dict(model), folder
-                continue
-            if model["spec"] != merged[name]["spec"]:
-                raise MergeError(
-                    f"model '{name}' is '{merged[name]['spec']}' in {origin[name]} but "
-                    f"'{model['spec']}' in {folder}; expected shards of one run"
-                )
-            if not merged[name]["fingerprint"] and model["fingerprint"]:
-                merged[name]["fingerprint"] = model["fingerprint"]
+            first = merged.setdefault(model["name"], dict(model))
+            first["fingerprint"] = first["fingerprint"] or model["fingerprint"]
     return list(merged.values())

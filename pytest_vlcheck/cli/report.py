@@ -42,7 +42,12 @@ def _report(args: argparse.Namespace) -> int:
         return 2
     directory.mkdir(exist_ok=True)
     for path in write_report(
-        directory, doc.models, doc.results, errors=doc.errors, thumbnail_source=args.matrix.parent
+        directory,
+        doc.models,
+        doc.results,
+        errors=doc.errors,
+        thumbnail_source=args.matrix.parent,
+        run=doc.run,
     ):
         print(path)
     return 0

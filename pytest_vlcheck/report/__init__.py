@@ -56,14 +56,15 @@ def render_files(
     *,
     errors: Sequence[RunError] = (),
     thumbnails: Mapping[str, str] | None = None,
+    run: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
     """File name -> content for every report file, rendered from the serialised document.
 
     ``thumbnails`` (thumbnail file name -> data URI) is embedded into ``report.html`` only;
-    ``matrix.json`` stays free of pixels. Raises ReportFormatError (naming ``source``) when a
-    result does not fit the contract.
+    ``matrix.json`` stays free of pixels; ``run`` is its run block (how the run measured).
+    Raises ReportFormatError (naming ``source``) when a result does not fit the contract.
     """
-    text = matrix_json(matrix_document(models, results, errors))
+    text = matrix_json(matrix_document(models, results, errors, run=run))
     doc = parse_document(json.loads(text), source)
     report = build_report(doc.models, doc.results, doc.errors)
     return {
@@ -81,6 +82,7 @@ def write_report(
     *,
     errors: Sequence[RunError] = (),
     thumbnail_source: Path | None = None,
+    run: Mapping[str, Any] | None = None,
 ) -> list[Path]:
     """Write the four report files into ``directory`` (created if needed), each atomically.
 
@@ -92,9 +94,8 @@ def write_report(
     out = Path(directory)
     source = out if thumbnail_source is None else thumbnail_source
     names = thumbnail_names(results)
-    files = render_files(
-        models, results, errors=errors, thumbnails=thumbnail_data_uris(source, names)
-    )
+    thumbnails = thumbnail_data_uris(source, names)
+    files = render_files(models, results, errors=errors, thumbnails=thumbnails, run=run)
     out.mkdir(parents=True, exist_ok=True)
     copy_thumbnails(source, out, names)
     paths = []

@@ -50,11 +50,13 @@ class RunError:
 
 @dataclass(frozen=True)
 class ReportDocument:
-    """A validated ``matrix.json``: model metadata, result rows and the run's errors."""
+    """A validated ``matrix.json``: model metadata, result rows, the run's errors and its
+    ``run`` block (None in a file written before the block existed)."""
 
     models: list[dict[str, Any]]
     results: list[dict[str, Any]]
     errors: list[RunError]
+    run: dict[str, Any] | None = None
 
 
 def _error(c: JsonChecker, raw: Any, where: str) -> RunError:
@@ -130,12 +132,31 @@ def validate_document(
 
 
 def parse_document(doc: Any, source: str = "matrix.json") -> ReportDocument:
-    """``validate_document`` plus the optional ``errors`` list (absent in older files)."""
+    """``validate_document`` plus the optional ``errors`` list and ``run`` block (absent in
+    older files)."""
     models, results = validate_document(doc, source)
     c = JsonChecker(source, ReportFormatError)
     raw_errors = c.listing(doc.get("errors", []), "errors")
     errors = [_error(c, e, f"errors[{i}]") for i, e in enumerate(raw_errors)]
-    return ReportDocument(models, results, errors)
+    run = None if doc.get("run") is None else _run_block(c, doc["run"])
+    return ReportDocument(models, results, errors, run)
+
+
+def _run_block(c: JsonChecker, raw: Any) -> dict[str, Any]:
+    """The ``run`` block: free-form conditions (a newer writer may add some) and a typed
+    ``shard`` (null, or index, count and filled as integers and the selection's digest)."""
+    run = dict(c.mapping(raw, "run"))
+    shard = run.get("shard")
+    if shard is not None:
+        shard = c.mapping(shard, "run.shard")
+        numbers = {k: c.integer(shard.get(k), f"run.shard.{k}") for k in SHARD_NUMBERS}
+        if not 1 <= numbers["index"] <= numbers["count"]:
+            raise c.fail("run.shard", f"expected 1 <= index <= count, got {numbers}")
+        run["shard"] = {**numbers, "selection": c.text(shard, "selection", "run.shard")}
+    return run
+
+
+SHARD_NUMBERS = ("index", "count", "filled")
 
 
 def read_report(path: str | Path) -> ReportDocument:

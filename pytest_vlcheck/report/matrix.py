@@ -10,7 +10,7 @@ import copy
 import json
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,22 +122,28 @@ def matrix_document(
     models: list[dict[str, Any]],
     results: list[dict[str, Any]],
     errors: Sequence[RunError] = (),
+    *,
+    run: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``matrix.json`` document: the contract keys, the run's ``errors`` (collection
-    errors, ``[]`` when none) and a derived per-model ``summary``.
+    errors, ``[]`` when none), a derived per-model ``summary`` and, when given, the ``run``
+    block (how the run measured and its shard plan; absent in files before it existed).
 
     Results pass through with full precision (only non-finite floats become null), in the
     order given; rounding happens only in the human-readable formats.
     """
     models_out = _finite(list(models))
     results_out = _finite(list(results))
-    return {
+    doc = {
         "vlcheck_report": REPORT_VERSION,
         "models": models_out,
         "results": results_out,
         "errors": [e.to_json() for e in errors],
         "summary": status_counts(models_out, results_out),
     }
+    if run is not None:
+        doc["run"] = _finite(dict(run))
+    return doc
 
 
 def matrix_json(doc: dict[str, Any]) -> str:

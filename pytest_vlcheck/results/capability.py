@@ -79,9 +79,9 @@ class CapabilityResult:
     ``hard_threshold``; ``reference`` holds the paired comparison with the run's first model
     (``pytest_vlcheck.gates.reference``) for every other model of a run with several (the
     block types are in ``results.blocks``).
-    ``fingerprint`` (the model's weights), ``content_hash`` (the test's YAML) and ``outcomes``
-    travel with the result but
-    stay out of ``matrix.json``.
+    ``content_hash`` (the test's YAML, which ``vlcheck merge`` checks shards agree on) is in
+    ``matrix.json``; ``fingerprint`` (the model's weights, in the models list) and
+    ``outcomes`` (in ``samples.jsonl``) travel with the result but stay out of its row.
     """
 
     file: str
@@ -134,7 +134,7 @@ class CapabilityResult:
         """The ``matrix.json`` row (plus the outcomes, for the xdist transport)."""
         row = asdict(self)
         row["threshold_met"] = self.threshold_met
-        transport = {key: row.pop(key) for key in ("fingerprint", "content_hash", "outcomes")}
+        transport = {key: row.pop(key) for key in ("fingerprint", "outcomes")}
         for key in ("gate", "prior", "reference"):
             block = getattr(self, key)
             row[key] = None if block is None else block.to_json()
@@ -197,6 +197,7 @@ def _parse_result(c: JsonChecker, raw: Any, where: str) -> CapabilityResult:
         unscored={k: c.integer(v, f"{where}.unscored[{k!r}]") for k, v in unscored.items()},
         message=c.text(r, "message", where, ""),
         known_failure=c.text(r, "known_failure", where, ""),
+        content_hash=c.text(r, "content_hash", where, ""),
         gate=gate_from_json(c, r["gate"], f"{where}.gate") if r.get("gate") else None,
         prior=(
             prior_from_json(c, r["prior"], f"{where}.prior") if r.get("prior") is not None else None
@@ -265,6 +266,5 @@ def from_transport(raw: Mapping[str, Any]) -> CapabilityResult:
     return replace(
         CapabilityResult.from_json(raw),
         fingerprint=str(raw.get("fingerprint", "")),
-        content_hash=str(raw.get("content_hash", "")),
         outcomes=outcomes_from_json(raw.get("outcomes")),
     )

@@ -12,6 +12,7 @@ from pytest_vlcheck.report.loader import RunError
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import GateComparison
 from pytest_vlcheck.run.session import Settings
+from pytest_vlcheck.run.sharding import ShardPlan
 
 
 @dataclass(frozen=True)
@@ -29,13 +30,25 @@ class Run:
     errors: tuple[RunError, ...] = ()
     stats: Mapping[str, ScoringStats] = field(default_factory=dict)
     step: int | None = None
+    shard: ShardPlan | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``matrix.json`` document (what ``--vl-report`` writes)."""
         from pytest_vlcheck.report import matrix_document
 
         rows = [result.to_json() for result in self.results]
-        return matrix_document([dict(m) for m in self.models], rows, self.errors)
+        models = [dict(m) for m in self.models]
+        return matrix_document(models, rows, self.errors, run=self.run_block())
+
+    def run_block(self) -> dict[str, Any]:
+        """``matrix.json``'s ``run``: how the run measured (the baseline's conditions), the
+        tool's version and the shard plan, which ``vlcheck merge`` checks shards agree on."""
+        from pytest_vlcheck import __version__
+        from pytest_vlcheck.gates.conditions import run_conditions
+
+        shard = None if self.shard is None else self.shard.to_json()
+        conditions = run_conditions(self.settings.model_options)
+        return {"tool_version": __version__, **conditions, "shard": shard}
 
     @property
     def passed(self) -> bool:

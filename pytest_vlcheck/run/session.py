@@ -34,6 +34,7 @@ from pytest_vlcheck.report.loader import RunError
 from pytest_vlcheck.report.thumbnails import THUMBNAIL_DIR, write_thumbnails
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import Prior, PriorBlock, PriorNotApplicable
+from pytest_vlcheck.run.sharding import ShardPlan
 
 if TYPE_CHECKING:
     from pytest_vlcheck.priors import AveragePrior
@@ -90,6 +91,10 @@ class VlcheckSession:
     _prior: AveragePrior | None = None
     collection_errors: list[RunError] = field(default_factory=list)
     """Files that failed to collect, for the report files."""
+    shard_plan: ShardPlan | None = None
+    """The ``--vl-shard`` split this run is one job of (None: not sharded)."""
+    worker_stats: dict[str, ScoringStats] = field(default_factory=dict, repr=False)
+    """On an xdist controller: the scoring stats its workers sent, summed per model."""
 
     def runner(self, model: str) -> ModelRunner:
         """The model's runner, made on first use (the model itself loads on first scoring)."""
@@ -245,31 +250,37 @@ class VlcheckSession:
             models.append(model)
         return models
 
-    def finished(self, stats: dict[str, ScoringStats] | None = None) -> Run:
+    def finished(self) -> Run:
         """The run as its outputs read it: results in report order, the models, the
-        collection errors and each model's scoring stats (``stats`` when summed elsewhere,
-        as an xdist controller does; else this session's runners')."""
+        collection errors, each model's scoring stats (summed from the workers on an xdist
+        controller, else this session's runners') and the shard plan."""
         from pytest_vlcheck.run.outcome import Run
 
+        stats = self.worker_stats or {name: runner.stats for name, runner in self.runners.items()}
         return Run(
             results=tuple(self.ordered()),
             models=tuple(self.models_meta()),
             settings=self.settings,
             errors=tuple(self.collection_errors),
-            stats=stats or {name: runner.stats for name, runner in self.runners.items()},
+            stats=stats,
             step=self.settings.step,
+            shard=self.shard_plan,
         )
 
+    def worker_output(self) -> dict[str, Any]:
+        """What an xdist worker sends its controller: each model's scoring stats as plain
+        numbers, and the shard plan (every worker collects the whole selection)."""
+        stats = {name: asdict(runner.stats) for name, runner in self.runners.items()}
+        plan = self.shard_plan
+        return {"stats": stats, "shard": None if plan is None else plan.to_json()}
 
-def stats_to_json(runners: Mapping[str, ModelRunner]) -> dict[str, dict[str, float]]:
-    """Each model's scoring stats as plain numbers (what an xdist worker sends back)."""
-    return {name: asdict(runner.stats) for name, runner in runners.items()}
-
-
-def add_stats(totals: dict[str, ScoringStats], sent: Mapping[str, Mapping[str, float]]) -> None:
-    """Add the stats one xdist worker sent to ``totals``, per model."""
-    for name, stats in sent.items():
-        total = asdict(totals.get(name, ScoringStats()))
-        for key, value in stats.items():
-            total[key] += value
-        totals[name] = ScoringStats(**total)
+    def add_worker_output(self, sent: Mapping[str, Any]) -> None:
+        """Take what one xdist worker sent (nothing, when it crashed): its stats are added
+        per model, its shard plan is the run's."""
+        for name, stats in sent.get("stats", {}).items():
+            total = asdict(self.worker_stats.get(name, ScoringStats()))
+            for key, value in stats.items():
+                total[key] += value
+            self.worker_stats[name] = ScoringStats(**total)
+        if sent.get("shard") is not None:
+            self.shard_plan = ShardPlan(**sent["shard"])

@@ -14,7 +14,9 @@ split allocates per group, never per job, and ``--vl-shard 1/1000000`` is as qui
 
 from __future__ import annotations
 
+import hashlib
 import heapq
+import json
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -22,7 +24,14 @@ from typing import TypeVar
 from pytest_vlcheck import bounds
 from pytest_vlcheck.errors import VlcheckUserError
 
-__all__ = ["Shard", "ShardSpecError", "assign_shards", "parse_shard", "shard_of"]
+__all__ = [
+    "Shard",
+    "ShardPlan",
+    "ShardSpecError",
+    "assign_shards",
+    "parse_shard",
+    "plan_shard",
+]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -76,11 +85,38 @@ def assign_shards(weights: Mapping[K, int], count: int) -> dict[K, int]:
     return assignment
 
 
-def shard_of(items: Sequence[tuple[K, int]], shard: Shard) -> list[bool]:
+@dataclass(frozen=True)
+class ShardPlan:
+    """Which job of which split a run was, recorded in ``matrix.json`` so ``vlcheck merge``
+    can tell shards of one split from shards of two: ``selection`` digests the groups and
+    weights every job of the split saw, and ``filled`` is how many jobs received work."""
+
+    index: int
+    count: int
+    selection: str
+    filled: int
+
+    def to_json(self) -> dict[str, int | str]:
+        return {
+            "index": self.index,
+            "count": self.count,
+            "selection": self.selection,
+            "filled": self.filled,
+        }
+
+
+Group = tuple[str, str]
+"""A shard group: (checklist file relative to the rootdir, test id)."""
+
+
+def plan_shard(items: Sequence[tuple[Group, int]], shard: Shard) -> tuple[list[bool], ShardPlan]:
     """For each (group, weight) of a selection, in order: does job ``shard`` run it? A
-    group's weight is the sum over its items."""
-    weights: dict[K, int] = {}
+    group's weight is the sum over its items. Also the plan the job ran under."""
+    weights: dict[Group, int] = {}
     for group, weight in items:
         weights[group] = weights.get(group, 0) + weight
     assignment = assign_shards(weights, shard.count)
-    return [assignment[group] == shard.index for group, _weight in items]
+    listing = json.dumps(sorted(weights.items())).encode()
+    selection = hashlib.sha256(listing).hexdigest()[:16]
+    plan = ShardPlan(shard.index, shard.count, selection, min(shard.count, len(weights)))
+    return [assignment[group] == shard.index for group, _weight in items], plan

@@ -100,7 +100,8 @@ class ReportFiles:
         from pytest_vlcheck.report import write_report
 
         rows = [result.to_json() for result in run.results]
-        write_report(self.folder, [dict(m) for m in run.models], rows, errors=run.errors)
+        models = [dict(m) for m in run.models]
+        write_report(self.folder, models, rows, errors=run.errors, run=run.run_block())
 
 
 @dataclass(frozen=True)
