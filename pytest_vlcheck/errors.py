@@ -55,6 +55,10 @@ class ScorerProtocolError(VlcheckUserError, ValueError):
     """A scorer broke the protocol: missing methods, wrong shapes, NaN or infinite values."""
 
 
+class CacheMismatchError(VlcheckUserError):
+    """Embedding-cache rows that cannot belong to the model they are filed under."""
+
+
 class ImageError(VlcheckUserError):
     """An image's pixels cannot be had; ``reason`` is the short per-image explanation."""
 

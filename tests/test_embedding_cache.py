@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from pytest_vlcheck import bounds
 from pytest_vlcheck.engine import embedding_cache as cache_module
@@ -22,7 +23,7 @@ from pytest_vlcheck.engine.content_keys import (
     pair_key,
     text_key,
 )
-from pytest_vlcheck.engine.embedding_cache import DB_NAME, CacheWarning, EmbeddingCache
+from pytest_vlcheck.engine.embedding_cache import DB_NAME, CacheWarning, EmbeddingCache, FileDigest
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.models.torch_utils import fingerprint_path
 
@@ -290,13 +291,24 @@ def test_file_digests_answer_per_path_and_index_in_one_go(
     cache = EmbeddingCache(tmp_path / "c")
     asked = [files[0], tmp_path / "missing.jpg", files[1], loop, files[0], files[2]]
     got = cache.file_digests(asked)
-    assert [g for g in got if isinstance(g, str)] == [
-        hashlib.sha256(p.name.encode() * 50).hexdigest() for p in asked if p.stem in "abc"
+    assert [g for g in got if isinstance(g, FileDigest)] == [
+        FileDigest(hashlib.sha256(p.name.encode() * 50).hexdigest(), None)  # no image: no pixels
+        for p in asked
+        if p.stem in "abc"
     ]
     assert isinstance(got[1], FileNotFoundError)
     assert isinstance(got[3], OSError)  # a symlink loop (ELOOP)
     assert EmbeddingCache(tmp_path / "c").file_digests(files) == [got[0], got[2], got[5]]
     assert sorted(calls) == sorted([files[0], files[1], files[0], files[2]])  # none re-hashed
+
+
+def test_an_image_files_pixel_count_is_indexed_with_its_digest(tmp_path: Path) -> None:
+    image = tmp_path / "wide.png"
+    Image.new("RGB", (30, 20)).save(image)
+    _age(image, 60)
+    first = EmbeddingCache(tmp_path / "c").file_digests([image])
+    assert first == EmbeddingCache(tmp_path / "c").file_digests([image])  # from the index
+    assert first[0].pixels == 600
 
 
 def test_an_older_cache_schema_is_rebuilt_and_a_newer_one_left_alone(tmp_path: Path) -> None:

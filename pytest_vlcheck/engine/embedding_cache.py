@@ -23,9 +23,9 @@ the operating system.
 A small ``meta`` table keeps JSON text per key (what a model is, so a re-run can score
 from cached vectors without building it; see ``engine.scoring``).
 
-The same database holds a stat index (path, size, mtime_ns, inode, ctime_ns -> sha256) so
-an unchanged image or weights file is hashed once, while a changed file at the same path
-gets a new digest. As in git's racy-clean rule, a file modified within
+The same database holds a stat index (path, size, mtime_ns, inode, ctime_ns -> sha256 and an
+image's pixel count) so an unchanged image or weights file is hashed once, while a changed
+file at the same path gets a new digest. As in git's racy-clean rule, a file modified within
 ``RACY_SECONDS`` of being hashed is not indexed (its mtime may not change on a rewrite
 within the file system's timestamp granularity).
 
@@ -49,12 +49,13 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from pytest_vlcheck.images.loading import header_pixels
 from pytest_vlcheck.models.torch_utils import sha256_file
 
 T = TypeVar("T")
 
 DB_NAME = "embeddings.sqlite3"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 DEFAULT_MAX_BYTES = 2 * 1024**3
 ACCESS_GRANULARITY = 60
 EVICT_TO = 0.9
@@ -79,7 +80,8 @@ _SCHEMA = (
         UPDATE totals SET nbytes = nbytes - OLD.nbytes WHERE id = 0; END""",
     """CREATE TABLE IF NOT EXISTS files (
         path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
-        inode INTEGER NOT NULL, ctime_ns INTEGER NOT NULL, sha256 TEXT NOT NULL)""",
+        inode INTEGER NOT NULL, ctime_ns INTEGER NOT NULL, sha256 TEXT NOT NULL,
+        pixels INTEGER)""",
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     f"PRAGMA user_version = {SCHEMA_VERSION}",
 )
@@ -87,11 +89,20 @@ _SCHEMA = (
 # indexes). Version 3 made ``vectors`` a rowid table: rows of kilobytes insert 3x faster than
 # in a WITHOUT ROWID table, which SQLite advises only for small rows. Version 4 names each
 # row's namespace by a small integer: the (namespace, key) index no longer repeats a
-# 100-character name per row, and inserts take 40% less time.
+# 100-character name per row, and inserts take 40% less time. Version 5 keeps an image
+# file's pixel count (from its header) beside its digest, so a cached image is held to the
+# pixel limit without being decoded.
 _TABLES = ("vectors", "namespaces", "totals", "files", "meta")
 # Checkpoint the write-ahead log every ~40 MB rather than SQLite's 4 MB: each checkpoint
 # syncs the database file, and a first run writes tens of megabytes of vectors.
 _WAL_AUTOCHECKPOINT_PAGES = 10_000
+
+
+class FileDigest(NamedTuple):
+    """A file's sha256 hex and, for an image, its width x height (None: not an image)."""
+
+    sha256: str
+    pixels: int | None
 
 
 class CacheWarning(UserWarning):
@@ -284,12 +295,12 @@ class EmbeddingCache:
         found = self.file_digests([path])[0]
         if isinstance(found, BaseException):
             raise found
-        return found
+        return found.sha256
 
     def file_digests(
         self, paths: Sequence[Path], mapper: Callable[..., Iterable[Any]] = map
-    ) -> list[str | OSError]:
-        """sha256 hex of each file, or the ``OSError`` reading it raised. The files are
+    ) -> list[FileDigest | OSError]:
+        """Each file's sha256 and pixel count, or the ``OSError`` reading it raised. The files are
         stat'ed here and looked up in the index with one query; only new or changed files
         are hashed, in chunks of about ``HASH_CHUNK`` bytes through ``mapper`` (a thread
         pool's ``map`` hashes in parallel; one task per small file cost more in thread
@@ -298,26 +309,27 @@ class EmbeddingCache:
         known = self._guarded(
             lambda db: _index_rows(db, [s.real for s in stats if isinstance(s, _FileStat)]), {}
         )
-        found: list[str | OSError] = []
+        found: list[FileDigest | OSError] = []
         todo: list[tuple[int, _FileStat]] = []  # the files to hash, by position
         for stat in stats:
             row = known.get(stat.real) if isinstance(stat, _FileStat) else None
             if not isinstance(stat, _FileStat):
                 found.append(stat)
             elif row is not None and row[:4] == stat.identity:
-                found.append(str(row[4]))
+                found.append(FileDigest(str(row[4]), row[5]))
             else:
                 todo.append((len(found), stat))
-                found.append("")
+                found.append(FileDigest("", None))
         chunks = _byte_chunks(todo)
         for chunk, digests in zip(chunks, mapper(_hash_files, chunks), strict=True):
             for (position, _), digest in zip(chunk, digests, strict=True):
                 found[position] = digest
         now = time.time()
         fresh = [
-            (stat.real, *stat.identity, found[position])
+            (stat.real, *stat.identity, *found[position])
             for position, stat in todo
-            if isinstance(found[position], str) and now - stat.identity[1] / 1e9 > RACY_SECONDS
+            if isinstance(found[position], FileDigest)
+            and now - stat.identity[1] / 1e9 > RACY_SECONDS
         ]
         if fresh:
             self._guarded(lambda db: _index(db, fresh), None)
@@ -386,23 +398,25 @@ def _byte_chunks(files: list[tuple[int, _FileStat]]) -> list[list[tuple[int, _Fi
     return chunks
 
 
-def _hash_files(chunk: list[tuple[int, _FileStat]]) -> list[str | OSError]:
-    """sha256 hex of each file of ``chunk``, or the ``OSError`` reading it raised."""
-    digests: list[str | OSError] = []
+def _hash_files(chunk: list[tuple[int, _FileStat]]) -> list[FileDigest | OSError]:
+    """sha256 hex and pixel count of each file of ``chunk``, or the ``OSError`` reading it
+    raised."""
+    digests: list[FileDigest | OSError] = []
     for _, stat in chunk:
         try:
-            digests.append(sha256_file(Path(stat.real)))
+            digests.append(FileDigest(sha256_file(Path(stat.real)), header_pixels(stat.real)))
         except OSError as exc:
             digests.append(exc)
     return digests
 
 
 def _index_rows(db: sqlite3.Connection, paths: list[str]) -> dict[str, tuple[Any, ...]]:
-    """The stat index rows of ``paths``: path -> (size, mtime_ns, inode, ctime_ns, sha256)."""
+    """The stat index rows of ``paths``: path -> (size, mtime_ns, inode, ctime_ns, sha256,
+    pixels)."""
     rows: dict[str, tuple[Any, ...]] = {}
     for chunk in _chunks(list(dict.fromkeys(paths)), _SQL_VARS):
         marks = ",".join("?" * len(chunk))
-        columns = "path, size, mtime_ns, inode, ctime_ns, sha256"
+        columns = "path, size, mtime_ns, inode, ctime_ns, sha256, pixels"
         for path, *row in db.execute(f"SELECT {columns} FROM files WHERE path IN ({marks})", chunk):
             rows[path] = tuple(row)
     return rows
@@ -410,7 +424,7 @@ def _index_rows(db: sqlite3.Connection, paths: list[str]) -> dict[str, tuple[Any
 
 def _index(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
     with _transaction(db):
-        db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)", rows)
+        db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
 
 def _migrate(db: sqlite3.Connection) -> None:

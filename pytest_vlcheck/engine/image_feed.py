@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.engine.content_keys import image_key
 from pytest_vlcheck.engine.embedding_cache import RACY_SECONDS
+from pytest_vlcheck.images.loading import over_pixel_limit
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.models.torch_utils import sha256_file
 
@@ -116,9 +117,11 @@ class ImageFeed:
 
         def digest(path: Path) -> str:
             found = digests[path]
-            if isinstance(found, str):
-                return found
-            raise found
+            if isinstance(found, OSError):
+                raise found
+            if over_pixel_limit(found.pixels):  # refused, cached or not: the loader says why
+                raise ImageUnavailable("over the pixel limit")
+            return found.sha256
 
         for ref in todo:
             try:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pytest_vlcheck.engine.content_keys import pair_key, text_key
+from pytest_vlcheck.engine.embedding_width import EmbeddingWidth
 from pytest_vlcheck.engine.image_feed import LIVE_MEMO_BYTES, ImageFeed, ImageKey, ImageLoad
 from pytest_vlcheck.engine.progress import Writer, tracked
 from pytest_vlcheck.engine.scorer_source import ScorerSource, ScoringMode
@@ -108,10 +109,13 @@ class ModelRunner:
     _pair_scores: dict[tuple[ImageKey, str], np.float32] = field(default_factory=dict, repr=False)
     images: ImageFeed = field(init=False, repr=False)
     _memory_fingerprint: str | None = None
+    _width: EmbeddingWidth = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.source = ScorerSource(self.spec, self.options, self.cache)
         self.images = ImageFeed(self.load_image, self.cache, self.stats)
+        cache_file = None if self.cache is None else self.cache.path
+        self._width = EmbeddingWidth(self.spec.text, cache_file)
 
     @classmethod
     def for_scorer(
@@ -173,6 +177,7 @@ class ModelRunner:
             self._image_vectors.clear()
             self._text_vectors.clear()
             self._pair_scores.clear()
+            self._width.forget()
         self._memory_fingerprint = current
 
     def prepare(self, tests: Iterable[ChecklistTest]) -> None:
@@ -267,6 +272,7 @@ class ModelRunner:
         found = self._lookup("text", list(keys.values()))
         hits = [t for t in texts if _is_row(found.get(keys[t]))]
         if hits:
+            self._width.cached(found[keys[t]] for t in hits)
             rows = _normalise(np.stack([found[keys[t]] for t in hits]))
             self._text_vectors.update(zip(hits, rows, strict=True))
             self.stats.texts_cached += len(hits)
@@ -274,6 +280,7 @@ class ModelRunner:
         for batch in self._batches([t for t in texts if t not in hit_set]):
             self.stats.encode_text_calls += 1
             vectors = self._call("encode_texts", len(batch), batch)
+            self._width.computed(vectors)
             self._store("text", {keys[t]: v for t, v in zip(batch, vectors, strict=True)})
             self._text_vectors.update(zip(batch, _normalise(vectors), strict=True))
             self.stats.texts_encoded += len(batch)
@@ -286,7 +293,9 @@ class ModelRunner:
         found = self._lookup("image", [self.images.content_keys[r.key] for r in keyed])
         hits = [r for r in keyed if _is_row(found.get(self.images.content_keys[r.key]))]
         if hits:
-            rows = _normalise(np.stack([found[self.images.content_keys[r.key]] for r in hits]))
+            cached = [found[self.images.content_keys[r.key]] for r in hits]
+            self._width.cached(cached)
+            rows = _normalise(np.stack(cached))
             self._image_vectors.update(zip((r.key for r in hits), rows, strict=True))
             self.stats.images_cached += len(hits)
         hit_set = {r.key for r in hits}
@@ -309,6 +318,7 @@ class ModelRunner:
                     continue
                 self.stats.encode_image_calls += 1
                 vectors = self._call(method, len(batch), inputs)
+                self._width.computed(vectors)
                 self._store(
                     "image",
                     {

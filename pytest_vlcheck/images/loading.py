@@ -102,6 +102,30 @@ def _check_file(path: Path) -> None:
         raise ImageUnavailable(f"not a file: {path} (expected an image file)")
 
 
+def header_pixels(path: Path) -> int | None:
+    """width x height as the file's header says (nothing decoded), None for a file that is
+    no image Pillow reads: what the embedding cache keeps beside a file's digest, so a cached
+    image is held to ``--vl-max-image-pixels`` as a decoded one is (``over_pixel_limit``)."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            return image.width * image.height
+    except Image.DecompressionBombError as exc:  # past twice Pillow's limit: it says how many
+        found = re.search(r"\((\d+) pixels\)", str(exc))
+        return int(found.group(1)) if found else None
+    except Exception:
+        return None
+
+
+def over_pixel_limit(pixels: int | None) -> bool:
+    """Whether an image of ``pixels`` is over the current limit (the loader refuses it)."""
+    from PIL import Image
+
+    limit = Image.MAX_IMAGE_PIXELS
+    return pixels is not None and limit is not None and pixels > limit
+
+
 def _check_pixels(width: int, height: int) -> None:
     from PIL import Image
 
