@@ -13,6 +13,7 @@ plus ``::NAME`` for an ``evaluate(name=NAME)``.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 
-from pytest_vlcheck.checklist.python_tests import PixelStore, build_test, image_refs
+from pytest_vlcheck.checklist.python_tests import PixelStore, build_test, image_refs, is_pil
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.engine import MissingImagesError, Unscorable, unscored_result
 from pytest_vlcheck.errors import VlcheckUserError
@@ -76,8 +77,8 @@ class VlModel:
         ``example_id`` is what a ``scores:`` file's ``"example"`` lines match.
         """
         __tracebackhide__ = True
-        texts_list = _texts(texts)
-        refs = self._refs(images)
+        texts_list = self._texts(texts, "score")
+        refs = self._refs(images, "score")
         grid = (tuple(refs), tuple(texts_list))
         self.runner.refresh()
         self.runner.prepare_grids([grid])
@@ -90,8 +91,9 @@ class VlModel:
         """Unit-norm image embeddings [images, dim] (float64: their dot products rounded to
         fp32 are ``score``'s values); a dual encoder only."""
         __tracebackhide__ = True
+        refs = self._refs(images, "encode_images")
         self.runner.refresh()
-        vectors = self.runner.image_vectors(self._refs(images))
+        vectors = self.runner.image_vectors(refs)
         if isinstance(vectors, Unscorable):
             raise self._unavailable(vectors)
         return vectors
@@ -99,8 +101,9 @@ class VlModel:
     def encode_texts(self, texts: Any) -> np.ndarray:
         """Unit-norm text embeddings [texts, dim] (float64); a dual encoder only."""
         __tracebackhide__ = True
+        texts_list = self._texts(texts, "encode_texts")
         self.runner.refresh()
-        return self.runner.text_vectors(_texts(texts))
+        return self.runner.text_vectors(texts_list)
 
     def evaluate(
         self,
@@ -121,7 +124,7 @@ class VlModel:
         """
         __tracebackhide__ = True
         item = self._item()
-        test = self._build(item, task, list(examples), threshold, capability, name, task_settings)
+        test = self._build(item, task, examples, threshold, capability, name, task_settings)
         self.runner.refresh()
         result = self._state.evaluate(test, self.name)
         item.stash.setdefault(ROWS_KEY, []).append(result)
@@ -141,6 +144,11 @@ class VlModel:
         settings: Mapping[str, Any],
     ) -> ChecklistTest:
         context, line = self._caller()
+        if not isinstance(examples, (list, tuple)):
+            raise VlcheckUserError(
+                f"{context.path}:{line}: vl_model.evaluate: examples is {_shown(examples)}; "
+                "expected a list of example mappings"
+            )
         key = row_key(item, self.name) + (f"::{name}" if name else "")
         if any(row.test == key for row in item.stash.get(ROWS_KEY, [])):
             raise VlcheckUserError(
@@ -183,9 +191,16 @@ class VlModel:
         image_dir = self._state.settings.image_root or path.parent
         return ParseContext(path, image_dir), frame.f_lineno
 
-    def _refs(self, images: Any) -> list[Any]:
+    def _refs(self, images: Any, call: str) -> list[Any]:
         context, line = self._caller()
-        return image_refs(_as_list(images), context, line, self._store())
+        items = _checked(
+            images, "images", _is_image, IMAGES_EXPECTED, f"{context.path}:{line}", call
+        )
+        return image_refs(items, context, line, self._store())
+
+    def _texts(self, texts: Any, call: str) -> list[str]:
+        context, line = self._caller()
+        return _checked(texts, "texts", _is_text, TEXTS_EXPECTED, f"{context.path}:{line}", call)
 
     def _store(self) -> PixelStore:
         cache = self._state.settings.url_cache_dir
@@ -202,20 +217,47 @@ class VlModel:
         return MissingImagesError("\n".join(lines))
 
 
-def _as_list(value: Any) -> list[Any]:
-    """One input, or a sequence of them."""
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    return [value]
+IMAGES_EXPECTED = (
+    "an image or a non-empty list of them (a path, a PIL image, or a mapping as a checklist's "
+    "'image' key takes)"
+)
+TEXTS_EXPECTED = "a non-empty string or a non-empty list of them"
 
 
-def _texts(texts: Any) -> list[str]:
-    items = _as_list(texts)
-    if not items or not all(isinstance(t, str) and t.strip() for t in items):
+def _checked(
+    value: Any, argument: str, accept: Any, expected: str, where: str, call: str
+) -> list[Any]:
+    """``value`` as a list (one input, or a list or tuple of them), each item accepted; else
+    one line at the user's call naming the argument (and the item)."""
+    several = isinstance(value, (list, tuple))
+    items = list(value) if several else [value]
+    if not items:
         raise VlcheckUserError(
-            f"vl_model: texts must be a non-empty string or a list of them, got {texts!r}"
+            f"{where}: vl_model.{call}: {argument} is empty; expected {expected}"
         )
+    for index, item in enumerate(items):
+        if not accept(item):
+            name = f"{argument}[{index}]" if several else argument
+            raise VlcheckUserError(
+                f"{where}: vl_model.{call}: {name} is {_shown(item)}; expected {expected}"
+            )
     return items
+
+
+def _is_text(item: Any) -> bool:
+    return isinstance(item, str) and bool(item.strip())
+
+
+def _is_image(item: Any) -> bool:
+    return isinstance(item, (str, os.PathLike, Mapping)) or is_pil(item)
+
+
+def _shown(value: Any) -> str:
+    """A value as a message shows it: its type and a short repr."""
+    if value is None:
+        return "None"
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
 
 
 def marked_capability(item: pytest.Item) -> str | None:

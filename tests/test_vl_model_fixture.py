@@ -152,7 +152,7 @@ def test_runs_once_per_model_in_matrix_junit_and_samples(project: pytest.Pyteste
         rows["test_capabilities.py", "test_color", "a"],
     )
     different = {k for k in yaml_row if yaml_row[k] != python_row[k]}
-    assert different == {"file", "test", "line"}
+    assert different == {"file", "test", "line", "content_hash"}  # the same measurement
     assert python_row["pass_rate"] == pytest.approx(2 / 3)
     assert rows["test_capabilities.py", "test_two_rows::easy", "a"]["status"] == "passed"
     assert rows["test_capabilities.py", "test_two_rows::hard", "a"]["status"] == "failed"
@@ -251,6 +251,31 @@ def test_user_errors_name_the_line(project: pytest.Pytester) -> None:
         "model 'py:counting_model:pairs' scores pairs only (score_pairs): encode_texts "
         "needs a dual encoder" in out
     )
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ('vl_model.score("images/red.png", ["red", None])', "vl_model.score: texts[1] is None"),
+        ('vl_model.score(["images/red.png", None], "red")', "vl_model.score: images[1] is None"),
+        ('vl_model.score(5, "red")', "vl_model.score: images is int 5; expected an image or"),
+        ('vl_model.score("images/red.png", [])', "vl_model.score: texts is empty; expected"),
+        ("vl_model.encode_texts(None)", "vl_model.encode_texts: texts is None; expected a"),
+        ("vl_model.encode_images([b'png'])", "vl_model.encode_images: images[0] is bytes"),
+        (
+            'vl_model.evaluate(task="caption", capability="a/b", threshold=0.5, examples=5)',
+            "vl_model.evaluate: examples is int 5; expected a list of example mappings",
+        ),
+    ],
+)
+def test_arguments_of_the_wrong_type_name_the_call_and_the_argument(
+    project: pytest.Pytester, call: str, expected: str
+) -> None:
+    project.makepyfile(test_call=f"def test_call(vl_model):\n    {call}\n")
+    result = project.runpytest("--vl-model=py:colour_model:make", "test_call.py")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert f"test_call.py:2: {expected}" in out and "Traceback" not in out
 
 
 def test_a_drop_fails_the_gate(pytester: pytest.Pytester) -> None:

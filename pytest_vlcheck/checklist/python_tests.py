@@ -52,7 +52,8 @@ class PixelStore:
         return str(path), PIL_PREFIX + digest
 
 
-def _is_pil(value: Any) -> bool:
+def is_pil(value: Any) -> bool:
+    """A PIL image (duck-typed: PIL is imported only where images are decoded)."""
     return hasattr(value, "tobytes") and hasattr(value, "mode") and hasattr(value, "save")
 
 
@@ -60,7 +61,7 @@ def resolve_values(value: Any, store: PixelStore) -> tuple[Any, Any]:
     """(``value`` with every PIL image and path object replaced by a path string, the same
     with PIL images named by their pixels instead): what the loader parses, and what ids
     and content hashes are computed from."""
-    if _is_pil(value):
+    if is_pil(value):
         return store.save(value)
     if isinstance(value, os.PathLike):
         return os.fspath(value), os.fspath(value)
