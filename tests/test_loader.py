@@ -221,6 +221,34 @@ BAD = {
         "duplicate key 'threshold'",
     ),
     "version": (VALID.replace("vlcheck: 1", "vlcheck: 2"), 1, "'vlcheck' is 2"),
+    "blank test id": (VALID.replace("  - id: color", '  - id: " "'), 4, "got a blank string"),
+    "blank example id": (VALID.replace('id: "x-0"', 'id: "  "'), 13, "'id' is blank"),
+    "blank tag name": (VALID.replace("{size: small,", "{'': small,"), 12, "a tag name is blank"),
+    "min_count below 1": (
+        VALID.replace(
+            "    threshold: 0.75\n", "    threshold: 0.75\n    macro: {tag: size, min_count: 0}\n"
+        ),
+        8,
+        "'min_count' is 0; expected a finite number of at least 1",
+    ),
+    "macro excludes a value no example has": (
+        VALID.replace(
+            "    threshold: 0.75\n",
+            "    threshold: 0.75\n    macro: {tag: size, exclude: [tiny]}\n",
+        ),
+        8,
+        "'macro' excludes 'tiny', which no example's 'size' tag has; the values: small",
+    ),
+    "caption and captions": (
+        VALID.replace("caption: a red apple", "caption: a red apple\n        captions: [an apple]"),
+        9,
+        "needs exactly one of 'caption' or 'captions'",
+    ),
+    "crop and crop_relative": (
+        VALID.replace("crop: [1, 2, 30, 40]", "crop: [1, 2, 30, 40], crop_relative: [0, 0, 1, 1]"),
+        14,
+        "give 'crop' (pixels) or 'crop_relative' (fractions), not both",
+    ),
     "both image sources": (
         VALID.replace("{path: b.jpg, crop", "{path: b.jpg, url: 'http://x', crop"),
         14,

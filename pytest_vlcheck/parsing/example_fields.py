@@ -129,6 +129,8 @@ def parse_tags(fields: Fields) -> dict[str, str]:
         fields.fail(f"'tags' must be a mapping of names to values, got {type_name(raw)}", "tags")
     tags = {}
     for key, value in raw.items():
+        if not str(key).strip():
+            fields.fail("a tag name is blank; expected names such as 'relation'", "tags")
         if isinstance(value, (list, Mapping)) or value is None:
             fields.fail(
                 f"tag '{key}' must be a single value (text or number), got {type_name(value)}",
@@ -148,8 +150,10 @@ def example_id(fields: Fields) -> str:
     """The example's own id, or one derived from its content (stable under reordering)."""
     if fields.has("id"):
         raw = fields.raw("id")
-        if isinstance(raw, bool) or not isinstance(raw, (str, int)) or str(raw) == "":
+        if isinstance(raw, bool) or not isinstance(raw, (str, int)):
             fields.fail(f"'id' must be a string or an integer, got {type_name(raw)}", "id")
+        if not str(raw).strip():
+            fields.fail("'id' is blank; expected a non-empty string or an integer", "id")
         return str(raw)
     content = json.dumps(fields.data, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha1(content.encode("utf-8")).hexdigest()[:12]

@@ -120,7 +120,8 @@ class Fields:
             return default
         value = self.data[key]
         if not isinstance(value, str) or not value.strip():
-            self.fail(f"'{key}' must be a non-empty string, got {type_name(value)}", key)
+            got = "a blank string" if isinstance(value, str) else type_name(value)
+            self.fail(f"'{key}' must be a non-empty string, got {got}", key)
         if pattern and not re.fullmatch(pattern, value):
             self.fail(f"'{key}' is '{value}'; expected {expected or 'to match ' + pattern}", key)
         return value
