@@ -440,7 +440,26 @@ def test_aro_bad_box_value_names_the_record(tmp_path: Path, capsys) -> None:
     bad = tmp_path / "visual_genome_relation.json"
     bad.write_text(json.dumps(records))
     err = fails(capsys, tmp_path, "aro", bad)
-    assert err == f"vlcheck import: {bad}: record 1: 'bbox_w' must be a number, got 'wide'"
+    assert err == f"vlcheck import: {bad}: record 1: 'bbox_w' must be a finite number, got 'wide'"
+    records[1]["bbox_w"] = float("nan")  # Python's json writes and reads NaN
+    bad.write_text(json.dumps(records))
+    err = fails(capsys, tmp_path, "aro", bad)
+    assert err == f"vlcheck import: {bad}: record 1: 'bbox_w' must be a finite number, got nan"
+
+
+@pytest.mark.parametrize(
+    "box", [[float("nan"), 0, 0.5, 0.5], [0, 0, "wide", 0.5], [-0.1, 0, 0.5, 0.5]]
+)
+def test_predicate_noun_a_bad_box_names_the_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], box: list[Any]
+) -> None:
+    records = _pn_records()
+    records[2]["relationship_target"]["bounding_box"] = box
+    bad = tmp_path / "eval_set.json"
+    bad.write_text(json.dumps(records))
+    rid = records[2]["id"]
+    err = fails(capsys, tmp_path, "predicate-noun", "--crop", bad)
+    assert err.startswith(f"vlcheck import: {bad}: record {rid}: relationship_target.bounding_box")
 
 
 # ---------------------------------------------------------------- winoground

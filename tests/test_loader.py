@@ -231,19 +231,6 @@ BAD = {
         8,
         "'min_count' is 0; expected a finite number of at least 1",
     ),
-    "macro excludes a value no example has": (
-        VALID.replace(
-            "    threshold: 0.75\n",
-            "    threshold: 0.75\n    macro: {tag: size, exclude: [tiny]}\n",
-        ),
-        8,
-        "'macro' excludes 'tiny', which no example's 'size' tag has; the values: small",
-    ),
-    "caption and captions": (
-        VALID.replace("caption: a red apple", "caption: a red apple\n        captions: [an apple]"),
-        9,
-        "needs exactly one of 'caption' or 'captions'",
-    ),
     "crop and crop_relative": (
         VALID.replace("crop: [1, 2, 30, 40]", "crop: [1, 2, 30, 40], crop_relative: [0, 0, 1, 1]"),
         14,

@@ -136,8 +136,6 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
         wanted = [("macro", macro.tag)] if macro is not None else []
         wanted += [("all_of", tag) for tag in all_of or ()]
         errors.attempt(_tags_on_examples, fields, wanted, examples)
-        if macro is not None and macro.exclude:
-            errors.attempt(_excluded_values_on_examples, fields, macro, examples)
     errors.raise_any()
     return ChecklistTest(
         id=test_id,
@@ -171,21 +169,6 @@ def _tags_on_examples(
                 f"'{key}' names the tag '{tag}', which no example of the test has; the "
                 f"examples' tags: {have}",
                 key,
-            )
-
-
-def _excluded_values_on_examples(
-    fields: Fields, macro: MacroSpec, examples: tuple[Example, ...]
-) -> None:
-    """``macro: {exclude: [...]}`` leaves out values of the macro's tag: one that no example
-    has is a typo that would leave in what was meant to go."""
-    present = {example.tags[macro.tag] for example in examples if macro.tag in example.tags}
-    for value in macro.exclude:
-        if value not in present:
-            fields.fail(
-                f"'macro' excludes '{value}', which no example's '{macro.tag}' tag has; the "
-                f"values: {', '.join(sorted(present))}",
-                "macro",
             )
 
 

@@ -37,6 +37,7 @@ from pytest_vlcheck.importers.common import (
     SourceError,
     checklist,
     files_under,
+    is_finite_number,
     make_test,
     note,
     note_unwinnable,
@@ -229,8 +230,10 @@ def _vg_examples(
         box = []
         for key in ("bbox_x", "bbox_y", "bbox_w", "bbox_h"):
             value = record.get(key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise SourceError(path, f"'{key}' must be a number, got {value!r}", record=index)
+            if not is_finite_number(value):
+                raise SourceError(
+                    path, f"'{key}' must be a finite number, got {value!r}", record=index
+                )
             box.append(value)
         x, y, w, h = box
         if x < 0 or y < 0:

@@ -11,6 +11,7 @@ import argparse
 import csv
 import io
 import json
+import math
 import re
 import sys
 import tempfile
@@ -173,6 +174,12 @@ def text_field(
             record=where,
         )
     return value
+
+
+def is_finite_number(value: Any) -> bool:
+    """A JSON number that is one: not a boolean, not NaN or an infinity (Python's ``json``
+    reads ``NaN`` and ``Infinity``, which no box or score can be)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def read_text(path: Path) -> str:

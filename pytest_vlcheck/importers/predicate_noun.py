@@ -11,6 +11,7 @@ paper's cropped topline); the boxes are normalised [x, y, w, h].
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from pytest_vlcheck.importers.common import (
     Output,
     SourceError,
     checklist,
+    is_finite_number,
     make_test,
     only_one_source,
     read_json,
@@ -115,13 +117,12 @@ def _record(path: Path, index: int, raw: Any) -> dict[str, Any]:
         raise SourceError(path, f"'pos' is {pos!r}; expected 'object' or 'subject'", record=rid)
     target = raw.get("relationship_target")
     box = target.get("bounding_box") if isinstance(target, Mapping) else None
-    if (
-        not isinstance(box, list)
-        or len(box) != 4
-        or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in box)
-    ):
+    if not isinstance(box, list) or len(box) != 4 or not all(is_finite_number(v) for v in box):
         raise SourceError(
-            path, "relationship_target.bounding_box must be four numbers [x, y, w, h]", record=rid
+            path,
+            f"relationship_target.bounding_box is {json.dumps(box)[:60]}; expected four finite "
+            "numbers [x, y, w, h]",
+            record=rid,
         )
     x, y, w, h = box
     if x < 0 or y < 0 or w <= 0 or h <= 0 or x + w > 1 + 1e-6 or y + h > 1 + 1e-6:
