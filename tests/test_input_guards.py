@@ -291,6 +291,12 @@ def test_a_bad_baseline_to_merge_into_is_refused_and_kept(suite: pytest.Pytester
         ["ERROR: --vl-save-baseline: base.json: baseline format 9 was written by a newer *"]
     )
     assert base.read_bytes() == before
+    (suite.path / "folder").mkdir()
+    result = suite.runpytest("--vl-model=new=scores:new.jsonl", "--vl-save-baseline=folder")
+    assert result.ret == USAGE and no_traceback(result)
+    result.stderr.fnmatch_lines(
+        ["ERROR: --vl-save-baseline folder is a folder; expected the baseline file"]
+    )
 
 
 # --- not gated: no example id in common -----------------------------------------------------

@@ -266,6 +266,8 @@ def _save_baseline_path(raw: Raw) -> Path | None:
     if raw.value is None:
         return None
     path = Path(raw.value)
+    if path.is_dir():
+        raise SettingsError(f"{raw.where} {raw.value} is a folder; expected the baseline file")
     _check_writable(path.parent, f"{raw.where} {raw.value}")
     if path.exists():
         try:
