@@ -208,6 +208,19 @@ class ScorerSource:
         preprocessing = f"{identity.preprocessing}|{self._precision}"
         return namespace(identity.fingerprint, preprocessing, kind)
 
+    def stored(self, kind: str, items: dict[str, np.ndarray]) -> None:
+        """Put ``kind`` vectors in the cache under this model's namespace (when it has one)."""
+        space = self.namespace(kind)
+        if space is not None and self.cache is not None:
+            self.cache.put_many(space, items)
+
+    def cached(self, kind: str, keys: list[str]) -> dict[str, np.ndarray]:
+        """The ``kind`` vectors the cache holds for ``keys`` under this model's namespace."""
+        space = self.namespace(kind) if keys else None
+        if space is None or self.cache is None:
+            return {}
+        return self.cache.get_many(space, keys)
+
     def known_model(self) -> KnownModel | None:
         space = self.namespace("meta")
         if space is None or self.cache is None:

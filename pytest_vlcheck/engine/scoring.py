@@ -255,51 +255,48 @@ class ModelRunner:
         finally:
             self.stats.model_seconds += time.perf_counter() - started
 
-    def _store(self, kind: str, items: dict[str, np.ndarray]) -> None:
-        space = self.source.namespace(kind)
-        if space is not None and self.cache is not None:
-            self.cache.put_many(space, items)
-
-    def _lookup(self, kind: str, keys: list[str]) -> dict[str, np.ndarray]:
-        space = self.source.namespace(kind) if keys else None
-        if space is None or self.cache is None:
-            return {}
-        return self.cache.get_many(space, keys)
-
     def _texts(self, texts: list[str]) -> None:
         """Texts from the cache, the rest encoded in batches (and cached)."""
         keys = {t: text_key(t) for t in texts}
-        found = self._lookup("text", list(keys.values()))
-        hits = [t for t in texts if _is_row(found.get(keys[t]))]
-        if hits:
-            self._width.cached(found[keys[t]] for t in hits)
-            rows = _normalise(np.stack([found[keys[t]] for t in hits]))
-            self._text_vectors.update(zip(hits, rows, strict=True))
-            self.stats.texts_cached += len(hits)
-        hit_set = set(hits)
-        for batch in self._batches([t for t in texts if t not in hit_set]):
+        hits = self._from_cache("text", keys, self._text_vectors)
+        self.stats.texts_cached += len(hits)
+        for batch in self._batches([t for t in texts if t not in hits]):
             self.stats.encode_text_calls += 1
             vectors = self._call("encode_texts", len(batch), batch)
-            self._width.computed(vectors)
-            self._store("text", {keys[t]: v for t, v in zip(batch, vectors, strict=True)})
-            self._text_vectors.update(zip(batch, _normalise(vectors), strict=True))
+            self._keep("text", batch, keys, vectors, self._text_vectors)
             self.stats.texts_encoded += len(batch)
 
     def _images(self, refs: list[ImageRef]) -> None:
         """Images from the cache by content key, the rest decoded and encoded (and cached)."""
         self.images.key(refs)
         refs = [r for r in refs if r.key not in self.images.unavailable]
-        keyed = [r for r in refs if r.key in self.images.content_keys]
-        found = self._lookup("image", [self.images.content_keys[r.key] for r in keyed])
-        hits = [r for r in keyed if _is_row(found.get(self.images.content_keys[r.key]))]
+        content = self.images.content_keys
+        hits = self._from_cache(
+            "image", {r.key: content[r.key] for r in refs if r.key in content}, self._image_vectors
+        )
+        self.stats.images_cached += len(hits)
+        self._encode_images([r for r in refs if r.key not in hits])
+
+    def _from_cache(self, kind: str, keys: dict[Any, str], into: dict[Any, np.ndarray]) -> set:
+        """The items of ``keys`` whose vectors the cache holds, put (unit norm) ``into``."""
+        found = self.source.cached(kind, list(keys.values()))
+        hits = [item for item, key in keys.items() if _is_row(found.get(key))]
         if hits:
-            cached = [found[self.images.content_keys[r.key]] for r in hits]
+            cached = [found[keys[item]] for item in hits]
             self._width.cached(cached)
-            rows = _normalise(np.stack(cached))
-            self._image_vectors.update(zip((r.key for r in hits), rows, strict=True))
-            self.stats.images_cached += len(hits)
-        hit_set = {r.key for r in hits}
-        self._encode_images([r for r in refs if r.key not in hit_set])
+            into.update(zip(hits, _normalise(np.stack(cached)), strict=True))
+        return set(hits)
+
+    def _keep(
+        self, kind: str, items: list[Any], keys: dict[Any, str], vectors: np.ndarray, into: dict
+    ) -> None:
+        """Vectors the model just computed for ``items``: kept (unit norm) ``into`` and cached
+        under the items' keys (an item without one is not cached)."""
+        self._width.computed(vectors)
+        self.source.stored(
+            kind, {keys[i]: v for i, v in zip(items, vectors, strict=True) if i in keys}
+        )
+        into.update(zip(items, _normalise(vectors), strict=True))
 
     def _encode_images(self, refs: list[ImageRef]) -> None:
         if not refs:
@@ -318,18 +315,8 @@ class ModelRunner:
                     continue
                 self.stats.encode_image_calls += 1
                 vectors = self._call(method, len(batch), inputs)
-                self._width.computed(vectors)
-                self._store(
-                    "image",
-                    {
-                        self.images.content_keys[r.key]: v
-                        for r, v in zip(batch, vectors, strict=True)
-                        if r.key in self.images.content_keys
-                    },
-                )
-                self._image_vectors.update(
-                    zip((r.key for r in batch), _normalise(vectors), strict=True)
-                )
+                items = [r.key for r in batch]
+                self._keep("image", items, self.images.content_keys, vectors, self._image_vectors)
                 self.stats.images_encoded += len(batch)
                 if progress is not None:
                     progress.advance(len(batch))
@@ -351,7 +338,7 @@ class ModelRunner:
             for p in pairs
             if p[0] in self.images.content_keys
         }
-        found = self._lookup("pair", list(keys.values()))
+        found = self.source.cached("pair", list(keys.values()))
         for pair, key in keys.items():
             row = found.get(key)
             if row is not None and row.shape == (1,):
@@ -380,7 +367,7 @@ class ModelRunner:
                 [text for _, text in batch],
             ).reshape(-1)
             self._pair_scores.update(zip(batch, scores, strict=True))
-            self._store(
+            self.source.stored(
                 "pair", {keys[p]: scores[i : i + 1] for i, p in enumerate(batch) if p in keys}
             )
             self.stats.pairs_scored += len(batch)

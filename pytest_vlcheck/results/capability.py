@@ -138,7 +138,7 @@ class CapabilityResult:
         for key in ("gate", "prior", "reference"):
             block = getattr(self, key)
             row[key] = None if block is None else block.to_json()
-        for key in ("gate", "prior", "reference", "known_failure"):
+        for key in ("gate", "prior", "reference", "known_failure", "content_hash"):
             if not row[key]:
                 row.pop(key)
         if with_outcomes:
