@@ -260,7 +260,7 @@ def _example_sources(fields: Fields, task: str) -> tuple[list[Any], list[int], P
         return (*load_jsonl_examples(source), source)
     if fields.has("examples"):
         raw = fields.items("examples")
-        return raw, [fields.item_line("examples", i) for i in range(len(raw))], fields.path
+        return raw, fields.item_lines("examples"), fields.path
     spec = fields.raw("generate")
     if not isinstance(spec, Mapping):
         fields.fail(f"'generate' must be a mapping, got {type_name(spec)}", "generate")

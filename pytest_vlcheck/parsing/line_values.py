@@ -7,6 +7,7 @@ example, and an instance ``__dict__`` each cost more than the lines themselves.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -15,7 +16,7 @@ class LineMap(dict):
 
     __slots__ = ("key_lines", "line")
     line: int
-    key_lines: dict[Any, int]
+    key_lines: Mapping[Any, int]
 
     def line_of(self, key: Any) -> int:
         """Line of ``key`` if present, else of the mapping itself."""

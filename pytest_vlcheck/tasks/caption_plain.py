@@ -36,24 +36,27 @@ def plain_caption_examples(
 ) -> tuple[CaptionExample, ...] | None:
     """The examples of a caption test that all have the plain shape, built directly; None
     for anything else (the loader then validates every example in full)."""
+    from pytest_vlcheck.tasks.caption import CaptionExample  # caption imports this module
+
     images: dict[str, ImageRef] = {}
     ids: set[str] = set()
     examples = []
     for index, (raw, line) in enumerate(zip(raws, lines, strict=True)):
         if not _plain_caption(raw):
             return None
-        fields = Fields(context.path, raw, f"example {index + 1} of test '{test_id}'", line)
-        example = example_id(fields) if "id" not in raw else _plain_id(raw["id"])
+        where = f"example {index + 1} of test '{test_id}'"
+        if "id" in raw:
+            example = _plain_id(raw["id"])
+        else:
+            example = example_id(Fields(context.path, raw, where, line))
         if example is None or example in ids:
             return None
         ids.add(example)
         image = raw["image"]
         if image not in images:
             images[image] = parse_image(context, image, line, "'image'")
-        tags = parse_tags(fields) if "tags" in raw else {}
+        tags = parse_tags(Fields(context.path, raw, where, line)) if "tags" in raw else {}
         negatives = tuple(raw["negatives"])
-        from pytest_vlcheck.tasks.caption import CaptionExample
-
         examples.append(
             CaptionExample(example, images[image], (raw["caption"],), negatives, tags, line)
         )
