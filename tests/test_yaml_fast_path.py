@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from pytest_vlcheck.checklist import ChecklistError, load_checklist
 from pytest_vlcheck.nesting import MAX_NESTING, TOO_DEEP
@@ -74,13 +75,15 @@ PLAIN_TEXTS = [
 ]
 
 
+@pytest.mark.parametrize("loader", [yaml_lines._BASE, yaml.SafeLoader], ids=["base", "python"])
 @pytest.mark.parametrize("text", PLAIN_TEXTS)
 def test_plain_text_is_built_fast_with_the_full_loaders_values_and_lines(
-    tmp_path: Path, text: str
+    tmp_path: Path, text: str, loader: type
 ) -> None:
+    """With libyaml's parser or PyYAML's own (an install without libyaml)."""
     path = tmp_path / "c.yaml"
     path.write_text(text, encoding="utf-8")
-    fast = build_plain(yaml_lines.read_text_utf8(path), yaml_lines._BASE)
+    fast = build_plain(yaml_lines.read_text_utf8(path), loader)
     assert shape(fast) == shape(full_load(path))
 
 
