@@ -90,6 +90,7 @@ def test_plain_text_is_built_fast_with_the_full_loaders_values_and_lines(
 NOT_PLAIN = [
     "a: &x [1, 2]\nb: *x\n",  # anchors and aliases
     "base: &b {k: 1}\nm:\n  <<: *b\n  j: 2\n",  # merge keys
+    "m:\n  <<: {k: 1}\n  j: 2\n",
     "a: !!str 12\n",  # explicit tags
     "a: !!set {x, y}\n",
     "? [a, b]\n: complex key\n",
