@@ -15,22 +15,19 @@ every error is still the precise ``FILE.jsonl:LINE`` message.
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import Any
 
 from pytest_vlcheck.nesting import TOO_DEEP, json_too_deep
 from pytest_vlcheck.parsing.errors import ChecklistError
 from pytest_vlcheck.parsing.fields import type_name
-from pytest_vlcheck.parsing.yaml_lines import LineMap
-
-if TYPE_CHECKING:
-    pass
+from pytest_vlcheck.parsing.line_values import LineMap
 
 SUFFIX = ".jsonl"
-_CAPTION_KEYS = frozenset({"image", "caption", "negatives", "id", "tags"})
-_SCALARS = (str, int, float)
-_KEY_MARK = re.compile(r'"\s*:')
+_NO_KEY_LINES: Mapping[str, int] = MappingProxyType({})
+"""Every key of a line is on that line: one shared, empty table for every example."""
 
 
 class _DuplicateKey(ValueError):
@@ -38,7 +35,8 @@ class _DuplicateKey(ValueError):
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """JSON allows repeated keys and keeps the last; a checklist treats that as a mistake."""
+    """JSON allows repeated keys and keeps the last; a checklist treats that as a mistake.
+    (As an ``object_pairs_hook`` it costs less than ``json.loads`` and a check after.)"""
     result = dict(pairs)
     if len(result) != len(pairs):
         seen: set[str] = set()
@@ -75,30 +73,11 @@ def load_jsonl_examples(path: Path) -> tuple[list[LineMap], list[int]]:
     return examples, lines
 
 
-def _key_count(value: Any) -> int:
-    """How many keys the parsed value holds, nested mappings and lists included."""
-    if type(value) is dict:
-        return len(value) + sum(_key_count(v) for v in value.values() if type(v) in (dict, list))
-    if type(value) is list:
-        return sum(_key_count(v) for v in value if type(v) in (dict, list))
-    return 0
-
-
-def _decode(text: str, decoder: json.JSONDecoder) -> Any:
-    """Parse one line in C; every key is a string then ':', so when the line holds more such
-    marks than the parsed value holds keys (a repeated key, or '":' inside a string), parse
-    it again with the duplicate check."""
-    value = json.loads(text)
-    if len(_KEY_MARK.findall(text)) != _key_count(value):
-        value = decoder.decode(text)
-    return value
-
-
 def _example(path: Path, number: int, text: str, decoder: json.JSONDecoder) -> LineMap:
     if json_too_deep(text) is not None:
         raise ChecklistError(path, number, TOO_DEEP)
     try:
-        value = _decode(text, decoder)
+        value = decoder.decode(text)
     except _DuplicateKey as exc:
         raise ChecklistError(path, number, f"duplicate key '{exc}'") from None
     except json.JSONDecodeError as exc:
@@ -113,5 +92,5 @@ def _example(path: Path, number: int, text: str, decoder: json.JSONDecoder) -> L
         )
     example = LineMap(value)
     example.line = number
-    example.key_lines = {}
+    example.key_lines = _NO_KEY_LINES
     return example

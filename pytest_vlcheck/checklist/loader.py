@@ -15,6 +15,7 @@ from pytest_vlcheck.checklist.schema import Checklist, ChecklistTest, MacroSpec
 from pytest_vlcheck.parsing.errors import ChecklistError, ErrorCollector
 from pytest_vlcheck.parsing.example_fields import ParseContext, example_id, parse_tags
 from pytest_vlcheck.parsing.fields import Fields, type_name
+from pytest_vlcheck.parsing.gc_pause import gc_paused
 from pytest_vlcheck.parsing.yaml_lines import checklist_header_problem, load_yaml
 from pytest_vlcheck.tasks import TASKS, Example, Task, get_task
 
@@ -57,7 +58,11 @@ def load_checklist(path: Path | str, *, image_root: Path | str | None = None) ->
     Raises one ``ChecklistError`` carrying every problem found (``FILE:LINE: message`` each):
     a broken test or example does not hide the next one's problems.
     """
-    path = Path(path)
+    with gc_paused():  # a large file's objects made the collector most of the load's time
+        return _load(Path(path), image_root)
+
+
+def _load(path: Path, image_root: Path | str | None) -> Checklist:
     top = Fields(path, load_yaml(path), "the checklist file", 1)
     errors = ErrorCollector()
     with errors.guard():
@@ -187,11 +192,7 @@ def _examples(
     """The test's examples, from wherever they are written, and the file they are in."""
     raw_examples, lines, source = _example_sources(fields, task.name)
     source_context = replace(context, path=source)
-    plain = (
-        task.parse_plain_examples(source_context, test_id, raw_examples, lines)
-        if source.suffix == JSONL_SUFFIX
-        else None
-    )
+    plain = task.parse_plain_examples(source_context, test_id, raw_examples, lines)
     parsed = plain or _parse_examples(source_context, test_id, task, raw_examples, lines)
     return parsed, source
 
@@ -259,7 +260,7 @@ def _example_sources(fields: Fields, task: str) -> tuple[list[Any], list[int], P
         return (*load_jsonl_examples(source), source)
     if fields.has("examples"):
         raw = fields.items("examples")
-        return raw, [fields.item_line("examples", i) for i in range(len(raw))], fields.path
+        return raw, fields.item_lines("examples"), fields.path
     spec = fields.raw("generate")
     if not isinstance(spec, Mapping):
         fields.fail(f"'generate' must be a mapping, got {type_name(spec)}", "generate")

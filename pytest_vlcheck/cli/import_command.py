@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_vlcheck.checklist.jsonl_writer import JSONL_ABOVE, MODES
 from pytest_vlcheck.cli.help_examples import with_examples
 from pytest_vlcheck.cli.output_paths import OutputPathError, check_output_file, check_output_folder
 from pytest_vlcheck.importers import FORMATS
@@ -137,6 +138,14 @@ def add_import_command(subparsers: Any) -> None:
         "of a benchmark that has several (valse) its own folder",
     )
     parser.add_argument(
+        "--jsonl",
+        choices=MODES,
+        default="auto",
+        help="write a test's examples to a JSON Lines file beside the YAML (OUT.TEST.jsonl, "
+        f"faster to collect): auto (default) for a test of more than {JSONL_ABOVE:,} "
+        "examples, always, or never",
+    )
+    parser.add_argument(
         "--threshold",
         type=_fraction,
         metavar="RATE",
@@ -171,12 +180,12 @@ def run_import(args: argparse.Namespace) -> int:
         outputs = importer.convert(list(args.sources), args)
         targets = _targets(args.output, outputs)
         rendered = [
-            (path, _render(path, doc, args, importer))
+            _render(path, doc, args, importer)
             for (_, doc), path in zip(outputs, targets, strict=True)
         ]
-        check_loads(rendered)
-        for (_, doc), (path, text) in zip(outputs, rendered, strict=True):
-            _write(path, text, doc)
+        check_loads([(path, text) for files in rendered for path, text, _ in files])
+        for (_, doc), files in zip(outputs, rendered, strict=True):
+            _write(files, doc)
     except (SourceError, _UsageError, OutputPathError) as exc:
         print(f"vlcheck import: {exc}", file=sys.stderr)
         return 2
@@ -241,28 +250,43 @@ def _targets(output: Path, outputs: list[tuple[str | None, Document]]) -> list[P
     return [output / f"{suffix}.yaml" for suffix in split]
 
 
-def _render(path: Path, doc: Document, args: argparse.Namespace, importer: Importer) -> str:
-    """The YAML text of one output: a header naming the command, then the document."""
+def _render(
+    path: Path, doc: Document, args: argparse.Namespace, importer: Importer
+) -> list[tuple[Path, str, str]]:
+    """The files of one output, as (path, text, what it holds): the JSON Lines files of its
+    large tests' examples, then the YAML (a header naming the command, then the document)."""
+    from pytest_vlcheck.checklist.jsonl_writer import split_examples
     from pytest_vlcheck.checklist.writer import dump_checklist
 
     if args.image_root:
         doc = _with_image_root(doc, _image_root_for(path, args.image_root))
+    doc, moved = split_examples(doc, path.stem, args.jsonl)
     sources = " ".join(str(s) for s in args.sources)
     header = f"# Imported with: vlcheck import {importer.name} {sources}\n"
-    return header + dump_checklist(doc)
+    files = [
+        (path.parent / f.name, f.text, f"{_count(f.count, 'example')} of test '{f.test_id}'")
+        for f in moved
+    ]
+    return [*files, (path, header + dump_checklist(doc), "")]
 
 
-def _write(path: Path, text: str, doc: Document) -> None:
+def _write(files: list[tuple[Path, str, str]], doc: Document) -> None:
+    """Each file atomically, the YAML last (it names the others); one line per file."""
     from pytest_vlcheck.atomic import atomic_write_text
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, text)
-    tests = doc.get("tests", [])
-    examples = sum(len(t.get("examples", [])) for t in tests)
-    print(
-        f"wrote {path}: {len(tests)} test{'s' * (len(tests) != 1)}, "
-        f"{examples} example{'s' * (examples != 1)}"
-    )
+    for path, text, holds in files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, text)
+        if not holds:
+            tests = doc.get("tests", [])
+            examples = sum(len(t.get("examples", [])) for t in tests)
+            holds = f"{_count(len(tests), 'test')}, {_count(examples, 'example')}"
+        print(f"wrote {path}: {holds}")
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 test``, ``2 tests``."""
+    return f"{number} {noun}{'s' * (number != 1)}"
 
 
 def _image_root_for(path: Path, image_root: str) -> str:

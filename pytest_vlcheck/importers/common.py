@@ -375,26 +375,35 @@ def only_one_source(sources: Sequence[Path], what: str) -> Path:
 
 
 def check_loads(rendered: Sequence[tuple[Path, str]]) -> None:
-    """Load every rendered checklist with the loader pytest uses, before any is written.
+    """Load every rendered checklist with the loader pytest uses, before any file is written.
 
     An import either writes every file or none: a set of outputs of which one would not load
-    is worse than no output. The loader reads files, so each text is loaded from a scratch
-    folder; a problem is reported at the output's own name and line.
+    is worse than no output. ``rendered`` holds every file to write, the JSON Lines files of
+    examples beside their YAML included. The loader reads files, so each text is put in a
+    scratch folder laid out as the targets are; a problem is reported at the target's own
+    name and line.
     """
     from pytest_vlcheck.checklist.loader import load_checklist
     from pytest_vlcheck.parsing.errors import ChecklistError
 
     with tempfile.TemporaryDirectory(prefix="vlcheck-import-") as scratch:
-        for index, (target, text) in enumerate(rendered):
-            probe = Path(scratch) / str(index) / target.name
-            probe.parent.mkdir()
+        folders: dict[Path, Path] = {}
+        targets: dict[Path, Path] = {}
+        for target, text in rendered:
+            folder = folders.setdefault(target.parent, Path(scratch) / str(len(folders)))
+            folder.mkdir(exist_ok=True)
+            probe = folder / target.name
             probe.write_text(text, encoding="utf-8")
+            targets[probe] = target
+        for probe, target in targets.items():
+            if probe.suffix not in (".yaml", ".yml"):
+                continue
             try:
                 load_checklist(probe, image_root=scratch)
             except ChecklistError as exc:
                 first = exc.errors[0]
                 raise SourceError(
-                    target,
+                    targets.get(first.path, target),
                     f"the checklist built does not load ({first.message}); nothing was written",
                     line=first.line,
                 ) from None

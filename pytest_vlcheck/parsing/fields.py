@@ -197,6 +197,14 @@ class Fields:
         """Line of item ``index`` of the list under ``key``."""
         return _item_line(self.data.get(key), index, self.line_of(key))
 
+    def item_lines(self, key: str) -> list[int]:
+        """The line of every item of the list under ``key``, as ``item_line`` gives them
+        (in one step: a test may have 100,000 examples)."""
+        value = self.data[key]
+        if isinstance(value, LineList) and len(value.item_lines) == len(value):
+            return value.item_lines
+        return [self.item_line(key, index) for index in range(len(value))]
+
 
 def _range(low: float, high: float) -> str:
     """The 'expected' part for a number: finite, within bounds where there are bounds."""

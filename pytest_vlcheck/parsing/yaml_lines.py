@@ -1,7 +1,7 @@
 """Safe YAML loading that remembers the line of every mapping, key and list item.
 
 Validation messages must point at a line, so the loader builds ``LineMap``/``LineList``
-(plain ``dict``/``list`` subclasses) that carry 1-based line numbers. Duplicate keys, which
+(``parsing.line_values``) that carry 1-based line numbers. Duplicate keys, which
 PyYAML silently overwrites, are reported, and so is nesting deeper than
 ``nesting.MAX_NESTING`` (construction recurses per level). Files are read as UTF-8 (a
 leading byte-order mark is accepted); a byte that is not UTF-8 is reported at its own line
@@ -19,29 +19,8 @@ import yaml
 
 from pytest_vlcheck.nesting import MAX_NESTING, TOO_DEEP
 from pytest_vlcheck.parsing.errors import ChecklistError
-
-
-class LineMap(dict):
-    """A YAML mapping with the line of the mapping and of each key."""
-
-    line: int
-    key_lines: dict[Any, int]
-
-    def line_of(self, key: Any) -> int:
-        """Line of ``key`` if present, else of the mapping itself."""
-        return self.key_lines.get(key, self.line)
-
-
-class LineList(list):
-    """A YAML sequence with the line of the sequence and of each item."""
-
-    line: int
-    item_lines: list[int]
-
-    def line_of(self, index: int) -> int:
-        """Line of item ``index``."""
-        return self.item_lines[index] if index < len(self.item_lines) else self.line
-
+from pytest_vlcheck.parsing.line_values import LineList, LineMap
+from pytest_vlcheck.parsing.yaml_events import NotPlain, build_plain
 
 _BASE: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's parser when PyYAML has it (an order of magnitude faster on large imports); the
@@ -93,8 +72,20 @@ def _make_loader(path: Path) -> type:
 
 
 def load_yaml(path: Path) -> Any:
-    """Parse ``path`` safely; syntax errors become ``ChecklistError`` at the offending line."""
+    """Parse ``path`` safely; syntax errors become ``ChecklistError`` at the offending line.
+
+    A plain checklist is built from the parser's events (``yaml_events``, several times
+    faster); any other text, or one with a problem, goes through the full loader below.
+    """
     text = read_text_utf8(path)
+    try:
+        return build_plain(text, _BASE)
+    except NotPlain:
+        return _load_full(path, text)
+
+
+def _load_full(path: Path, text: str) -> Any:
+    """Every YAML feature a safe loader has, and the one place that words YAML errors."""
     try:
         return yaml.load(text, Loader=_make_loader(path))
     except RecursionError:  # PyYAML's pure-Python parser, without libyaml, recurses too

@@ -38,7 +38,7 @@ class BaseTask:
     def parse_plain_examples(
         self, context: ParseContext, test_id: str, raws: Sequence[Any], lines: Sequence[int]
     ) -> tuple[Any, ...] | None:
-        """No fast path by default: every line is validated in full."""
+        """No fast path by default: every example is validated in full."""
         return None
 
     def __repr__(self) -> str:

@@ -177,7 +177,7 @@ class CaptionTask(BaseTask):
     def parse_plain_examples(
         self, context: ParseContext, test_id: str, raws: Sequence[Any], lines: Sequence[int]
     ) -> tuple[CaptionExample, ...] | None:
-        """Plain JSON Lines caption examples, built fast (``caption_plain``)."""
+        """Plain caption examples, built fast (``caption_plain``)."""
         return plain_caption_examples(context, test_id, raws, lines)
 
 

@@ -1,9 +1,10 @@
-"""The caption kind's fast path for large JSON Lines files (importers write 100,000 lines).
+"""The caption kind's fast path for large tests (importers write 100,000 examples).
 
-A line of the plain shape (known keys only; a path, one caption, a list of non-empty
+An example of the plain shape (known keys only; a path, one caption, a list of non-empty
 negatives, an optional string or integer id and flat scalar tags) is surely valid, so it is
-built with one cheap check and each image path resolved once; one doubtful line sends the
-whole file through the loader's full validation, whose ``FILE.jsonl:LINE`` errors stay exact.
+built with one cheap check and each image path resolved once; one doubtful example sends the
+whole test through the loader's full validation, whose ``FILE:LINE`` errors stay exact. The
+same for examples written inline in YAML and in a JSON Lines file.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pytest_vlcheck.parsing.example_fields import (
     parse_tags,
 )
 from pytest_vlcheck.parsing.fields import Fields
+from pytest_vlcheck.parsing.line_values import LineList, LineMap
 
 if TYPE_CHECKING:
     from pytest_vlcheck.images.refs import ImageRef
@@ -25,31 +27,36 @@ if TYPE_CHECKING:
 
 _CAPTION_KEYS = frozenset({"image", "caption", "negatives", "id", "tags"})
 _SCALARS = (str, int, float)
+_LISTS = (list, LineList)
+_MAPPINGS = (dict, LineMap)
 
 
 def plain_caption_examples(
     context: ParseContext, test_id: str, raws: Sequence[Any], lines: Sequence[int]
 ) -> tuple[CaptionExample, ...] | None:
-    """The examples of a JSON Lines caption test whose lines all have the plain shape, built
-    directly; None for anything else (the loader then validates every line in full)."""
+    """The examples of a caption test that all have the plain shape, built directly; None
+    for anything else (the loader then validates every example in full)."""
+    from pytest_vlcheck.tasks.caption import CaptionExample  # caption imports this module
+
     images: dict[str, ImageRef] = {}
     ids: set[str] = set()
     examples = []
     for index, (raw, line) in enumerate(zip(raws, lines, strict=True)):
         if not _plain_caption(raw):
             return None
-        fields = Fields(context.path, raw, f"example {index + 1} of test '{test_id}'", line)
-        example = example_id(fields) if "id" not in raw else _plain_id(raw["id"])
+        where = f"example {index + 1} of test '{test_id}'"
+        if "id" in raw:
+            example = _plain_id(raw["id"])
+        else:
+            example = example_id(Fields(context.path, raw, where, line))
         if example is None or example in ids:
             return None
         ids.add(example)
         image = raw["image"]
         if image not in images:
             images[image] = parse_image(context, image, line, "'image'")
-        tags = parse_tags(fields) if "tags" in raw else {}
+        tags = parse_tags(Fields(context.path, raw, where, line)) if "tags" in raw else {}
         negatives = tuple(raw["negatives"])
-        from pytest_vlcheck.tasks.caption import CaptionExample
-
         examples.append(
             CaptionExample(example, images[image], (raw["caption"],), negatives, tags, line)
         )
@@ -63,9 +70,9 @@ def _plain_caption(raw: Mapping[str, Any]) -> bool:
         raw.keys() <= _CAPTION_KEYS
         and _is_text(raw.get("image"))
         and _is_text(raw.get("caption"))
-        and type(negatives) is list
+        and type(negatives) in _LISTS
         and negatives
-        and type(tags := raw.get("tags", {})) is dict
+        and type(tags := raw.get("tags", {})) in _MAPPINGS
     ):
         return False
     for negative in negatives:

@@ -130,8 +130,9 @@ class Task(Protocol):
     def parse_plain_examples(
         self, context: ParseContext, test_id: str, raws: Sequence[Any], lines: Sequence[int]
     ) -> tuple[Example, ...] | None:
-        """A JSON Lines file's examples built fast when every line has the kind's plain
-        shape, else None (then every line is validated in full, with exact FILE:LINE)."""
+        """A test's examples (inline or in a JSON Lines file) built fast when every one has
+        the kind's plain shape, else None (then each is validated in full, with exact
+        FILE:LINE)."""
         ...
 
     def parse_example(
