@@ -85,7 +85,10 @@ def test_rows_of_another_width_under_one_fingerprint_stop_the_run(
     _run(project, "--vl-no-cache").assert_outcomes(passed=1)
 
 
-def test_an_image_over_the_pixel_limit_is_refused_cached_or_not(project: pytest.Pytester) -> None:
+def test_an_image_over_the_pixel_limit_is_refused_cached_or_not(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", Image.MAX_IMAGE_PIXELS)  # process-wide
     _run(project).assert_outcomes(passed=1)  # big.png (1,600 pixels) is now cached
     limit = "--vl-max-image-pixels=1000"
     cached = _run(project, limit, "--vl-report=cached")

@@ -155,7 +155,7 @@ def test_errors_in_a_large_file_are_at_the_same_lines_both_ways(
     fast, full = load_both(path, monkeypatch)
     assert fast == full
     assert fast == (
-        f"{path}:{8 + 4 * 700 + 2}: 'caption' must be a non-empty string, got a string\n"
+        f"{path}:{8 + 4 * 700 + 2}: 'caption' must be a non-empty string, got a blank string\n"
         f"{path}:{8 + 4 * 1500 + 2}: 'caption' must be a non-empty string, got a list\n"
         f"{path}:{8 + 4 * 1999}: duplicate example id 'e0' in test 'big' (first on line 8); "
         "example ids must be unique in a test"

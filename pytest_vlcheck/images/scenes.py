@@ -418,14 +418,15 @@ def _secondary(rgb: tuple[int, int, int]) -> tuple[int, int, int]:
 
 
 def _inside(shape: str, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Which unit-square points (u right, v down) lie inside the shape."""
+    """Which unit-square points (u right, v down) lie inside the shape; ``u`` and ``v`` may
+    be a row and a column, broadcast to the grid (each edge's crossing is per row)."""
     if shape == "circle":
         du, dv = u - 0.5, v - 0.5
         return du * du + dv * dv <= 0.25
     if shape == "square":
         return (u >= 0) & (u <= 1) & (v >= 0) & (v <= 1)
     poly = _POLYGONS[shape]
-    inside = np.zeros(u.shape, dtype=bool)
+    inside = np.zeros(np.broadcast_shapes(u.shape, v.shape), dtype=bool)
     n = len(poly)
     for i in range(n):  # even-odd crossing test, one edge at a time
         (xa, ya), (xb, yb) = poly[i], poly[(i + 1) % n]
@@ -446,7 +447,7 @@ def _pattern(texture: str, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     if texture == "dotted":  # a dot in the middle of each cell of a 4 x 4 grid
         fu, fv = u * 4 - np.floor(u * 4) - 0.5, v * 4 - np.floor(v * 4) - 0.5
         return fu * fu + fv * fv <= 0.3 * 0.3
-    return np.zeros(u.shape, dtype=bool)
+    return np.zeros(np.broadcast_shapes(u.shape, v.shape), dtype=bool)
 
 
 def _paint(
@@ -465,7 +466,7 @@ def _paint(
     # Sample centres in unit box coordinates: (index + 0.5) / ss pixels from the box corner.
     u = ((np.arange(c0, c1, dtype=np.float64) + 0.5) / ss + (ox - x0)) / side
     v = ((np.arange(r0, r1, dtype=np.float64) + 0.5) / ss + (oy - y0)) / side
-    uu, vv = np.meshgrid(u, v)
+    uu, vv = u[np.newaxis, :], v[:, np.newaxis]  # broadcast: the same values as a full grid
     shape = obj["shape"]
     mask = _inside(shape, uu, vv)
     if obj.get("hollow", False):
@@ -476,40 +477,74 @@ def _paint(
     box = region[r0:r1, c0:c1]
     texture = obj.get("texture", "solid")
     if texture == "solid":
-        box[mask] = primary
+        np.copyto(box, primary, where=mask[..., np.newaxis])
         return
     second = _pattern(texture, uu, vv)
-    box[mask & ~second] = primary
-    box[mask & second] = np.array(_secondary(_rgb(obj["color"])), dtype=np.uint8)
+    np.copyto(box, primary, where=(mask & ~second)[..., np.newaxis])
+    secondary = np.array(_secondary(_rgb(obj["color"])), dtype=np.uint8)
+    np.copyto(box, secondary, where=(mask & second)[..., np.newaxis])
 
 
 def render_scene(spec: Mapping) -> Image.Image:
     """Render a scene spec to an RGB image (validated first). Same spec, same pixels."""
     validate_scene(spec)
     w, h = canvas_size(spec)
-    ss = SUPERSAMPLE
     background = np.array(_rgb(spec.get("background", "white")), dtype=np.uint8)
     pixels = np.empty((h, w, 3), dtype=np.uint8)
     pixels[:, :] = background
     objects = [o for o in spec.get("objects", []) if not o.get("hidden", False)]
     boxes = [b for b in (object_box(o, (w, h)) for o in objects) if b[2] > 0 and b[3] > 0]
-    if not boxes:
-        return Image.fromarray(pixels)
-    # Only the rectangle covering every object is supersampled; the rest is background.
-    ox, oy = min(b[0] for b in boxes), min(b[1] for b in boxes)
-    ex, ey = max(b[0] + b[2] for b in boxes), max(b[1] + b[3] for b in boxes)
-    region = np.empty(((ey - oy) * ss, (ex - ox) * ss, 3), dtype=np.uint8)
+    # Only the rectangles covering overlapping objects are supersampled; the rest is
+    # background. A sample's coordinates do not depend on which rectangle holds it (the
+    # supersampling factor is a power of two), so the pixels equal those of one rectangle
+    # over every object.
+    for left, top, right, bottom in _clusters(boxes):
+        pixels[top:bottom, left:right] = _supersampled(
+            objects, (left, top, right, bottom), background, (w, h)
+        )
+    return Image.fromarray(pixels)
+
+
+def _clusters(boxes: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+    """Disjoint rectangles (left, top, right, bottom) covering the boxes: boxes that overlap
+    share one, so every pixel's samples see every object that covers it."""
+    rects = [(x, y, x + bw, y + bh) for x, y, bw, bh in boxes]
+    merged = True
+    while merged:
+        merged = False
+        for i in range(len(rects)):
+            for j in range(i + 1, len(rects)):
+                a, b = rects[i], rects[j]
+                if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
+                    rects[i] = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+                    del rects[j]
+                    merged = True
+                    break
+            if merged:
+                break
+    return rects
+
+
+def _supersampled(
+    objects: list[Mapping],
+    rect: tuple[int, int, int, int],
+    background: np.ndarray,
+    size: tuple[int, int],
+) -> np.ndarray:
+    """The pixels of ``rect`` with every object painted in order at ``SUPERSAMPLE`` squared
+    samples per pixel, each pixel the mean of its samples rounded half up, in integers."""
+    ss = SUPERSAMPLE
+    left, top, right, bottom = rect
+    region = np.empty(((bottom - top) * ss, (right - left) * ss, 3), dtype=np.uint8)
     region[:, :] = background
     for obj in objects:
-        _paint(region, (ox, oy), obj, (w, h))
-    # Box filter: mean of the ss*ss samples of each pixel, rounded half up, in integers.
+        _paint(region, (left, top), obj, size)
     # (Strided adds: much faster than a multi-axis reduce over a reshaped view.)
-    sums = np.full((ey - oy, ex - ox, 3), (ss * ss) // 2, dtype=np.uint16)
+    sums = np.full((bottom - top, right - left, 3), (ss * ss) // 2, dtype=np.uint16)
     for i in range(ss):
         for j in range(ss):
             sums += region[i::ss, j::ss]
-    pixels[oy:ey, ox:ex] = (sums // (ss * ss)).astype(np.uint8)
-    return Image.fromarray(pixels)
+    return (sums // (ss * ss)).astype(np.uint8)
 
 
 def occluded(spec: Mapping[str, Any], index: int) -> dict[str, Any]:

@@ -120,8 +120,7 @@ class Fields:
             return default
         value = self.data[key]
         if not isinstance(value, str) or not value.strip():
-            got = "a blank string" if isinstance(value, str) else type_name(value)
-            self.fail(f"'{key}' must be a non-empty string, got {got}", key)
+            self.fail(f"'{key}' must be a non-empty string, got {_not_text(value)}", key)
         if pattern and not re.fullmatch(pattern, value):
             self.fail(f"'{key}' is '{value}'; expected {expected or 'to match ' + pattern}", key)
         return value
@@ -176,7 +175,7 @@ class Fields:
                 raise ChecklistError(
                     self.path,
                     _item_line(value, index, self.line_of(key)),
-                    f"'{key}' item {index + 1} must be a non-empty string, got {type_name(item)}",
+                    f"'{key}' item {index + 1} must be a non-empty string, got {_not_text(item)}",
                 )
         return tuple(value)
 
@@ -219,3 +218,8 @@ def _range(low: float, high: float) -> str:
 
 def _item_line(value: Any, index: int, fallback: int) -> int:
     return value.line_of(index) if isinstance(value, LineList) else fallback
+
+
+def _not_text(value: Any) -> str:
+    """What a value that should have been a non-empty string is: blank, or another type."""
+    return "a blank string" if isinstance(value, str) else type_name(value)
