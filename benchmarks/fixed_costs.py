@@ -21,6 +21,9 @@ Processes, each run ``--repeats`` times, alternating, in one invocation (medians
 - ``bare-pytest``: ``pytest -p no:vlcheck`` on an empty folder (pytest's own start-up).
 
 Every ``first`` and ``rerun`` must report the ``bare`` script's pass rates (checked).
+With ``PYTHONDONTWRITEBYTECODE`` set, every process compiles this package from source (and
+pytest rewrites the plugin's asserts) each time: ``--bytecode`` lets them write and reuse
+``.pyc`` files, as an installed package has them.
 """
 
 from __future__ import annotations
@@ -153,15 +156,16 @@ def write_model(folder: Path, arch: str, seed: int) -> str:
 # ---------------------------------------------------------------- the processes
 
 
-def _pytest(cwd: Path, *args: str) -> list[str]:
+def _pytest(*args: str) -> list[str]:
     return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
 
 
 class Bench:
     """The commands of every method over one data folder, and their pass-rate checks."""
 
-    def __init__(self, folder: Path, spec: str) -> None:
+    def __init__(self, folder: Path, spec: str, bytecode: bool) -> None:
         self.folder = folder
+        self.bytecode = bytecode
         self.spec = spec
         self.empty = folder / "empty"
         self.empty.mkdir()
@@ -174,12 +178,12 @@ class Bench:
             return [sys.executable, __file__, "--bare", str(self.folder)], self.folder, {0}
         if method in ("empty", "bare-pytest"):
             off = ["-p", "no:vlcheck"] if method == "bare-pytest" else []
-            return _pytest(self.empty, *off), self.empty, {5}
+            return _pytest(*off), self.empty, {5}
         if method == "first":
             self.firsts += 1
         cache = self.folder / f"cache-{self.firsts}"
         run = [f"--vl-model={self.spec}", f"--vl-cache-dir={cache}", f"--vl-report={method}"]
-        return _pytest(self.folder, "checks.yaml", *run), self.folder, {0}
+        return _pytest("checks.yaml", *run), self.folder, {0}
 
     def check(self, method: str, stdout: str) -> None:
         """The pass rates must be the bare script's (which did the work without the plugin)."""
@@ -199,6 +203,8 @@ class Bench:
         """Wall seconds of one process of ``method`` (fails loudly on an unexpected exit)."""
         args, cwd, ok = self.command(method)
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(_python_path()))
+        if self.bytecode:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
         started = time.perf_counter()
         done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env)
         wall = time.perf_counter() - started
@@ -234,6 +240,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--bytecode", action="store_true", help="write and use .pyc files")
     parser.add_argument("--bare", type=Path, help=argparse.SUPPRESS)  # the bare process itself
     args = parser.parse_args()
     if args.bare is not None:
@@ -243,7 +250,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="vlcheck-fixed-") as tmp:
         folder = Path(tmp)
         write_sets(folder, args.examples, args.images, args.seed)
-        bench = Bench(folder, write_model(folder, args.arch, args.seed))
+        bench = Bench(folder, write_model(folder, args.arch, args.seed), args.bytecode)
         print(f"{args.examples} examples in {len(SETS)} tests, {args.images} images, {args.arch}")
         walls: dict[str, list[float]] = {name: [] for name in methods}
         for _ in range(args.repeats):
