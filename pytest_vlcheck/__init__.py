@@ -8,8 +8,7 @@ command, and ``evaluate`` (``run.evaluate``) serves Python callers such as train
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from pytest_vlcheck.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -17,8 +16,4 @@ _EXPORTS = {"evaluate": "pytest_vlcheck.run.evaluate", "Run": "pytest_vlcheck.ru
 
 __all__ = ["Run", "__version__", "evaluate"]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'pytest_vlcheck' has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = [
+    "DEFAULT_CACHE_BYTES",
     "MAX_BATCH_SIZE",
     "MAX_CACHE_BYTES",
     "MAX_DROP_PTS",
@@ -35,6 +36,8 @@ MAX_BATCH_SIZE = 65536
 cannot ask a backend for a batch it would try to allocate."""
 MAX_CACHE_BYTES = 1024**5
 """The largest embedding cache (1024TB): a bound on a typed size, not on a real disk."""
+DEFAULT_CACHE_BYTES = 2 * 1024**3
+"""The embedding cache's size without ``--vl-cache-size`` (least recently used vectors go)."""
 MAX_STEP = 2**63 - 1
 """Loggers store the step as a signed 64-bit integer."""
 MAX_IMAGE_PIXELS = 2**40

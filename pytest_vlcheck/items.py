@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_vlcheck.checklist import ChecklistError, ChecklistTest, load_checklist
-from pytest_vlcheck.engine import unscored_result
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
-from pytest_vlcheck.parsing.yaml_lines import checklist_header_problem
-from pytest_vlcheck.priors.evaluation import junit_properties
-from pytest_vlcheck.report.verdict import verdict_details, verdict_line
 from pytest_vlcheck.results import CapabilityResult, Status
 from pytest_vlcheck.run.session import VlcheckSession
+
+if TYPE_CHECKING:  # the loader, the engine and the reports are imported where they are used:
+    # the plugin imports this module in every pytest run, checklists or not
+    from pytest_vlcheck.checklist import ChecklistTest
 
 SESSION_KEY = pytest.StashKey[VlcheckSession]()
 NO_MODEL_REASON = (
@@ -42,6 +41,8 @@ class VerdictFailure(AssertionError):
     """The pass rate is below the threshold."""
 
     def __init__(self, result: CapabilityResult) -> None:
+        from pytest_vlcheck.report.verdict import verdict_line
+
         super().__init__(verdict_line(result))
         self.result = result
 
@@ -59,6 +60,8 @@ def add_capability_marks(item: pytest.Item, capability_parts: tuple[str, ...]) -
 
 def result_properties(result: CapabilityResult) -> list[tuple[str, Any]]:
     """The ``vlcheck_*`` user properties (JUnit XML) of one result."""
+    from pytest_vlcheck.priors.evaluation import junit_properties
+
     fields = result.to_json()
     properties = [(f"vlcheck_{name}", fields[name]) for name in REPORTED_FIELDS]
     properties.append(("vlcheck_fingerprint", result.fingerprint))
@@ -75,6 +78,8 @@ class ChecklistFile(pytest.File):
 
     def collect(self) -> Iterator[ChecklistItem]:
         """One item per test per ``--vl-model`` (one model-less item when none is given)."""
+        from pytest_vlcheck.checklist import ChecklistError, load_checklist
+
         session = self.config.stash[SESSION_KEY]
         try:
             checklist = load_checklist(self.path, image_root=session.settings.image_root)
@@ -92,6 +97,8 @@ class NotAChecklist(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Nothing: a collection error naming what is missing."""
+        from pytest_vlcheck.parsing.yaml_lines import checklist_header_problem
+
         problem = checklist_header_problem(self.path) or f"{self.path}: not a checklist"
         raise self.CollectError(problem)  # the problem names the file and what is expected
 
@@ -154,6 +161,8 @@ class ChecklistItem(pytest.Item):
     def outcome(self, status: Status, message: str = "") -> CapabilityResult:
         """This item's result under pytest's verdict; for a test with no measurement, an
         empty one with the reason."""
+        from pytest_vlcheck.engine import unscored_result
+
         assert self.model is not None
         session = self.config.stash[SESSION_KEY]
         if self.result is not None:
@@ -168,6 +177,8 @@ class ChecklistItem(pytest.Item):
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
     ) -> str | Any:
         """A verdict, or a user error's own message, instead of a traceback."""
+        from pytest_vlcheck.report.verdict import verdict_details, verdict_line
+
         if isinstance(excinfo.value, VerdictFailure):
             result = excinfo.value.result
             return "\n".join([verdict_line(result), *verdict_details(result)])

@@ -15,16 +15,19 @@ from typing import Any
 import pytest
 
 from pytest_vlcheck import fixture
-from pytest_vlcheck.checklist import is_checklist_file
 from pytest_vlcheck.engine.progress import stderr_writer
 from pytest_vlcheck.interrupts import freeze_collected, thaw_earlier_session, trim_interrupt
 from pytest_vlcheck.items import SESSION_KEY, ChecklistFile, ChecklistItem, NotAChecklist
+from pytest_vlcheck.pytest_options import PytestOptions
 from pytest_vlcheck.results import from_transport
 from pytest_vlcheck.run.options import COMMAND_LINE_OPTIONS, INI_TWINS
 from pytest_vlcheck.run.session import VlcheckSession
-from pytest_vlcheck.run.settings import DEFAULTS, Raw, SettingsError, build_settings
+from pytest_vlcheck.run.settings import DEFAULTS, SettingsError, build_settings
 from pytest_vlcheck.run.sharding import Shard, ShardSpecError, parse_shard, plan_shard
 from pytest_vlcheck.run.sinks import TerminalMatrix, emit_all, file_sinks
+
+# Every module imported above is light (no numpy, no model, no report): pytest imports this
+# plugin in every run, with checklists or not (benchmarks/fixed_costs.py).
 
 STATS_KEY = "vlcheck_stats"
 """The key of the scoring stats and shard plan in an xdist worker's ``workeroutput``."""
@@ -83,41 +86,6 @@ def _add_bundled_checklists(config: pytest.Config) -> None:
         config.args.append(directory)
 
 
-_INI_KINDS = dict(INI_TWINS)
-_PLAIN_NAMES = {"precision": "vl_precision", "missing": "vl_missing"}
-"""Options whose argparse choices leave only the ini value to check: named plainly."""
-
-
-class PytestOptions:
-    """The run options from pytest's command line, else its ini file (``run.settings``'
-    ``OptionSource``): messages name ``--vl-report`` or ``vl_batch_size (ini)``."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.rootdir = config.rootpath
-
-    def get(self, key: str) -> Raw:
-        """The option's value, else the ini's (lists and flags too)."""
-        name = "report" if key == "report_dir" else key
-        value = getattr(self.config.option, f"vl_{name}")
-        where = _PLAIN_NAMES.get(key, f"--vl-{name.replace('_', '-')}")
-        kind = _INI_KINDS.get(key)
-        if kind == "bool":  # a flag: set on the command line or in the ini file
-            return Raw(value or self.config.getini(f"vl_{name}"), where)
-        if kind is not None and value in (None, []):
-            value = self.config.getini(f"vl_{name}")
-            if kind != "linelist":  # model and prior name the option, as they always have
-                where = _PLAIN_NAMES.get(key, f"vl_{name} (ini)")
-        return Raw(value, where)
-
-    def cache_root(self, kind: str) -> Path:
-        """A ``kind`` folder in pytest's cache dir, else under the rootdir (cache plugin off)."""
-        cache = getattr(self.config, "cache", None)
-        if cache is not None:
-            return Path(cache.mkdir(f"vlcheck-{kind}"))
-        return self.config.rootpath / ".vlcheck_cache" / kind
-
-
 def _shard(config: pytest.Config) -> Shard | None:
     """``--vl-shard K/N``, or None; a bad value is a usage error."""
     raw = config.option.vl_shard
@@ -132,9 +100,13 @@ def _shard(config: pytest.Config) -> Shard | None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
     """YAML files opening with a ``vlcheck:`` key are checklists; a YAML file named on the
     command line that is not one says why, instead of pytest's bare "not found"."""
-    if is_checklist_file(file_path):
+    if file_path.suffix not in (".yaml", ".yml"):
+        return None
+    from pytest_vlcheck.parsing.yaml_lines import checklist_header_problem  # PyYAML: YAML only
+
+    if checklist_header_problem(file_path) is None:
         return ChecklistFile.from_parent(parent, path=file_path)
-    if file_path.suffix in (".yaml", ".yml") and _named_on_command_line(parent.config, file_path):
+    if _named_on_command_line(parent.config, file_path):
         return NotAChecklist.from_parent(parent, path=file_path)
     return None
 

@@ -39,6 +39,11 @@ def _run(args: list[str], cwd: Path = ROOT) -> str:
             ["--repeat", "1", "--arch", str(TINY_CONFIG)],
             "sha256 of every byte",
         ),
+        (
+            "fixed_costs.py",
+            ["--examples", "14", "--images", "4", "--arch", "micro", "--repeats", "1"],
+            "rerun/empty",
+        ),
         ("in_loop.py", ["--select", "color_image"], "after update"),
         ("text_only_baseline.py", [str(BUNDLED_ATTRIBUTE)], "attribute.yaml::"),
         (

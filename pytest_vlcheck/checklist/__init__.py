@@ -6,8 +6,7 @@ helpers of this package while the loader imports the task kinds.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from pytest_vlcheck.lazy import lazy_exports
 
 _EXPORTS = {
     "Checklist": "pytest_vlcheck.checklist.schema",
@@ -19,8 +18,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'pytest_vlcheck.checklist' has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -1,14 +1,21 @@
 """The engine: plans the unique inputs a set of tests needs, scores them once in batches, and
-lets each test's task kind turn the scores into verdicts."""
+lets each test's task kind turn the scores into verdicts.
 
-from pytest_vlcheck.engine.evaluate import MissingImagesError, evaluate_test, unscored_result
-from pytest_vlcheck.engine.scoring import ModelRunner, ScoringStats, Unscorable
+The names below are imported on first use (``pytest_vlcheck.lazy``): a light module of the
+engine, such as ``progress``, does not load numpy and the task kinds with it."""
 
-__all__ = [
-    "MissingImagesError",
-    "ModelRunner",
-    "ScoringStats",
-    "Unscorable",
-    "evaluate_test",
-    "unscored_result",
-]
+from pytest_vlcheck.lazy import lazy_exports
+
+_EVALUATE = "pytest_vlcheck.engine.evaluate"
+_SCORING = "pytest_vlcheck.engine.scoring"
+_EXPORTS = {
+    "MissingImagesError": "pytest_vlcheck.engine.missing",
+    "ModelRunner": _SCORING,
+    "ScoringStats": _SCORING,
+    "Unscorable": _SCORING,
+    "evaluate_test": _EVALUATE,
+    "unscored_result": _EVALUATE,
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

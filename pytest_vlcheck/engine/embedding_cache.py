@@ -49,6 +49,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from pytest_vlcheck.bounds import DEFAULT_CACHE_BYTES
 from pytest_vlcheck.images.loading import header_pixels
 from pytest_vlcheck.models.torch_utils import sha256_file
 
@@ -56,7 +57,6 @@ T = TypeVar("T")
 
 DB_NAME = "embeddings.sqlite3"
 SCHEMA_VERSION = 5
-DEFAULT_MAX_BYTES = 2 * 1024**3
 ACCESS_GRANULARITY = 60
 EVICT_TO = 0.9
 RACY_SECONDS = 2.0
@@ -128,7 +128,7 @@ class EmbeddingCache:
     ``content_keys.namespace``); keys are content keys. Thread-safe within a process.
     """
 
-    def __init__(self, root: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(self, root: Path, *, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self.path = Path(root) / DB_NAME
         self.max_bytes = max_bytes
         self._lock = threading.Lock()

@@ -7,12 +7,13 @@ one batched pass); this module only reads scores and asks the test's task kind.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, get_args
+from typing import Any
 
 import numpy as np
 
 from pytest_vlcheck import metrics
 from pytest_vlcheck.checklist.schema import ChecklistTest, MacroSpec
+from pytest_vlcheck.engine.missing import MissingImagesError, MissingPolicy
 from pytest_vlcheck.engine.scoring import ModelRunner, Unscorable, text_grid
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.images.refs import ImageRef
@@ -20,18 +21,12 @@ from pytest_vlcheck.metrics.aggregates import all_of_rate, macro_average
 from pytest_vlcheck.results import CapabilityResult, ExampleOutcome, FailureExample, Status
 from pytest_vlcheck.tasks import Example, Judgement, Task, get_task
 
-MissingPolicy = Literal["error", "skip"]
-MISSING_POLICIES: tuple[MissingPolicy, ...] = get_args(MissingPolicy)
 FAILURES_KEPT = 5
 MISSING_LISTED = 5
 
 ThumbnailWriter = Callable[[Sequence[ImageRef], Callable[[ImageRef], Any]], list[str]]
 """``(refs, load) -> one thumbnail file name per ref`` (empty when one cannot be loaded):
 the session passes the report's writer, so the engine knows nothing of reports."""
-
-
-class MissingImagesError(VlcheckUserError, RuntimeError):
-    """Some examples' images could not be loaded and the policy is to error."""
 
 
 class TextOnlyError(VlcheckUserError, RuntimeError):

@@ -2,43 +2,33 @@
 
 ``choice``: the task metrics (caption, image, group, match), Wilson intervals and slices.
 Further families (paired statistics, aggregates, prior metrics) live beside it and are
-imported from their own modules.
+imported from their own modules. The names below are imported on first use
+(``pytest_vlcheck.lazy``), so that importing one family does not load numpy for the others.
 """
 
-from pytest_vlcheck.metrics.choice import (
-    GROUP_CHANCE,
-    MATCH_CHANCE,
-    TIE_RULES,
-    Z95,
-    beats_all,
-    choice_chance,
-    decided_by_tie,
-    group_caption_choices,
-    group_outcomes,
-    match_accuracies,
-    match_correct,
-    pad_rows,
-    prompt_ensemble,
-    slice_rates,
-    top_set_chance,
-    wilson_interval,
+from pytest_vlcheck.lazy import lazy_exports
+
+_EXPORTS = dict.fromkeys(
+    [
+        "GROUP_CHANCE",
+        "MATCH_CHANCE",
+        "TIE_RULES",
+        "Z95",
+        "beats_all",
+        "choice_chance",
+        "decided_by_tie",
+        "group_caption_choices",
+        "group_outcomes",
+        "match_accuracies",
+        "match_correct",
+        "pad_rows",
+        "prompt_ensemble",
+        "slice_rates",
+        "top_set_chance",
+        "wilson_interval",
+    ],
+    "pytest_vlcheck.metrics.choice",
 )
 
-__all__ = [
-    "GROUP_CHANCE",
-    "MATCH_CHANCE",
-    "TIE_RULES",
-    "Z95",
-    "beats_all",
-    "choice_chance",
-    "decided_by_tie",
-    "group_caption_choices",
-    "group_outcomes",
-    "match_accuracies",
-    "match_correct",
-    "pad_rows",
-    "prompt_ensemble",
-    "slice_rates",
-    "top_set_chance",
-    "wilson_interval",
-]
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -16,13 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
 
-import numpy as np
-
 from pytest_vlcheck.errors import ScorerProtocolError, VlcheckUserError
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    import numpy as np
     from PIL.Image import Image
 
     from pytest_vlcheck.images.refs import ImageRef
@@ -127,6 +126,8 @@ def check_scorer(scorer: object, spec: str) -> None:
 def check_rows(array: np.ndarray, expected: int, method: str, spec: str) -> None:
     """Check one scorer result: ``encode_*`` gives [expected, D] finite rows, ``score_pairs``
     and ``score_refs`` give [expected] scores."""
+    import numpy as np  # here, not at the top: the plugin's options import this module
+
     pairs = method in ("score_pairs", "score_refs")
     want = f"[{expected}]" if pairs else f"[{expected}, D]"
     if array.ndim != (1 if pairs else 2) or array.shape[0] != expected:

@@ -1,28 +1,26 @@
 """Linguistic priors (seed 001): text-only language models that score captions by perplexity.
 
 ``registry`` parses ``--vl-prior`` / ``--prior`` specs and loads them; ``hf_lm`` is the
-causal-LM backend; ``average`` combines several priors as the seed's AVG_LM does.
+causal-LM backend; ``average`` combines several priors as the seed's AVG_LM does. The names
+below are imported on first use (``pytest_vlcheck.lazy``): a run without ``--vl-prior``
+never loads numpy for them.
 """
 
-from pytest_vlcheck.priors.average import AveragePrior, caption_perplexities
-from pytest_vlcheck.priors.protocol import TextPrior
-from pytest_vlcheck.priors.registry import (
-    PriorLoadError,
-    PriorSpec,
-    PriorSpecError,
-    load_prior,
-    load_priors,
-    parse_prior_spec,
-)
+from pytest_vlcheck.lazy import lazy_exports
 
-__all__ = [
-    "AveragePrior",
-    "PriorLoadError",
-    "PriorSpec",
-    "PriorSpecError",
-    "TextPrior",
-    "caption_perplexities",
-    "load_prior",
-    "load_priors",
-    "parse_prior_spec",
-]
+_AVERAGE = "pytest_vlcheck.priors.average"
+_REGISTRY = "pytest_vlcheck.priors.registry"
+_EXPORTS = {
+    "AveragePrior": _AVERAGE,
+    "PriorLoadError": _REGISTRY,
+    "PriorSpec": _REGISTRY,
+    "PriorSpecError": _REGISTRY,
+    "TextPrior": "pytest_vlcheck.priors.protocol",
+    "caption_perplexities": _AVERAGE,
+    "load_prior": _REGISTRY,
+    "load_priors": _REGISTRY,
+    "parse_prior_spec": _REGISTRY,
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -9,7 +9,7 @@ same value a live run produced). Per-example outcomes travel beside the row for
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pytest_vlcheck.results.blocks import (
@@ -48,6 +48,17 @@ class FailureExample:
     detail: str
     thumbnails: list[str] = field(default_factory=list)
 
+    def to_json(self) -> dict[str, Any]:
+        """The report's copy (fresh lists, so a reader that edits it leaves the result)."""
+        return {
+            "id": self.id,
+            "images": list(self.images),
+            "texts": list(self.texts),
+            "scores": [list(row) for row in self.scores],
+            "detail": self.detail,
+            "thumbnails": list(self.thumbnails),
+        }
+
 
 @dataclass(frozen=True)
 class ExampleOutcome:
@@ -57,6 +68,15 @@ class ExampleOutcome:
     correct: bool
     tie: bool
     scores: list[list[float]]
+
+    def to_json(self) -> dict[str, Any]:
+        """The xdist transport's copy of the outcome."""
+        return {
+            "id": self.id,
+            "correct": self.correct,
+            "tie": self.tie,
+            "scores": [list(row) for row in self.scores],
+        }
 
 
 @dataclass(frozen=True)
@@ -131,18 +151,55 @@ class CapabilityResult:
         return value is not None and value >= self.threshold
 
     def to_json(self, *, with_outcomes: bool = False) -> dict[str, Any]:
-        """The ``matrix.json`` row (plus the outcomes, for the xdist transport)."""
-        row = asdict(self)
+        """The ``matrix.json`` row (plus the outcomes, for the xdist transport).
+
+        Written field by field, never through ``dataclasses.asdict``: that would deep-copy
+        every per-example outcome (thousands per test) for each row a report builds, only
+        to drop them again. The key order is the published one; a new field gets its line
+        here and in ``_parse_result``."""
+        row: dict[str, Any] = {
+            "file": self.file,
+            "test": self.test,
+            "capability": self.capability,
+            "task": self.task,
+            "model": self.model,
+            "n": self.n,
+            "passed": self.passed,
+            "pass_rate": self.pass_rate,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "threshold": self.threshold,
+            "chance": self.chance,
+            "status": self.status,
+            "line": self.line,
+            "criterion": self.criterion,
+            "score_kind": self.score_kind,
+            "ties": self.ties,
+            "judged": self.judged,
+            "metrics": dict(self.metrics),
+            "slices": {
+                tag: {value: dict(cell) for value, cell in cells.items()}
+                for tag, cells in self.slices.items()
+            },
+            "failures": [failure.to_json() for failure in self.failures],
+            "unscored": dict(self.unscored),
+            "message": self.message,
+        }
+        if self.known_failure:
+            row["known_failure"] = self.known_failure
+        for key, block in (
+            ("gate", self.gate),
+            ("prior", self.prior),
+            ("reference", self.reference),
+        ):
+            if block is not None:
+                row[key] = block.to_json()
+        if self.content_hash:
+            row["content_hash"] = self.content_hash
         row["threshold_met"] = self.threshold_met
-        transport = {key: row.pop(key) for key in ("fingerprint", "outcomes")}
-        for key in ("gate", "prior", "reference"):
-            block = getattr(self, key)
-            row[key] = None if block is None else block.to_json()
-        for key in ("gate", "prior", "reference", "known_failure", "content_hash"):
-            if not row[key]:
-                row.pop(key)
         if with_outcomes:
-            row.update(transport)
+            row["fingerprint"] = self.fingerprint
+            row["outcomes"] = tuple(outcome.to_json() for outcome in self.outcomes)
         return row
 
     @classmethod

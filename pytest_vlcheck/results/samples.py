@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_vlcheck.atomic import atomic_write_text
+from pytest_vlcheck.atomic import atomic_path
 from pytest_vlcheck.nesting import TOO_DEEP, json_too_deep
 from pytest_vlcheck.results.capability import CapabilityResult
 from pytest_vlcheck.results.json_checks import ReportFormatError
@@ -58,20 +58,20 @@ class SampleRow:
         return json.dumps(doc, ensure_ascii=False, allow_nan=False)
 
 
-def sample_rows(results: Iterable[CapabilityResult]) -> list[SampleRow]:
-    """One row per example x model of ``results``."""
-    return [
-        SampleRow(
-            r.file, r.test, r.model, o.id, o.correct, o.tie, tuple(tuple(row) for row in o.scores)
-        )
-        for r in results
-        for o in r.outcomes
-    ]
+def sample_rows(results: Iterable[CapabilityResult]) -> Iterator[SampleRow]:
+    """One row per example x model of ``results``, made as the writer asks for them."""
+    for r in results:
+        for o in r.outcomes:
+            scores = tuple(tuple(row) for row in o.scores)
+            yield SampleRow(r.file, r.test, r.model, o.id, o.correct, o.tie, scores)
 
 
 def write_samples(path: str | Path, rows: Iterable[SampleRow]) -> None:
-    """Write every row as one JSON line, atomically (a reader never sees half a file)."""
-    atomic_write_text(path, "".join(row.to_json() + "\n" for row in rows))
+    """Write every row as one JSON line, streaming (a suite's rows are never one string in
+    memory), atomically: a reader never sees half a file, and a write that fails or is
+    interrupted leaves the previous file as it was."""
+    with atomic_path(path) as temp, temp.open("w", encoding="utf-8", newline="") as handle:
+        handle.writelines(row.to_json() + "\n" for row in rows)
 
 
 def _is_number(x: Any) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_vlcheck.engine.evaluate import MISSING_POLICIES
+from pytest_vlcheck.engine.missing import MISSING_POLICIES
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
 from pytest_vlcheck.models.protocol import PRECISIONS
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_vlcheck.engine.scoring import ScoringStats
-from pytest_vlcheck.report.loader import RunError
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import GateComparison
 from pytest_vlcheck.run.session import Settings
 from pytest_vlcheck.run.sharding import ShardPlan
+
+if TYPE_CHECKING:  # numpy and the report renderers: not for a run with nothing to report
+    from pytest_vlcheck.engine.scoring import ScoringStats
+    from pytest_vlcheck.report.loader import RunError
 
 
 @dataclass(frozen=True)

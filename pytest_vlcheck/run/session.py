@@ -13,15 +13,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from pytest_vlcheck.bounds import DEFAULT_CACHE_BYTES
 from pytest_vlcheck.checklist.bundled import report_name
-from pytest_vlcheck.checklist.schema import ChecklistTest
-from pytest_vlcheck.engine import ModelRunner, evaluate_test
-from pytest_vlcheck.engine.embedding_cache import DEFAULT_MAX_BYTES, EmbeddingCache
-from pytest_vlcheck.engine.evaluate import MissingPolicy
-from pytest_vlcheck.engine.progress import Writer
-from pytest_vlcheck.engine.scoring import ScoringStats
+from pytest_vlcheck.engine.missing import MissingPolicy
 from pytest_vlcheck.gates.conditions import run_conditions
 from pytest_vlcheck.gates.counting import count_gated, count_python_gated
 from pytest_vlcheck.gates.decision import GateSettings, apply_gate
@@ -29,15 +23,21 @@ from pytest_vlcheck.gates.reference import with_reference
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec
-from pytest_vlcheck.priors.evaluation import NO_PRIOR, prior_block
-from pytest_vlcheck.report.loader import RunError
-from pytest_vlcheck.report.thumbnails import THUMBNAIL_DIR, write_thumbnails
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import Prior, PriorBlock, PriorNotApplicable
 from pytest_vlcheck.run.sharding import ShardPlan
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the engine, priors and reports load numpy: imported where they are used,
+    # so a pytest run that collects no checklist never pays for them (the plugin makes a session)
+    import numpy as np
+
+    from pytest_vlcheck.checklist.schema import ChecklistTest
+    from pytest_vlcheck.engine import ModelRunner
+    from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
+    from pytest_vlcheck.engine.progress import Writer
+    from pytest_vlcheck.engine.scoring import ScoringStats
     from pytest_vlcheck.priors import AveragePrior
+    from pytest_vlcheck.report.loader import RunError
     from pytest_vlcheck.run.outcome import Run
 
 _LOCATED = re.compile(r"^(?P<file>\S.*?):(?P<line>\d+): (?P<message>.+)$")
@@ -61,7 +61,7 @@ class Settings:
     """``--vl-prior`` specs (already parsed once for errors); several are averaged."""
     embedding_cache_dir: Path | None = None
     """Root of the embedding cache (``--vl-cache-dir``); None turns it off (``--vl-no-cache``)."""
-    embedding_cache_bytes: int = DEFAULT_MAX_BYTES
+    embedding_cache_bytes: int = DEFAULT_CACHE_BYTES
     log_specs: tuple[Any, ...] = ()
     """Loggers (``--vl-log``, ``log=``): specs or callables, checked when parsed."""
     step: int | None = None
@@ -98,6 +98,8 @@ class VlcheckSession:
 
     def runner(self, model: str) -> ModelRunner:
         """The model's runner, made on first use (the model itself loads on first scoring)."""
+        from pytest_vlcheck.engine import ModelRunner
+
         if model not in self.runners:
             spec = next(s for s in self.settings.specs if s.name == model)
             loader = ImageLoader(self.settings.url_cache_dir)
@@ -109,6 +111,8 @@ class VlcheckSession:
 
     def embedding_cache(self) -> EmbeddingCache | None:
         """The run's embedding cache, opened on first use and shared by every model."""
+        from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
+
         root = self.settings.embedding_cache_dir
         if self._cache is None and root is not None:
             self._cache = EmbeddingCache(root, max_bytes=self.settings.embedding_cache_bytes)
@@ -130,6 +134,9 @@ class VlcheckSession:
         The model's first test scores the whole plan in one batched pass; a test outside the
         plan (an xdist worker scores only the items it runs) is scored on its own.
         """
+        from pytest_vlcheck.engine import evaluate_test
+        from pytest_vlcheck.report.thumbnails import THUMBNAIL_DIR, write_thumbnails
+
         runner = self.runner(model)
         planned = self.planned.pop(model, [])
         runner.prepare(planned if any(t is test for t in planned) else [*planned, test])
@@ -159,6 +166,8 @@ class VlcheckSession:
 
     def prior_of(self, test: ChecklistTest, result: CapabilityResult) -> Prior | None:
         """The result's prior block; without ``--vl-prior`` only a note on a hard threshold."""
+        from pytest_vlcheck.priors.evaluation import NO_PRIOR, prior_block
+
         if not self.settings.priors:
             if test.hard_threshold is None:
                 return None
@@ -179,6 +188,8 @@ class VlcheckSession:
 
     def perplexity(self, texts: list[str]) -> np.ndarray:
         """Averaged prior perplexities; each unique text is scored once per run."""
+        import numpy as np
+
         from pytest_vlcheck.priors import caption_perplexities
 
         missing = sorted(set(texts) - self.perplexities.keys())
@@ -211,6 +222,8 @@ class VlcheckSession:
     def record_collection_error(self, path: str, text: str) -> None:
         """Record a file that failed to collect: one error per ``FILE:LINE: message`` line of
         its report, else the report's last line under the file's path."""
+        from pytest_vlcheck.report.loader import RunError
+
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         located = [m for line in lines if (m := _LOCATED.match(line))]
         for m in located:
@@ -277,6 +290,8 @@ class VlcheckSession:
     def add_worker_output(self, sent: Mapping[str, Any]) -> None:
         """Take what one xdist worker sent (nothing, when it crashed): its stats are added
         per model, its shard plan is the run's."""
+        from pytest_vlcheck.engine.scoring import ScoringStats
+
         for name, stats in sent.get("stats", {}).items():
             total = asdict(self.worker_stats.get(name, ScoringStats()))
             for key, value in stats.items():

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from pytest_vlcheck import bounds
-from pytest_vlcheck.engine.evaluate import MISSING_POLICIES
+from pytest_vlcheck.engine.missing import MISSING_POLICIES
 from pytest_vlcheck.errors import ModelSpecError, VlcheckUserError
 from pytest_vlcheck.gates import Baseline, GateSettings
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
@@ -206,9 +206,11 @@ def model_specs(raw: Raw) -> tuple[ModelSpec, ...]:
 
 def _prior_specs(raw: Raw) -> tuple[str, ...]:
     """The prior specs, checked now: a bad one is refused before scoring."""
+    texts = (raw.value,) if isinstance(raw.value, str) else tuple(raw.value)
+    if not texts:  # the priors' registry loads numpy: not for a run without a prior
+        return ()
     from pytest_vlcheck.priors import PriorSpecError, parse_prior_spec
 
-    texts = (raw.value,) if isinstance(raw.value, str) else tuple(raw.value)
     try:
         for text in texts:
             parse_prior_spec(text)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pytest_vlcheck.engine.scoring import ScoringStats
-from pytest_vlcheck.run.outcome import Run
+if TYPE_CHECKING:  # numpy: the plugin imports the sinks in every pytest run
+    from pytest_vlcheck.engine.scoring import ScoringStats
+    from pytest_vlcheck.run.outcome import Run
 
 Segment = tuple[str, "str | None"]
 

@@ -1,0 +1,59 @@
+"""pytest loads the plugin in every run of every project where it is installed: a run that
+collects no checklist must not pay for numpy, torch, PIL, PyYAML or the report renderers
+(issue 25; ``benchmarks/fixed_costs.py`` times the whole process). Checked in a fresh
+interpreter, with only this plugin loaded, since this test process has imported everything."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = (
+    "numpy",
+    "torch",
+    "PIL",
+    "yaml",
+    "pytest_vlcheck.report",
+    "pytest_vlcheck.engine.scoring",
+    "pytest_vlcheck.checklist.loader",
+)
+RUN = """
+import json, sys, pytest
+code = pytest.main(["-q", "-p", "pytest_vlcheck.plugin", "-p", "no:cacheprovider", *sys.argv[1:]])
+heavy = [name for name in json.loads({heavy!r}) if name in sys.modules]
+print(json.dumps({{"code": int(code), "plugin": "pytest_vlcheck.plugin" in sys.modules,
+                  "heavy": heavy}}))
+"""
+
+
+def _run(project: Path, *args: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    code = RUN.format(heavy=json.dumps(HEAVY))
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("args", [(), ("--vl-model=tiny", "--vl-batch-size=8")])
+def test_a_run_without_checklists_imports_nothing_heavy(tmp_path: Path, args: tuple) -> None:
+    (tmp_path / "test_plain.py").write_text("def test_one():\n    assert True\n")
+    (tmp_path / "data.json").write_text("{}\n")
+    out = _run(tmp_path, *args)
+    assert out == {"code": 0, "plugin": True, "heavy": []}
+
+
+def test_an_empty_folder_imports_nothing_heavy(tmp_path: Path) -> None:
+    out = _run(tmp_path)
+    assert out == {"code": int(pytest.ExitCode.NO_TESTS_COLLECTED), "plugin": True, "heavy": []}
