@@ -1,4 +1,5 @@
-"""Repository-level test configuration.
+"""The test suite's configuration (in tests/, so that running the bundled checklists from the
+repository, as README's first command does, does not load it).
 
 The test suite never reaches the network: hub libraries are told to stay offline, so a test
 that would try to download fails fast instead of waiting out retries.
