@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -85,6 +86,30 @@ def test_fixed_scene_pixels_are_pinned():
     image = render_scene(FIXED)
     assert image.mode == "RGB" and image.size == (224, 224)
     assert pixel_digest(image) == FIXED_DIGEST
+
+
+BUNDLED_DIGEST = "59cb0ff072c47e478e05018dd1fa851c251a864a289787341312eaf1d4b929d7"
+"""The sha256 over the pixel digests of every scene of the bundled checklists (5,080), in
+the order of their canonical JSON, recorded with the renderer before it painted packed
+samples in clusters: a faster renderer must give the same pixels."""
+
+
+def test_every_bundled_scene_keeps_its_pixels():
+    import hashlib
+
+    from pytest_vlcheck.checklist import load_checklist
+    from pytest_vlcheck.checklist.bundled import bundled_checklists_dir
+    from pytest_vlcheck.tasks import get_task
+
+    scenes = set()
+    for path in sorted(bundled_checklists_dir().glob("*.yaml")):
+        for test in load_checklist(path).tests:
+            for example in test.examples:
+                scenes.update(ref.location for ref in get_task(test.task).grid(example)[0])
+    digest = hashlib.sha256()
+    for location in sorted(scenes):
+        digest.update(pixel_digest(render_scene(json.loads(location))).encode())
+    assert len(scenes) == 5080 and digest.hexdigest() == BUNDLED_DIGEST
 
 
 def test_non_square_canvas_pixels_are_pinned():
