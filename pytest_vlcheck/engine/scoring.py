@@ -309,7 +309,7 @@ class ModelRunner:
         with tracked(self.spec.name, len(refs), self.progress) as progress:
             batches = list(self._batches(refs))
             for batch, inputs in self.images.loaded_batches(
-                batches, preprocess, self.source.user_code
+                batches, preprocess, self.source.user_code, overlap=not _on_cpu(scorer)
             ):
                 if not batch:
                     continue
@@ -405,6 +405,13 @@ def text_grid(vectors: np.ndarray) -> np.ndarray:
     out[rows, columns] = values
     out[columns, rows] = values
     return out
+
+
+def _on_cpu(scorer: Any) -> bool:
+    """Whether the scorer says it computes on the CPU (a torch backend's ``device``); one
+    that does not say (a ``py:`` scorer) may use an accelerator, and images are prepared
+    beside its forward passes as before."""
+    return str(getattr(scorer, "device", "")).split(":")[0] == "cpu"
 
 
 def _is_row(vector: np.ndarray | None) -> bool:
