@@ -418,8 +418,9 @@ def _secondary(rgb: tuple[int, int, int]) -> tuple[int, int, int]:
 
 
 def _inside(shape: str, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Which unit-square points (u right, v down) lie inside the shape; ``u`` and ``v`` may
-    be a row and a column, broadcast to the grid (each edge's crossing is per row)."""
+    """Which unit-square points (u right, v down) lie inside the shape: ``u`` a row and ``v``
+    a column of sample coordinates, broadcast to the grid (a polygon's edge is tested only on
+    the rows it crosses)."""
     if shape == "circle":
         du, dv = u - 0.5, v - 0.5
         return du * du + dv * dv <= 0.25
@@ -432,9 +433,9 @@ def _inside(shape: str, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         (xa, ya), (xb, yb) = poly[i], poly[(i + 1) % n]
         if ya == yb:
             continue
-        straddles = (ya > v) != (yb > v)
-        x_cross = xa + (v - ya) * ((xb - xa) / (yb - ya))
-        inside ^= straddles & (u < x_cross)
+        rows = np.flatnonzero((ya > v) != (yb > v))  # the rows the edge crosses; v: a column
+        x_cross = xa + (v[rows] - ya) * ((xb - xa) / (yb - ya))
+        inside[rows] ^= u < x_cross
     return inside
 
 
