@@ -503,6 +503,9 @@ def _hub_weights(body: str) -> _HubWeights | None:
     """The hub weights ``body`` names (a pretrained tag of a registry architecture, or an
     ``hf-hub:`` repo), found with open_clip's tag table alone; None for local weights, and for
     a spec that is not valid (``load`` says why)."""
+    arch, _ = split_spec(body, lambda name: Path(name).is_file())
+    if Path(arch).is_file() and not arch.startswith("hf-hub:"):
+        return None  # a model-config file: local weights, and no need to read the tag table
     table = pretrained_table()
     if table is None:
         return None
