@@ -182,14 +182,14 @@ def test_evaluate_imports_no_pytest(project: pytest.Pytester) -> None:
     assert done.stdout.split() == ["5", "False"], done.stderr
 
 
-def test_the_readme_options_table_names_every_option_and_keyword() -> None:
+def test_the_options_page_names_every_option_and_keyword() -> None:
     import re
 
     from pytest_vlcheck.run.options import COMMAND_LINE_OPTIONS
     from pytest_vlcheck.run.settings import DEFAULTS
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    table = readme.split("## Options", 1)[1].split("###", 1)[0]
+    page = (Path(__file__).parent.parent / "docs" / "options.md").read_text()
+    table = page.split("# Options", 1)[1].split("##", 1)[0]
     rows = re.findall(r"^\| `(--vl-[a-z-]+)[^`]*` \|[^|]*\|([^|]*)\|", table, re.M)
     assert sorted(flag for flag, _ in rows) == sorted(flag for flag, _ in COMMAND_LINE_OPTIONS)
     keywords = {k for _, cell in rows for k in re.findall(r"`([a-z_]+)`", cell)}
