@@ -13,9 +13,9 @@ import pytest
 from test_plugin import CHECKLIST, colour_project
 
 from pytest_vlcheck import Run, evaluate
-from pytest_vlcheck.errors import VlcheckUserError
+from pytest_vlcheck.errors import SettingsError, VlcheckUserError
 from pytest_vlcheck.results.blocks import GateComparison
-from pytest_vlcheck.run.settings import KeywordOptions, SettingsError, build_settings
+from pytest_vlcheck.run.settings import KeywordOptions, build_settings
 
 KNOWN_FAILURE = CHECKLIST.replace(
     "    threshold: 0.9\n", "    threshold: 0.9\n    known_failures: {make: too hard}\n", 1
@@ -97,7 +97,10 @@ def test_select_keeps_test_ids_and_capability_prefixes(project: pytest.Pytester)
     assert [r.test for r in run.results] == ["color", "pick", "pair", "itm"]
     run = evaluate("py:colour_model:make", "checks.yaml", select="attribute/color")
     assert [r.test for r in run.results] == ["color", "pick"]
-    with pytest.raises(SettingsError, match=r"^select: 'attr' is neither a test id"):
+    expected = (
+        r"^select: 'attr' is neither a test id.*; expected e.g. 'color' or 'attribute/color'$"
+    )
+    with pytest.raises(SettingsError, match=expected):
         evaluate("py:colour_model:make", "checks.yaml", select=["attr"])
 
 
