@@ -55,9 +55,13 @@ def stop_as_usage_error(session: pytest.Session, problem: str) -> None:
 
 
 def missing_model_problem(config: pytest.Config, items: Sequence[pytest.Item]) -> str | None:
-    """The one-line message when ``items`` hold tests that need a model and none is given."""
-    if config.option.vl_model or config.getini("vl_model") or config.option.collectonly:
+    """The one-line message when ``items`` hold tests that need a model and none is given,
+    or when a model is given to a run whose paths came from ``testpaths`` and hold nothing
+    that uses it (``pytest --vl-model=tiny`` in a clone of this repository)."""
+    if config.option.collectonly:
         return None
+    if config.option.vl_model or config.getini("vl_model"):
+        return _unused_model_problem(config, items)
     if config.option.vl_allow_no_model or config.getini(INI_OPT_OUT):
         return None
     count = sum(needs_a_model(item) for item in items)
@@ -68,4 +72,17 @@ def missing_model_problem(config: pytest.Config, items: Sequence[pytest.Item]) -
         "run untested: pass --vl-model SPEC (e.g. --vl-model=tiny, the model shipped with "
         "pytest-vlcheck; clip, open_clip:CONFIG@WEIGHTS, hf:DIR, scores:FILE, "
         f"py:MODULE:FACTORY) or set vl_model in the ini file; {OPT_OUT} skips them instead"
+    )
+
+
+def _unused_model_problem(config: pytest.Config, items: Sequence[pytest.Item]) -> str | None:
+    from_ini = config.args_source == pytest.Config.ArgsSource.TESTPATHS
+    selecting = config.option.keyword or config.option.markexpr
+    if not from_ini or selecting or not items or any(needs_a_model(item) for item in items):
+        return None
+    paths = " ".join(config.getini("testpaths"))
+    return (
+        f"a model is given but pytest took its paths from the ini file's testpaths ({paths}), "
+        "which hold no checklist or vl_model test; expected the checklists' paths, e.g. "
+        "pytest checklists --vl-model=tiny, or --vl-bundled for the shipped suite"
     )

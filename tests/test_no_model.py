@@ -82,3 +82,19 @@ def test_under_xdist_too(project: pytest.Pytester) -> None:
     result = project.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--vl-model=tiny" in result.stderr.str() + result.stdout.str()
+
+
+def test_a_model_for_testpaths_without_checklists_says_how(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ntestpaths = unit\n")
+    pytester.mkdir("unit")
+    (pytester.path / "unit" / "test_unit.py").write_text("def test_unit():\n    pass\n")
+    pytester.makefile(".yaml", checks=CHECKLIST)
+    line = _usage_error_line(pytester.runpytest("--vl-model=py:colour_model:make"))
+    assert line == (
+        "ERROR: a model is given but pytest took its paths from the ini file's testpaths "
+        "(unit), which hold no checklist or vl_model test; expected the checklists' paths, "
+        "e.g. pytest checklists --vl-model=tiny, or --vl-bundled for the shipped suite"
+    )
+    # named paths, or a selection, are what the user asked for
+    pytester.runpytest("--vl-model=py:colour_model:make", "unit").assert_outcomes(passed=1)
+    pytester.runpytest("--vl-model=py:m:make", "-k", "unit").assert_outcomes(passed=1)
