@@ -161,11 +161,11 @@ def compare_runs(
             cell = row.cells.get(name)
             if ref is None or cell is None:
                 continue
-            rates = (ref.get("pass_rate"), cell.get("pass_rate"))
-            delta = None if None in rates else 100.0 * (rates[1] - rates[0])
+            base, now = ref.get("pass_rate"), cell.get("pass_rate")
+            delta = None if base is None or now is None else 100.0 * (now - base)
             raw[(i, name)] = (delta, _paired(ref, cell))
-    keys = [k for k, (_, p) in raw.items() if p is not None]
-    adjusted = dict(zip(keys, holm([raw[k][1] for k in keys]), strict=True))
+    paired = {k: p for k, (_, p) in raw.items() if p is not None}
+    adjusted = dict(zip(paired, holm(list(paired.values())), strict=True))
     deltas = {k: (d, p, adjusted.get(k)) for k, (d, p) in raw.items()}
     return Comparison(series, matrix, deltas, alpha, max_drop_pts)
 

@@ -59,7 +59,7 @@ def _delta_cells(deltas: dict[str, Delta]) -> list[Any]:
 def render_csv(report: Report) -> str:
     """The whole ``matrix.csv`` text, one line per result in ``matrix.json`` order;
     ``unscored`` is the total of the unscored counts."""
-    deltas = {
+    deltas: dict[tuple[str, str, str], dict[str, Delta]] = {
         (c.result.file, c.result.test, c.model): {d.kind: d for d in c.deltas}
         for s in report.sections
         for c in s.cells

@@ -122,12 +122,12 @@ def validate_document(
     for i, r in enumerate(results):
         if r["model"] not in names:
             raise c.fail(f"results[{i}].model", f"model {r['model']!r} is not listed in models")
-        key = (r["file"], r["test"], r["model"])
-        if key in seen:
+        ident = (r["file"], r["test"], r["model"])
+        if ident in seen:
             raise c.fail(
                 f"results[{i}]", f"duplicate result for {r['file']}::{r['test']}[{r['model']}]"
             )
-        seen.add(key)
+        seen.add(ident)
     return models, results
 
 

@@ -98,7 +98,7 @@ def status_counts(
     models: list[dict[str, Any]], results: list[dict[str, Any]]
 ) -> dict[str, dict[str, int]]:
     """Per model: how many tests passed, failed, errored, were skipped, and the total."""
-    counts = {m["name"]: dict.fromkeys(STATUSES, 0) for m in models}
+    counts: dict[str, dict[str, int]] = {m["name"]: dict.fromkeys(STATUSES, 0) for m in models}
     for r in results:
         per_model = counts.setdefault(r["model"], dict.fromkeys(STATUSES, 0))
         per_model[r["status"]] = per_model.get(r["status"], 0) + 1

@@ -145,7 +145,7 @@ def matrix_lines(report: Report, width: int = 100) -> list[list[Segment]]:
         header, body, show_threshold = _layout(report, with_n=False)
     first_model = 2 if show_threshold else 1
     widths = _fit(header, body, first_model, width)
-    plain = [None] * len(widths)
+    plain: list[str | None] = [None] * len(widths)
     lines = [
         _segments(header, widths, plain),
         _segments(["-" * w for w in widths], widths, plain),
