@@ -10,6 +10,7 @@ import pytest
 
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
 from pytest_vlcheck.results import CapabilityResult, Status
+from pytest_vlcheck.results.verdict import final
 from pytest_vlcheck.run.session import VlcheckSession
 
 if TYPE_CHECKING:  # the loader, the engine and the reports are imported where they are used:
@@ -153,25 +154,22 @@ class ChecklistItem(pytest.Item):
         ):
             return None
         status = "error" if report.when == "setup" and report.failed else report.outcome
-        message = ""
-        if report.when == "setup" and call.excinfo is not None:
-            message = str(call.excinfo.value).splitlines()[0]
-        return self.outcome(status, message).to_json(with_outcomes=True)
+        error = call.excinfo.value if report.when == "setup" and call.excinfo is not None else None
+        return self.outcome(status, error).to_json(with_outcomes=True)
 
-    def outcome(self, status: Status, message: str = "") -> CapabilityResult:
-        """This item's result under pytest's verdict; for a test with no measurement, an
-        empty one with the reason."""
+    def outcome(self, status: Status, error: BaseException | None = None) -> CapabilityResult:
+        """This item's result under pytest's verdict (``results.verdict.final``); for a test
+        with no measurement, an empty one with the error's first line as the reason."""
         from pytest_vlcheck.engine import unscored_result
 
         assert self.model is not None
         session = self.config.stash[SESSION_KEY]
         if self.result is not None:
             known = self.test.known_failures.get(self.model, "")
-            if known:  # the measured verdict: pytest's xfail / XPASS says it was expected
-                return self.result.as_known_failure(known)
-            return self.result.with_status(status, message)
+            return final(self.result, known_failure=known, outcome=status)
         empty = unscored_result(self.test, self.model, status, session.settings.threshold)
-        return replace(empty, file=session.relative(self.test.file)).with_status(status, message)
+        empty = replace(empty, file=session.relative(self.test.file))
+        return final(empty, outcome=status, error=error)
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None

@@ -207,16 +207,6 @@ class CapabilityResult:
         """Validate a row (unknown keys are ignored: a newer writer may add fields)."""
         return _parse_result(JsonChecker("", ResultFormatError), raw, where)
 
-    def as_known_failure(self, reason: str) -> CapabilityResult:
-        """The result of a test expected to fail on this model (``known_failures``): a fail
-        is ``xfailed``, a pass ``xpassed`` (pytest's strict xfail: an xpass fails the run)."""
-        status = {"failed": "xfailed", "passed": "xpassed"}.get(self.status, self.status)
-        return replace(self, status=status, known_failure=reason)  # type: ignore[arg-type]
-
-    def with_status(self, status: Status, message: str = "") -> CapabilityResult:
-        """The same measurement under pytest's verdict (and a reason when there is none)."""
-        return replace(self, status=status, message=self.message or message)
-
 
 def _parse_result(c: JsonChecker, raw: Any, where: str) -> CapabilityResult:
     r = c.mapping(raw, where)
