@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
-from pytest_vlcheck.results import CapabilityResult, Status
+from pytest_vlcheck.results import REPORTED_FIELDS, CapabilityResult, Status
 from pytest_vlcheck.results.verdict import final
 from pytest_vlcheck.run.session import VlcheckSession
 
@@ -22,19 +22,6 @@ NO_MODEL_REASON = (
     "no model given: pass --vl-model SPEC (e.g. --vl-model=tiny, clip, "
     "open_clip:ARCH@WEIGHTS, hf:DIR, scores:FILE, py:MODULE:FACTORY) or set "
     "vl_model in the ini file"
-)
-REPORTED_FIELDS = (
-    "model",
-    "capability",
-    "task",
-    "n",
-    "passed",
-    "pass_rate",
-    "ci_low",
-    "ci_high",
-    "threshold",
-    "chance",
-    "ties",
 )
 
 
@@ -60,7 +47,8 @@ def add_capability_marks(item: pytest.Item, capability_parts: tuple[str, ...]) -
 
 
 def result_properties(result: CapabilityResult) -> list[tuple[str, Any]]:
-    """The ``vlcheck_*`` user properties (JUnit XML) of one result."""
+    """The ``vlcheck_*`` user properties (JUnit XML) of one result: its reported fields
+    (``results.REPORTED_FIELDS``, the columns ``matrix.csv`` has too), then the rest."""
     from pytest_vlcheck.priors.evaluation import junit_properties
 
     fields = result.to_json()
@@ -138,7 +126,8 @@ class ChecklistItem(pytest.Item):
             if first != self.nodeid:
                 raise ModelLoadError(f"model '{self.model}' failed to load (see {first})") from None
             raise exc
-        self.user_properties.extend(result_properties(self.result))
+        known = self.test.known_failures.get(self.model, "")
+        self.user_properties.extend(result_properties(final(self.result, known_failure=known)))
 
     def runtest(self) -> None:
         """Pass when the pass rate reaches the threshold."""

@@ -28,6 +28,28 @@ MEASURED: tuple[Status, ...] = ("passed", "failed", "xfailed", "xpassed")
 that failed or passed its threshold, pytest's words)."""
 
 
+REPORTED_FIELDS = (
+    "file",
+    "test",
+    "capability",
+    "task",
+    "model",
+    "status",
+    "criterion",
+    "n",
+    "passed",
+    "pass_rate",
+    "ci_low",
+    "ci_high",
+    "threshold",
+    "chance",
+    "ties",
+)
+"""The result's scalar fields that every flat output reports, in this order: the JUnit
+properties (``vlcheck_<field>``) and the leading columns of ``matrix.csv``. A new one goes
+here (and in ``docs/contract-changes.md``)."""
+
+
 class ResultFormatError(ValueError):
     """A result row that does not fit the contract; the message names the field."""
 

@@ -39,9 +39,7 @@ class Run:
         """The ``matrix.json`` document (what ``--vl-report`` writes)."""
         from pytest_vlcheck.report import matrix_document
 
-        rows = [result.to_json() for result in self.results]
-        models = [dict(m) for m in self.models]
-        return matrix_document(models, rows, self.errors, run=self.run_block())
+        return matrix_document(self.models, self.results, self.errors, run_block=self.run_block())
 
     def run_block(self) -> dict[str, Any]:
         """``matrix.json``'s ``run``: how the run measured (the baseline's conditions), the
