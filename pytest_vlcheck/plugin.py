@@ -196,7 +196,7 @@ class ItemHooks:
         """Attach the item's result to the report that decides its verdict (the transport to
         an xdist controller is this JSON)."""
         report = yield
-        rows = None
+        rows: dict[str, Any] | list[dict[str, Any]] | None = None
         if isinstance(item, ChecklistItem):
             rows = item.transport(report, call)
         elif fixture.uses_vl_model(item):

@@ -17,6 +17,7 @@ from pytest_vlcheck.engine import unscored_result
 from pytest_vlcheck.errors import ModelLoadError, SettingsError, VlcheckUserError
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results.verdict import final
 from pytest_vlcheck.run.checklists import checklist_files, load_tests, selected
 from pytest_vlcheck.run.live_runners import runner_for
 from pytest_vlcheck.run.outcome import Run
@@ -130,12 +131,8 @@ def _judged(session: VlcheckSession, test: ChecklistTest, model: str) -> Capabil
         raise
     except VlcheckUserError as exc:
         empty = unscored_result(test, model, "error", session.settings.threshold)
-        message = str(exc).splitlines()[0]
-        return replace(empty, file=session.relative(test.file)).with_status("error", message)
-    known = test.known_failures.get(model, "")
-    if known:
-        return result.as_known_failure(known)
-    return result
+        return final(replace(empty, file=session.relative(test.file)), outcome="error", error=exc)
+    return final(result, known_failure=test.known_failures.get(model, ""))
 
 
 def _object_spec(name: str, model: Any) -> ModelSpec:

@@ -125,6 +125,7 @@ def build_settings(source: OptionSource) -> Settings:
     if max_pixels is not None:  # Pillow's limit is process-wide: set it now
         set_max_image_pixels(max_pixels)
     threshold = _bounded(source.get("threshold"), bounds.finite_number, 0, 1)
+    cache_bytes = _bounded(source.get("cache_size"), bounds.size, bounds.MAX_CACHE_BYTES)
     image_root = source.get("image_root").value
     specs = model_specs(source.get("model"))
     return Settings(
@@ -147,9 +148,7 @@ def build_settings(source: OptionSource) -> Settings:
         embedding_cache_dir=None
         if source.get("no_cache").value
         else _cache_root(source, "embeddings"),
-        embedding_cache_bytes=_bounded(
-            source.get("cache_size"), bounds.size, bounds.MAX_CACHE_BYTES
-        ),
+        embedding_cache_bytes=bounds.DEFAULT_CACHE_BYTES if cache_bytes is None else cache_bytes,
         log_specs=_logger_specs(source.get("log")),
         step=_step(source.get("step"), specs),
     )
