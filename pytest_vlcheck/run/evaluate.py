@@ -17,6 +17,7 @@ from pytest_vlcheck.engine import unscored_result
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.run.arguments import check_arguments
 from pytest_vlcheck.run.checklists import checklist_files, load_tests, selected
 from pytest_vlcheck.run.live_runners import runner_for
 from pytest_vlcheck.run.outcome import Run
@@ -55,6 +56,7 @@ def evaluate(
     model's scalars (``Run.scalars``) at ``step`` to loggers. A mistake in any argument
     raises one ``VlcheckUserError`` naming it, before any scoring.
     """
+    check_arguments(model, name=name, select=select)
     given = {"report_dir": report_dir, "baseline": baseline, "log": log, "step": step}
     source = KeywordOptions({**options, **given})
     if isinstance(model, str):
