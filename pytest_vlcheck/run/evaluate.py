@@ -23,7 +23,7 @@ from pytest_vlcheck.run.live_runners import runner_for
 from pytest_vlcheck.run.outcome import Run
 from pytest_vlcheck.run.session import Settings, VlcheckSession
 from pytest_vlcheck.run.settings import KeywordOptions, SettingsError, build_settings
-from pytest_vlcheck.run.sinks import emit_all, file_sinks
+from pytest_vlcheck.run.sinks import emit_all_warning_on_loggers, file_sinks
 
 LogSpec = str | Callable[[dict[str, float], int | None], None]
 
@@ -74,7 +74,7 @@ def evaluate(
         run = _measure(session, tests)
     finally:
         session.close()
-    emit_all(run, file_sinks(run))
+    emit_all_warning_on_loggers(run, file_sinks(run))
     return run
 
 

@@ -154,14 +154,16 @@ def build_settings(source: OptionSource) -> Settings:
         embedding_cache_bytes=_bounded(
             source.get("cache_size"), bounds.size, bounds.MAX_CACHE_BYTES
         ),
-        log_specs=_logger_specs(source.get("log")),
+        log_specs=_logger_specs(source.get("log"), specs),
         step=_step(source.get("step"), specs),
     )
 
 
-def _logger_specs(raw: Raw) -> tuple[Any, ...]:
-    """Logger specs (one, or a list), each checked cheaply now: a bad one costs no scoring."""
+def _logger_specs(raw: Raw, models: tuple[ModelSpec, ...]) -> tuple[Any, ...]:
+    """Logger specs (one, or a list), each checked cheaply now, and the models' scalar
+    prefixes told apart: a bad one costs no scoring."""
     from pytest_vlcheck.loggers import LoggerSpecError, check_logger_spec
+    from pytest_vlcheck.loggers.scalars import ScalarNameError, check_prefixes
 
     specs = tuple(raw.value) if isinstance(raw.value, (list, tuple)) else (raw.value,)
     try:
@@ -169,6 +171,11 @@ def _logger_specs(raw: Raw) -> tuple[Any, ...]:
             check_logger_spec(spec, raw.where)
     except LoggerSpecError as exc:
         raise SettingsError(str(exc)) from None
+    try:
+        if specs and len(models) > 1:
+            check_prefixes(model.group or model.name for model in models)
+    except ScalarNameError as exc:
+        raise SettingsError(f"{raw.where}: {exc}") from None
     return specs
 
 
