@@ -9,9 +9,16 @@ weight fingerprint).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
+from pytest_vlcheck.models.checkpoints import unstepped
+from pytest_vlcheck.run.session import Settings
 from pytest_vlcheck.run.settings import SettingsError
+
+
+class CheckpointStepWarning(UserWarning):
+    """Glob checkpoints whose names hold no step: measured, but not at a step."""
 
 
 def check_arguments(model: Any, *, name: Any, select: Any) -> None:
@@ -61,3 +68,11 @@ def _check_device(model: Any) -> None:
             "model.to_empty(device='cpu') then load_state_dict, or from_pretrained without "
             "a meta device_map"
         )
+
+
+def warn_unstepped(settings: Settings) -> None:
+    """The one warning a glob's checkpoints without a step get (pytest prints it under the
+    matrix; with a logger they are refused)."""
+    line = unstepped(settings.specs)
+    if line:
+        warnings.warn(CheckpointStepWarning(line), stacklevel=3)

@@ -17,7 +17,7 @@ from pytest_vlcheck.engine import unscored_result
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.results import CapabilityResult
-from pytest_vlcheck.run.arguments import check_arguments
+from pytest_vlcheck.run.arguments import check_arguments, warn_unstepped
 from pytest_vlcheck.run.checklists import checklist_files, load_tests, selected
 from pytest_vlcheck.run.live_runners import runner_for
 from pytest_vlcheck.run.outcome import Run
@@ -62,6 +62,7 @@ def evaluate(
     if isinstance(model, str):
         source.values["model"] = model
     settings, scorer = _with_model(build_settings(source), model, preprocess, tokenizer, name)
+    warn_unstepped(settings)
     paths = _paths(checklists, bundled)
     tests = selected(load_tests(checklist_files(paths), settings.image_root), select)
     session = VlcheckSession(settings)

@@ -22,6 +22,7 @@ from pytest_vlcheck.errors import ModelSpecError, VlcheckUserError
 from pytest_vlcheck.gates import Baseline, GateSettings
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
 from pytest_vlcheck.images.loading import set_max_image_pixels
+from pytest_vlcheck.models.checkpoints import unstepped
 from pytest_vlcheck.models.protocol import PRECISIONS, ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec, parse_specs
 from pytest_vlcheck.results.json_checks import ReportFormatError
@@ -176,6 +177,9 @@ def _logger_specs(raw: Raw, models: tuple[ModelSpec, ...]) -> tuple[Any, ...]:
             check_prefixes(model.group or model.name for model in models)
     except ScalarNameError as exc:
         raise SettingsError(f"{raw.where}: {exc}") from None
+    no_step = unstepped(models)
+    if specs and no_step:
+        raise SettingsError(f"{raw.where}: {no_step}; a logger's curve needs them")
     return specs
 
 

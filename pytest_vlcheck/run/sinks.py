@@ -67,6 +67,7 @@ class TerminalMatrix:
     def emit(self, run: Run) -> None:
         """Print the run's summary (nothing when it has no results)."""
         from pytest_vlcheck.gates.wording import gate_lines, not_gated_warnings
+        from pytest_vlcheck.models.checkpoints import unstepped
 
         if not run.results:
             return
@@ -80,6 +81,9 @@ class TerminalMatrix:
             if line is not None:
                 self.out.line(line)
         settings = run.settings
+        no_step = unstepped(settings.specs)
+        if no_step:
+            self.out.line(no_step, yellow=True, bold=True)
         gated = gate_lines(run.results)
         if gated:
             self.out.write_sep("-", "vlcheck gate")
