@@ -12,9 +12,9 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from pytest_vlcheck.errors import SettingsError
 from pytest_vlcheck.models.checkpoints import unstepped
 from pytest_vlcheck.run.session import Settings
-from pytest_vlcheck.run.settings import SettingsError
 
 
 class CheckpointStepWarning(UserWarning):
