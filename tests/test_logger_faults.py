@@ -55,11 +55,10 @@ def test_a_tensorboard_folder_whose_missing_parents_cannot_be_made(
     _refused(project, "tensorboard:notes.txt/a/b/tb", "notes.txt is a file, not a folder")
 
 
-def test_a_missing_tensorboard_parent_is_made() -> None:
-    """The folder and its missing parents are made when the logger starts: not refused."""
-    from pytest_vlcheck.loggers.specs import _unwritable
-
-    assert _unwritable(Path.cwd() / "no" / "such" / "tb") is None
+def test_a_missing_tensorboard_parent_is_made(project: pytest.Pytester) -> None:
+    """Missing parents are made when the logger starts: not refused, and no traceback."""
+    evaluate("py:colour_model:make", "checks.yaml", step=1, log="tensorboard:new/a/tb")
+    assert list((project.path / "new" / "a" / "tb").glob("events.out.tfevents.*"))
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
