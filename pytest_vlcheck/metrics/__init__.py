@@ -10,11 +10,13 @@ from pytest_vlcheck.lazy import lazy_exports
 
 _EXPORTS = dict.fromkeys(
     [
+        "CAPTION_TIE_RULES",
         "GROUP_CHANCE",
         "MATCH_CHANCE",
         "TIE_RULES",
         "Z95",
         "beats_all",
+        "beats_in_order",
         "choice_chance",
         "decided_by_tie",
         "group_caption_choices",

@@ -23,6 +23,12 @@ TIE_RULES = ("fail", "first", "last")
 """How an exact tie among candidates reads: ``fail`` (a tie is wrong), ``first`` (the candidate
 listed first wins, as ``np.argmax`` picks), ``last`` (the one listed last wins)."""
 
+CAPTION_TIE_RULES = (*TIE_RULES, "order")
+"""A caption test's rules add ``order``: the candidates stand in the source's column order,
+the true caption at its example's ``position``, and the first maximum wins (``torch.argmax``
+over the columns, NegBench's rule): the true caption wins ties with the negatives after it
+and loses them to those before it."""
+
 
 def wilson_interval(passed: int, n: int, z: float = Z95) -> tuple[float, float]:
     """The Wilson score interval for a binomial proportion; (0, 1) when n is 0."""
@@ -66,6 +72,27 @@ def beats_all(
         raise ValueError("each example needs at least one negative")
     beats = np.greater_equal if ties == "first" else np.greater
     return np.all(beats(true_scores[:, None], other_scores), axis=1)
+
+
+def beats_in_order(
+    true_scores: np.ndarray, other_scores: np.ndarray, positions: np.ndarray
+) -> np.ndarray:
+    """Whether each true candidate is the first maximum of its row in column order.
+
+    Row i's true candidate stands at column ``positions[i]`` among ``other_scores[i]`` (the
+    others in their column order, padded with -inf): it must be above every other before it
+    and at least equal to every other after it, as ``argmax`` (first maximum) picks. A NaN
+    anywhere in a row fails it. Position 0 is ``beats_all(..., ties="first")``.
+    """
+    true_scores = np.asarray(true_scores, dtype=np.float32)
+    other_scores = np.asarray(other_scores, dtype=np.float32)
+    positions = np.asarray(positions, dtype=np.int64)
+    if other_scores.shape[1] == 0:
+        raise ValueError("each example needs at least one negative")
+    before = np.arange(other_scores.shape[1])[None, :] < positions[:, None]
+    above = np.greater(true_scores[:, None], other_scores)
+    level = np.greater_equal(true_scores[:, None], other_scores)
+    return np.all(np.where(before, above, level), axis=1)
 
 
 def decided_by_tie(true_scores: np.ndarray, other_scores: np.ndarray) -> np.ndarray:

@@ -4,8 +4,11 @@ s(I, caption) > max_j s(I, negative_j), strictly (VL-CheckList, ARO, SugarCrepe)
 ``captions: [...]`` (several true captions) every true caption must outscore every negative:
 min_i s(I, caption_i) > max_j s(I, negative_j). The true captions are listed before the
 negatives, so ``ties: first`` lets a true caption win a tie with a negative and ``ties: last``
-(like ``fail``) gives it to the negative; ties among true captions decide nothing. Chance is
-the mean of 1/C(n, t) for t true captions among n texts (1/(k+1) with one).
+(like ``fail``) gives it to the negative; ties among true captions decide nothing. ``ties:
+order`` reads the candidates in the source's column order with the true caption(s) at the
+example's ``position`` (default 0): the first maximum wins, so the true caption wins ties with
+the negatives after it and loses them to those before it (``torch.argmax`` over NegBench's
+columns). Chance is the mean of 1/C(n, t) for t true captions among n texts (1/(k+1) with one).
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ from pytest_vlcheck.tasks.base import (
     BaseTask,
     choose_one,
     mapping_of,
-    parse_ties,
     scored_texts,
 )
 from pytest_vlcheck.tasks.caption_plain import plain_caption_examples
@@ -41,6 +43,9 @@ class CaptionExample:
     negatives: tuple[str, ...]
     tags: Mapping[str, str] = field(default_factory=dict)
     line: int = 0
+    position: int = 0
+    """Where the true caption stood among the negatives in the source's columns (0: before
+    all); only ``ties: order`` reads it."""
 
 
 EXAMPLE_SCHEMA: dict[str, Any] = {
@@ -61,6 +66,12 @@ EXAMPLE_SCHEMA: dict[str, Any] = {
             "minItems": 1,
             "description": "captions that must score below the true one",
         },
+        "position": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "ties: order: the true caption's place among the negatives in the "
+            "source's column order (default 0, before every negative)",
+        },
         "id": {"$ref": "#/$defs/example_id"},
         "tags": {"$ref": "#/$defs/tags"},
     },
@@ -77,13 +88,13 @@ class CaptionTask(BaseTask):
     name = "caption"
     example_schema = EXAMPLE_SCHEMA
     example_keys = ("image", "negatives")
-    optional_example_keys = ("caption", "captions")
+    optional_example_keys = ("caption", "captions", "position")
     setting_keys = ("ties",)
     generation = GenerationRules(text_negatives=True)
 
     def parse_settings(self, fields: Fields) -> dict[str, Any]:
-        """``ties``: which of tied candidates wins."""
-        return parse_ties(fields)
+        """``ties``: which of tied candidates wins (``order``: the first in column order)."""
+        return {"ties": fields.choice("ties", metrics.CAPTION_TIE_RULES, "fail")}
 
     def parse_example(
         self,
@@ -93,7 +104,8 @@ class CaptionTask(BaseTask):
         tags: Mapping[str, str],
         line: int,
     ) -> CaptionExample:
-        """``image``, ``caption`` (or a list of true ``captions``) and ``negatives``."""
+        """``image``, ``caption`` (or a list of true ``captions``), ``negatives`` and the
+        optional ``position`` of the true caption(s) among them."""
         if fields.has("caption") == fields.has("captions"):
             fields.fail(f"{fields.where} needs exactly one of 'caption' or 'captions'")
         image = image_at(context, fields, "image")
@@ -101,7 +113,9 @@ class CaptionTask(BaseTask):
             captions = fields.strings("captions")
         else:
             captions = (fields.text("caption"),)
-        return CaptionExample(example_id, image, captions, fields.strings("negatives"), tags, line)
+        negatives = fields.strings("negatives")
+        position = _position(fields, len(negatives)) if fields.has("position") else 0
+        return CaptionExample(example_id, image, captions, negatives, tags, line, position)
 
     def grid(self, example: CaptionExample) -> Grid:
         """One image x (true captions..., negatives...)."""
@@ -125,14 +139,17 @@ class CaptionTask(BaseTask):
     ) -> Judgement:
         """The lowest true caption (the first columns) must beat every negative."""
         counts = [len(e.captions) for e in examples]
-        outcome = choose_one(
-            [np.min(g[0, :t]) for g, t in zip(grids, counts, strict=True)],
-            [g[0, t:] for g, t in zip(grids, counts, strict=True)],
-            mapping_of(settings, "ties", "fail"),
-        )
+        true = [np.min(g[0, :t]) for g, t in zip(grids, counts, strict=True)]
+        others = [g[0, t:] for g, t in zip(grids, counts, strict=True)]
+        rule = mapping_of(settings, "ties", "fail")
+        outcome = choose_one(true, others, "fail" if rule == "order" else rule)
+        correct = outcome.correct
+        if rule == "order" and examples:
+            positions = np.array([e.position for e in examples])
+            correct = metrics.beats_in_order(np.asarray(true), metrics.pad_rows(others), positions)
         shapes = [(1, g.shape[1], t) for g, t in zip(grids, counts, strict=True)]
         chance = self.chance(settings, shapes)
-        return Judgement(outcome.correct, outcome.ties, {}, chance)
+        return Judgement(correct, outcome.ties, {}, chance)
 
     def describe_failure(self, example: CaptionExample, grid: np.ndarray) -> str:
         """The image, then every caption with its score."""
@@ -179,6 +196,14 @@ class CaptionTask(BaseTask):
     ) -> tuple[CaptionExample, ...] | None:
         """Plain caption examples, built fast (``caption_plain``)."""
         return plain_caption_examples(context, test_id, raws, lines)
+
+
+def _position(fields: Fields, negatives: int) -> int:
+    """``position``: a whole number from 0 (before every negative) to the negatives' count."""
+    value = fields.number("position", low=0, high=negatives)
+    if value != int(value):
+        fields.fail(f"'position' is {value:g}; expected a whole number 0-{negatives}", "position")
+    return int(value)
 
 
 CAPTION = CaptionTask()
