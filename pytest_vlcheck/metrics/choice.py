@@ -34,13 +34,20 @@ def wilson_interval(passed: int, n: int, z: float = Z95) -> tuple[float, float]:
     """The Wilson score interval for a binomial proportion; (0, 1) when n is 0."""
     if n == 0:
         return 0.0, 1.0
-    p = passed / n
+    return wilson_interval_at(passed / n, n, z)
+
+
+def wilson_interval_at(p: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """The Wilson interval of a proportion ``p`` at a size ``n`` that may be fractional (an
+    effective size n / DEFF); a bound at 0 or 1 is exact when ``p`` is."""
+    if n <= 0:
+        return 0.0, 1.0
     z2 = z * z
     denominator = 1 + z2 / n
     centre = (p + z2 / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
-    low = 0.0 if passed == 0 else max(0.0, centre - half)
-    high = 1.0 if passed == n else min(1.0, centre + half)
+    low = 0.0 if p == 0 else max(0.0, centre - half)
+    high = 1.0 if p == 1 else min(1.0, centre + half)
     return low, high
 
 

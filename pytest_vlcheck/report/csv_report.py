@@ -30,8 +30,12 @@ CSV_FIELDS = (
     "pass_rate",
     "ci_low",
     "ci_high",
+    "ci_low_clustered",
+    "ci_high_clustered",
+    "design_effect",
     "threshold",
     "chance",
+    "reordered_share",
     "unscored",
 )
 DELTA_FIELDS = (

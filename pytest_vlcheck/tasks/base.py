@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from pytest_vlcheck import metrics
+from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.parsing.example_fields import ParseContext
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.protocol import GenerationRules, Judgement
@@ -34,6 +35,10 @@ class BaseTask:
     def text_choices(self, example: Any) -> list[tuple[str, tuple[str, ...]]]:
         """No choice among texts by default."""
         return []
+
+    def cluster_key(self, example: Any) -> str | None:
+        """Each example its own cluster by default."""
+        return None
 
     def parse_plain_examples(
         self, context: ParseContext, test_id: str, raws: Sequence[Any], lines: Sequence[int]
@@ -68,6 +73,11 @@ def choose_by_rules(
     wins_ties = np.array([rule == "first" for rule in rules], dtype=bool)
     correct = np.where(wins_ties, lenient.correct, strict.correct)
     return Judgement(correct=correct, ties=strict.ties, chance=0.0)
+
+
+def image_cluster(ref: ImageRef) -> str:
+    """An image's cluster: where its pixels come from (crops of one file share it)."""
+    return f"{ref.kind}:{ref.location}"
 
 
 def parse_ties(fields: Fields) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.base import (
     BaseTask,
     choose_one,
+    image_cluster,
     mapping_of,
     scored_texts,
 )
@@ -175,6 +176,10 @@ class CaptionTask(BaseTask):
     def text_choices(self, example: CaptionExample) -> list[tuple[str, tuple[str, ...]]]:
         """Each true caption against the negatives."""
         return [(caption, example.negatives) for caption in example.captions]
+
+    def cluster_key(self, example: CaptionExample) -> str:
+        """The image the captions are about."""
+        return image_cluster(example.image)
 
     def generate(self, candidates: CandidateSet) -> list[dict[str, Any]]:
         """The true member's scene and caption; the others' captions plus word shuffles."""

@@ -153,6 +153,10 @@ class ImageTask(BaseTask):
             ("distractors", [], list(example.distractors)),
         ]
 
+    def cluster_key(self, example: ImageExample) -> str:
+        """The text (its prompts) the images are chosen for."""
+        return "text:" + "\n".join(example.texts)
+
     def generate(self, candidates: CandidateSet) -> list[dict[str, Any]]:
         """The true member's text (its prompts when given) against the others' scenes."""
         truth = candidates.truth
