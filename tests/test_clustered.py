@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from test_paired import entry as paired_entry
 
 from pytest_vlcheck import metrics
+from pytest_vlcheck.checklist import ChecklistError, load_checklist
+from pytest_vlcheck.engine.result_extras import cluster_keys
 from pytest_vlcheck.gates.decision import gate
 from pytest_vlcheck.gates.wording import verdict_suffix
 from pytest_vlcheck.metrics.aggregates import MIXED, all_of_slices
@@ -18,6 +21,8 @@ from pytest_vlcheck.metrics.clustered import (
     design_effect,
     has_shared_clusters,
 )
+from pytest_vlcheck.metrics.word_order import reordered_share
+from pytest_vlcheck.tasks import get_task
 
 
 def test_design_effect_and_interval_by_hand() -> None:
@@ -99,3 +104,48 @@ def test_the_gate_uses_the_clustered_test_only_when_paired_examples_share_a_clus
     assert (plain.test, plain.p_mid) == ("mcnemar_midp", 2**-6)
     assert plain.regressed
     assert gate(after, 0.5, entry, m=1, alpha=0.05, max_drop_pts=2.0).p_mid == 2**-6
+
+
+CLUSTERED = """\
+vlcheck: 1
+tests:
+  - id: t
+    capability: attribute/color
+    task: caption
+    threshold: 0.5
+    cluster: scene
+    examples:
+      - {id: a, image: x.jpg, caption: red, negatives: [der], tags: {scene: s1}}
+      - {id: b, image: y.jpg, caption: red, negatives: [blue], tags: {scene: s1}}
+      - {id: c, image: x.jpg, caption: red, negatives: [blue]}
+  - id: u
+    capability: attribute/color
+    task: caption
+    threshold: 0.5
+    examples:
+      - {id: a, image: x.jpg, caption: a red b, negatives: [b red a, blue]}
+      - {id: b, image: {path: x.jpg, crop: [0, 0, 2, 2]}, caption: red, negatives: [blue]}
+      - {id: c, image: y.jpg, caption: red, negatives: [blue]}
+"""
+
+
+def test_clusters_from_a_tag_or_the_task_kind(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(CLUSTERED, encoding="utf-8")
+    tagged, by_image = load_checklist(path).tests
+    caption = get_task("caption")
+    # cluster: scene: a and b share s1; c has no scene tag, so it is its own cluster
+    assert cluster_keys(tagged, caption, tagged.examples) == ["tag:s1", "tag:s1", "example:c"]
+    # a caption test's cluster is the image's file: a crop of x.jpg is in x.jpg's cluster
+    keys = cluster_keys(by_image, caption, by_image.examples)
+    assert keys[0] == keys[1] != keys[2]
+    # the blind ceiling: only u's example a has a negative made of its caption's words
+    assert reordered_share([caption.text_choices(e) for e in by_image.examples]) == 1 / 3
+    assert reordered_share([caption.text_choices(e) for e in tagged.examples]) == 0.0
+
+
+def test_a_cluster_tag_no_example_carries_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(CLUSTERED.replace("cluster: scene", "cluster: place"), encoding="utf-8")
+    with pytest.raises(ChecklistError, match="'cluster' names the tag 'place', which no example"):
+        load_checklist(path)
