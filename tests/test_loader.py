@@ -205,10 +205,15 @@ BAD = {
         7,
         "'ties' is 'random'; expected one of: fail, first, last, order",
     ),
-    "ties order on image": (
-        VALID.replace("    task: image\n", "    task: image\n    ties: order\n"),
-        20,
-        "'ties' is 'order'; expected one of: fail, first, last",
+    "ties order on a group test": (
+        VALID.replace("    task: group\n", "    task: group\n    ties: order\n"),
+        28,
+        "'ties' applies to caption, image, text tests only, not 'group'",
+    ),
+    "image position past the distractors": (
+        VALID.replace("        image: c.jpg\n", "        image: c.jpg\n        position: 3\n"),
+        24,
+        "'position' is 3; expected a number from 0 to 2",
     ),
     "position past the negatives": (
         VALID.replace(

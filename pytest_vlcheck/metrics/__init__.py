@@ -10,9 +10,9 @@ from pytest_vlcheck.lazy import lazy_exports
 
 _EXPORTS = dict.fromkeys(
     [
-        "CAPTION_TIE_RULES",
         "GROUP_CHANCE",
         "MATCH_CHANCE",
+        "ORDERED_TIE_RULES",
         "TIE_RULES",
         "Z95",
         "beats_all",

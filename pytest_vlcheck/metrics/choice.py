@@ -23,10 +23,10 @@ TIE_RULES = ("fail", "first", "last")
 """How an exact tie among candidates reads: ``fail`` (a tie is wrong), ``first`` (the candidate
 listed first wins, as ``np.argmax`` picks), ``last`` (the one listed last wins)."""
 
-CAPTION_TIE_RULES = (*TIE_RULES, "order")
-"""A caption test's rules add ``order``: the candidates stand in the source's column order,
-the true caption at its example's ``position``, and the first maximum wins (``torch.argmax``
-over the columns, NegBench's rule): the true caption wins ties with the negatives after it
+ORDERED_TIE_RULES = (*TIE_RULES, "order")
+"""Caption and image tests add ``order``: the candidates stand in the source's order, the true
+one at its example's ``position``, and the first maximum wins (``torch.argmax`` over the
+columns, NegBench's and SPEC's rule): the true candidate wins ties with the others after it
 and loses them to those before it."""
 
 

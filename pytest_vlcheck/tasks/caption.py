@@ -25,9 +25,11 @@ from pytest_vlcheck.parsing.example_fields import ParseContext, image_at
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.base import (
     BaseTask,
+    choose_by_rules,
     choose_one,
     image_cluster,
     mapping_of,
+    position_of,
     scored_texts,
 )
 from pytest_vlcheck.tasks.caption_plain import plain_caption_examples
@@ -95,7 +97,7 @@ class CaptionTask(BaseTask):
 
     def parse_settings(self, fields: Fields) -> dict[str, Any]:
         """``ties``: which of tied candidates wins (``order``: the first in column order)."""
-        return {"ties": fields.choice("ties", metrics.CAPTION_TIE_RULES, "fail")}
+        return {"ties": fields.choice("ties", metrics.ORDERED_TIE_RULES, "fail")}
 
     def parse_example(
         self,
@@ -115,7 +117,7 @@ class CaptionTask(BaseTask):
         else:
             captions = (fields.text("caption"),)
         negatives = fields.strings("negatives")
-        position = _position(fields, len(negatives)) if fields.has("position") else 0
+        position = position_of(fields, len(negatives)) if fields.has("position") else 0
         return CaptionExample(example_id, image, captions, negatives, tags, line, position)
 
     def grid(self, example: CaptionExample) -> Grid:
@@ -143,14 +145,14 @@ class CaptionTask(BaseTask):
         true = [np.min(g[0, :t]) for g, t in zip(grids, counts, strict=True)]
         others = [g[0, t:] for g, t in zip(grids, counts, strict=True)]
         rule = mapping_of(settings, "ties", "fail")
-        outcome = choose_one(true, others, "fail" if rule == "order" else rule)
-        correct = outcome.correct
-        if rule == "order" and examples:
-            positions = np.array([e.position for e in examples])
-            correct = metrics.beats_in_order(np.asarray(true), metrics.pad_rows(others), positions)
+        if rule == "order":
+            positions = [e.position for e in examples]
+            outcome = choose_by_rules(true, others, [rule] * len(examples), positions)
+        else:
+            outcome = choose_one(true, others, rule)
         shapes = [(1, g.shape[1], t) for g, t in zip(grids, counts, strict=True)]
         chance = self.chance(settings, shapes)
-        return Judgement(correct, outcome.ties, {}, chance)
+        return Judgement(outcome.correct, outcome.ties, {}, chance)
 
     def describe_failure(self, example: CaptionExample, grid: np.ndarray) -> str:
         """The image, then every caption with its score."""
@@ -201,14 +203,6 @@ class CaptionTask(BaseTask):
     ) -> tuple[CaptionExample, ...] | None:
         """Plain caption examples, built fast (``caption_plain``)."""
         return plain_caption_examples(context, test_id, raws, lines)
-
-
-def _position(fields: Fields, negatives: int) -> int:
-    """``position``: a whole number from 0 (before every negative) to the negatives' count."""
-    value = fields.number("position", low=0, high=negatives)
-    if value != int(value):
-        fields.fail(f"'position' is {value:g}; expected a whole number 0-{negatives}", "position")
-    return int(value)
 
 
 CAPTION = CaptionTask()
