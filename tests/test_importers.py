@@ -77,6 +77,8 @@ def test_formats_registry_names_every_format() -> None:
         "vismin",
         "whatsup",
         "mmvp",
+        "cola",
+        "spec",
     }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pytest_vlcheck.importers import (
     aro,
+    cola,
     colorswap,
     compun,
     crepe,
@@ -15,6 +16,7 @@ from pytest_vlcheck.importers import (
     mmvp,
     negbench,
     predicate_noun,
+    spec,
     sugarcrepe,
     sugarcrepe_pp,
     svo_probes,
@@ -45,6 +47,8 @@ FORMATS: dict[str, Importer] = {
         vismin,
         whatsup,
         mmvp,
+        cola,
+        spec,
     )
 }
 
