@@ -663,8 +663,8 @@ def test_options_of_another_format_are_refused(tmp_path: Path, capsys) -> None:
     assert err == "vlcheck import: --crop applies to predicate-noun, not sugarcrepe"
     err = fails(capsys, tmp_path, "aro", FIXTURES / "aro", extra=("--criterion", "text"))
     assert err == (
-        "vlcheck import: --criterion applies to predicate-noun, winoground, colorswap, eqben "
-        "and vismin, not aro"
+        "vlcheck import: --criterion applies to predicate-noun, winoground, colorswap, eqben, "
+        "vismin and cola, not aro"
     )
 
 
