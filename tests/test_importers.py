@@ -79,6 +79,7 @@ def test_formats_registry_names_every_format() -> None:
         "mmvp",
         "cola",
         "spec",
+        "bivlc",
     }
 
 
@@ -664,7 +665,7 @@ def test_options_of_another_format_are_refused(tmp_path: Path, capsys) -> None:
     err = fails(capsys, tmp_path, "aro", FIXTURES / "aro", extra=("--criterion", "text"))
     assert err == (
         "vlcheck import: --criterion applies to predicate-noun, winoground, colorswap, eqben, "
-        "vismin and cola, not aro"
+        "vismin, cola and bivlc, not aro"
     )
 
 

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
+from PIL import Image
 from test_importers import examples_of, fails, imported
 from test_importers_e2e import import_into, run_scored, scores_for
 
@@ -143,3 +145,85 @@ def test_spec_bad_records_are_reported_at_their_line(
     (subset / "text2image.json").write_text(f"[\n  {good}\n]", encoding="utf-8")
     err = fails(capsys, tmp_path, "spec", tmp_path / "data")
     assert err.startswith(f"vlcheck import: {subset / 'image2text.json'}:2: {message}")
+
+
+def _png(colour: tuple[int, int, int]) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (4, 4), colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+BIVLC_ROWS = [
+    ("replace", "obj", "a dog on grass", "a cat on grass"),
+    ("swap", "att", "a red cup and a blue plate", "a blue cup and a red plate"),
+    ("replace", "att", "a wooden table", "a metal table"),
+]
+
+
+def bivlc_parquet(path: Path, *, bad_image: bool = False) -> Path:
+    """The dataset's columns, images embedded as {bytes, path} (what ``datasets`` writes)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    rows = []
+    for i, (kind, subtype, caption, negative) in enumerate(BIVLC_ROWS):
+        image = {"bytes": _png((i * 40, 0, 0)), "path": None}
+        negative_image = {"bytes": b"GIF89a" if bad_image else _png((0, i * 40, 0)), "path": None}
+        rows.append(
+            {
+                "image": image,
+                "caption": caption,
+                "negative_image": negative_image,
+                "negative_caption": negative,
+                "type": kind,
+                "subtype": subtype,
+            }
+        )
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+# s(image i, caption i'): row 0 all right; row 1 the image ties its captions (I2T wrong, T2I
+# right); row 2 the caption ties its images (T2I wrong, I2T right)
+BIVLC_SCORES = [
+    [[0.9, 0.1], [0.2, 0.8]],
+    [[0.5, 0.5], [0.4, 0.6]],
+    [[0.3, 0.2], [0.3, 0.6]],
+]
+
+
+def test_bivlc_i2t_t2i_and_group_by_hand(pytester: pytest.Pytester) -> None:
+    source = bivlc_parquet(pytester.path / "test-00000-of-00001.parquet")
+    checklist = import_into(pytester.path, "bivlc", str(source))
+    images = sorted(p.name for p in (pytester.path / "bivlc_images").iterdir())
+    assert images[:2] == [
+        "test-00000-of-00001-0-image.png",
+        "test-00000-of-00001-0-negative_image.png",
+    ]
+    assert len(images) == 6
+    scores = scores_for(
+        checklist,
+        lambda t, e, i, j: BIVLC_SCORES[int(e.rsplit(":", 1)[1])][i][j],
+        pytester.path / "s.jsonl",
+    )
+    result, rows = run_scored(pytester, checklist, scores)
+    row = rows["bivlc"]
+    # the authors' I2T (text score) 2/3, T2I (image score) 2/3, group 1/3
+    assert row["metrics"]["text_score"] == pytest.approx(2 / 3)
+    assert row["metrics"]["image_score"] == pytest.approx(2 / 3)
+    assert (row["n"], row["passed"]) == (3, 1)
+    assert row["slices"]["type"]["replace"]["passed"] == 1
+    assert row["slices"]["type"]["swap"]["passed"] == 0
+    result.assert_outcomes(passed=1)  # 1/3 >= chance 1/6
+    # written once: a second import leaves identical images as they are
+    first = (pytester.path / "bivlc_images" / images[0]).stat().st_mtime_ns
+    import_into(pytester.path, "bivlc", str(source))
+    assert (pytester.path / "bivlc_images" / images[0]).stat().st_mtime_ns == first
+
+
+def test_bivlc_bad_image_writes_nothing(tmp_path: Path, capsys) -> None:
+    source = bivlc_parquet(tmp_path / "test.parquet", bad_image=True)
+    err = fails(capsys, tmp_path, "bivlc", source)
+    assert err == (
+        f"vlcheck import: {source}: record 0: 'negative_image' is neither a PNG nor a JPEG image"
+    )
+    assert not (tmp_path / "never_images").exists()

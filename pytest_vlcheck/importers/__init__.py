@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pytest_vlcheck.importers import (
     aro,
+    bivlc,
     cola,
     colorswap,
     compun,
@@ -49,6 +50,7 @@ FORMATS: dict[str, Importer] = {
         mmvp,
         cola,
         spec,
+        bivlc,
     )
 }
 
