@@ -9,6 +9,7 @@ import numpy as np
 
 from pytest_vlcheck import metrics
 from pytest_vlcheck.images.refs import ImageRef
+from pytest_vlcheck.metrics.choice import ScoreRow
 from pytest_vlcheck.parsing.example_fields import ParseContext
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.protocol import GenerationRules, Judgement
@@ -51,7 +52,7 @@ class BaseTask:
 
 
 def choose_one(
-    true_scores: Sequence[float], other_scores: Sequence[Sequence[float]], ties: str = "fail"
+    true_scores: Sequence[float], other_scores: Sequence[ScoreRow], ties: str = "fail"
 ) -> Judgement:
     """The true candidate (listed first) must beat every other under the ``ties`` rule; NaN
     fails. ``Judgement.ties`` marks the examples an exact tie decided, under any rule.
@@ -64,7 +65,7 @@ def choose_one(
 
 def choose_by_rules(
     true_scores: Sequence[float],
-    other_scores: Sequence[Sequence[float]],
+    other_scores: Sequence[ScoreRow],
     rules: Sequence[str],
     positions: Sequence[int] | None = None,
 ) -> Judgement:
