@@ -176,17 +176,24 @@ class ScorerSource:
         """Scores for a ``match`` decision and their kind (``probability`` or ``similarity``).
 
         Dual encoders that define ``match_probability`` (SigLIP's sigmoid) map similarities
-        to probabilities; cross-encoders and score files give their scores as they are.
+        to probabilities, as do pair scorers that define one (a generative model's mean
+        log-probability -> exp); other cross-encoders and score files give their scores as
+        they are.
         """
-        if self.mode != "dual":
+        if self.mode == "refs":
             return scores, "probability"
         known = self._known if self._scorer is None else None
         if known is not None and known.sigmoid is not None:
             return calibrated_sigmoid(scores, *known.sigmoid), "probability"
-        if (known is None or known.own_match) and hasattr(self.scorer, "match_probability"):
+        if self._own_match():
             probabilities = self.scorer.match_probability(scores)
             return np.asarray(probabilities, dtype=np.float32), "probability"
-        return scores, "similarity"
+        return scores, "probability" if self.mode == "pairs" else "similarity"
+
+    def _own_match(self) -> bool:
+        """Whether the scorer maps its scores to match probabilities itself."""
+        known = self._known if self._scorer is None else None
+        return (known is None or known.own_match) and hasattr(self.scorer, "match_probability")
 
     def namespace(self, kind: str) -> str | None:
         """The cache namespace of ``kind`` for this model, or None when it cannot be cached:

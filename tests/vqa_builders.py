@@ -1,0 +1,127 @@
+"""Tiny, seeded, offline generative VLMs for the ``vqa:`` backend's tests: LLaVA, Qwen2-VL and
+PaliGemma, each saved with ``save_pretrained`` beside a processor built by hand.
+
+The tokenizers are ``tokenizers`` character-level ones over the byte-level alphabet (every
+text tokenises, and a prompt's ids are always a prefix of the prompt-plus-answer's), with the
+family's special tokens added whole. Weights come from the library's random init under
+``torch.manual_seed(seed)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from model_builders import TINY_IMAGE, TINY_PATCH, _quiet_transformers, byte_vocabulary
+
+_TEXT = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 512,
+}
+
+LLAVA_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] == 'user' %}USER: "
+    "{% for item in message['content'] %}{% if item['type'] == 'image' %}<image>\n"
+    "{% elif item['type'] == 'text' %}{{ item['text'] }}{% endif %}{% endfor %} "
+    "{% else %}ASSISTANT: {{ message['content'][0]['text'] }}</s>{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}ASSISTANT:{% endif %}"
+)
+
+
+def char_tokenizer(
+    specials: list[str], *, bos: str | None, eos: str, pad: str, **extra: Any
+) -> Any:
+    """A character-level fast tokenizer: special tokens whole, BOS prepended when given."""
+    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = byte_vocabulary([*specials, "<unk>"])
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            pre_tokenizers.Split("", "isolated"),
+        ]
+    )
+    from tokenizers import decoders
+
+    backend.decoder = decoders.ByteLevel()
+    if bos is not None:
+        backend.post_processor = processors.TemplateProcessing(
+            single=f"{bos} $A",
+            pair=f"{bos} $A $B:1",
+            special_tokens=[(bos, vocab[bos])],
+        )
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        bos_token=bos,
+        eos_token=eos,
+        pad_token=pad,
+        unk_token="<unk>",
+        model_max_length=512,
+        **extra,
+    )
+
+
+def build_llava(dirpath: Path, seed: int = 0) -> Path:
+    """A tiny LlavaForConditionalGeneration (llama text, CLIP vision) with LlavaProcessor."""
+    import torch
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+
+    dirpath = Path(dirpath)
+    tokenizer = char_tokenizer(
+        ["<s>", "</s>", "<pad>", "<image>"], bos="<s>", eos="</s>", pad="<pad>"
+    )
+    vocab_size = len(tokenizer)
+    text = LlamaConfig(
+        **_TEXT,
+        vocab_size=vocab_size,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    vision = CLIPVisionConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        image_size=TINY_IMAGE,
+        patch_size=TINY_PATCH,
+        projection_dim=32,
+    )
+    config = LlavaConfig(
+        vision_config=vision,
+        text_config=text,
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
+        vision_feature_select_strategy="default",
+        vision_feature_layer=-1,
+    )
+    torch.manual_seed(seed)
+    model = LlavaForConditionalGeneration(config)
+    image_processor = CLIPImageProcessor(
+        size={"shortest_edge": TINY_IMAGE}, crop_size={"height": TINY_IMAGE, "width": TINY_IMAGE}
+    )
+    with _quiet_transformers():
+        processor = LlavaProcessor(
+            image_processor=image_processor,
+            tokenizer=tokenizer,
+            patch_size=TINY_PATCH,
+            vision_feature_select_strategy="default",
+            num_additional_image_tokens=1,
+            chat_template=LLAVA_TEMPLATE,
+        )
+        processor.save_pretrained(dirpath)
+        model.save_pretrained(dirpath)
+    return dirpath
