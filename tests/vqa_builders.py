@@ -21,6 +21,7 @@ _TEXT = {
     "num_attention_heads": 2,
     "num_key_value_heads": 2,
     "max_position_embeddings": 512,
+    "initializer_range": 0.5,  # far from uniform: tiny models then rank texts decisively
 }
 
 LLAVA_TEMPLATE = (

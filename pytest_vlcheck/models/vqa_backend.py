@@ -47,6 +47,7 @@ from pytest_vlcheck.models.torch_utils import (
     inference_context,
     resolve_device,
     run_in_batches,
+    short_detail,
     to_float32_numpy,
     torch_dtype,
 )
@@ -317,12 +318,10 @@ def load(body: str, options: ModelOptions) -> VqaScorer:
         model, info = auto_model.from_pretrained(
             source, output_loading_info=True, **_dtype_kwargs(transformers, dtype), **hub_kwargs
         )
-        processor = transformers.AutoProcessor.from_pretrained(
-            source, **_pil_processor_kwargs(), **hub_kwargs
-        )
     except Exception as exc:
-        raise _fetch_error(spec, local, offline, "the model or its processor", exc) from exc
+        raise _fetch_error(spec, local, offline, "the model", exc) from exc
     refuse_missing_weights(spec, model, info)
+    processor = _processor(transformers, spec, source, local, offline, hub_kwargs)
     model.to(device)
     model.eval()
     scorer = VqaScorer(
@@ -337,6 +336,31 @@ def load(body: str, options: ModelOptions) -> VqaScorer:
     )
     scorer.check_prompt()
     return scorer
+
+
+def _processor(
+    transformers: Any,
+    spec: str,
+    source: str,
+    local: bool,
+    offline: str | None,
+    hub_kwargs: dict[str, Any],
+) -> Any:
+    """The model's processor, checked for images and a prompt form (``prompt_form``)."""
+    try:
+        processor = transformers.AutoProcessor.from_pretrained(
+            source, **_pil_processor_kwargs(), **hub_kwargs
+        )
+    except Exception as exc:
+        if not local:
+            raise _fetch_error(spec, local, offline, "its processor", exc) from exc
+        raise ModelLoadError(
+            f"{spec}: no processor that takes images could be loaded from {source} "
+            f"({short_detail(exc, 160)}); expected the files processor.save_pretrained writes "
+            "(image processor, tokenizer, chat template)"
+        ) from exc
+    prompt_form(processor, spec)
+    return processor
 
 
 def vqa_fingerprint(weights: str, prompt: VqaPrompt) -> str:
