@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from model_builders import build_hf_clip
 from PIL import Image
-from vqa_builders import build_llava
+from vqa_builders import build_llava, build_qwen2_vl
 
 from pytest_vlcheck import evaluate
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
@@ -71,6 +71,17 @@ def llava(llava_dir: Path) -> vqa_backend.VqaScorer:
     return vqa_backend.load(str(llava_dir), CPU)
 
 
+@pytest.fixture(scope="session")
+def qwen_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_qwen2_vl(tmp_path_factory.mktemp("vqa") / "qwen2-vl", seed=0)
+
+
+@pytest.fixture(params=["llava", "qwen2_vl"])
+def family_dir(request: pytest.FixtureRequest) -> Path:
+    """Each family's folder (built once per session)."""
+    return request.getfixturevalue("llava_dir" if request.param == "llava" else "qwen_dir")
+
+
 @pytest.fixture
 def squares(tmp_path: Path) -> Path:
     for name, colour in COLOURS.items():
@@ -108,21 +119,22 @@ def by_formula(scorer: vqa_backend.VqaScorer, image: Image.Image, question: str,
     return mean, ids[total - n_answer :].tolist()
 
 
-def test_batched_scores_equal_the_formula_pair_by_pair(llava: vqa_backend.VqaScorer):
-    pictures = images()
-    pairs = [(pictures[i % 3], text) for i, text in enumerate(
+def test_batched_scores_equal_the_formula_pair_by_pair(family_dir: Path):
+    scorer = vqa_backend.load(str(family_dir), CPU)
+    pictures = [*images(), Image.new("RGB", (24, 30), (90, 90, 0))]  # two sizes
+    pairs = [(pictures[i % 4], text) for i, text in enumerate(
         ["a red square", "a green square on the left", "x", "a blue square", "red", "a"]
     )]  # fmt: skip
-    batched = llava.score_pairs([p for p, _ in pairs], [t for _, t in pairs])
+    batched = scorer.score_pairs([p for p, _ in pairs], [t for _, t in pairs])
     assert batched.dtype == np.float32 and batched.shape == (6,)
     for (image, text), score in zip(pairs, batched, strict=True):
         question = f'Does this figure show "{text}"? Please answer yes or no.'
-        expected, scored = by_formula(llava, image, question, "Yes")
+        expected, scored = by_formula(scorer, image, question, "Yes")
         assert score == pytest.approx(expected, abs=1e-5)
         # the scored tokens are the answer's: not BOS, not EOS
-        assert llava.tokenizer.decode(scored) == "Yes"
-        assert llava.tokenizer.bos_token_id not in scored
-        assert llava.tokenizer.eos_token_id not in scored
+        assert scorer.tokenizer.decode(scored) == "Yes"
+        assert scorer.tokenizer.bos_token_id not in scored
+        assert scorer.tokenizer.eos_token_id not in scored
     assert len(set(batched.tolist())) == 6  # the text and the image matter
 
 
@@ -161,9 +173,9 @@ def test_bf16_runs_and_returns_fp32(llava_dir: Path, llava):
     np.testing.assert_allclose(low, llava.score_pairs(pictures, ["a", "b", "c"]), atol=0.1)
 
 
-def test_batch_sizes_1_and_64_give_equal_results(llava_dir: Path, squares: Path):
+def test_batch_sizes_1_and_64_give_equal_results(family_dir: Path, squares: Path):
     runs = [
-        evaluate(f"vqa:{llava_dir}", squares, no_cache=True, device="cpu", batch_size=size)
+        evaluate(f"vqa:{family_dir}", squares, no_cache=True, device="cpu", batch_size=size)
         for size in (1, 64)
     ]
     one, many = (run.to_json()["results"] for run in runs)
@@ -174,21 +186,22 @@ def test_batch_sizes_1_and_64_give_equal_results(llava_dir: Path, squares: Path)
             np.testing.assert_allclose(fa["scores"], fb["scores"], atol=1e-5)
 
 
-def live_llava(llava_dir: Path) -> tuple[Any, Any]:
+def live_model(folder: Path) -> tuple[Any, Any]:
+    """The folder's model in train mode, as a training loop holds it, and its processor."""
     import transformers
 
-    processor = transformers.AutoProcessor.from_pretrained(llava_dir, backend="pil")
-    model = transformers.AutoModelForImageTextToText.from_pretrained(llava_dir)
-    return model.train(), processor  # in train mode, as a training loop holds it
+    processor = vqa_backend.load(str(folder), CPU).processor  # with the PIL image processor
+    model = transformers.AutoModelForImageTextToText.from_pretrained(folder)
+    return model.train(), processor
 
 
 def test_a_live_model_scores_as_its_folder_does_through_pytest(
-    pytester: pytest.Pytester, llava_dir: Path, squares: Path
+    pytester: pytest.Pytester, family_dir: Path, squares: Path
 ):
     for path in squares.parent.iterdir():
         shutil.copy(path, pytester.path / path.name)
     result = pytester.runpytest(
-        f"--vl-model=vqa:{llava_dir}",
+        f"--vl-model=vqa:{family_dir}",
         "--vl-report=rep",
         "--vl-device=cpu",
         "-p",
@@ -196,7 +209,7 @@ def test_a_live_model_scores_as_its_folder_does_through_pytest(
     )
     result.assert_outcomes(passed=4)
     by_pytest = json.loads((pytester.path / "rep" / "matrix.json").read_text())["results"]
-    model, processor = live_llava(llava_dir)
+    model, processor = live_model(family_dir)
     live = evaluate(model, squares, preprocess=processor, no_cache=True).to_json()["results"]
     assert [(r["test"], r["n"], r["passed"]) for r in live] == [
         (r["test"], r["n"], r["passed"]) for r in by_pytest
@@ -210,7 +223,7 @@ def test_a_live_model_scores_as_its_folder_does_through_pytest(
 def test_the_live_model_is_left_as_it_was_and_its_changes_are_seen(llava_dir: Path, squares: Path):
     import torch
 
-    model, processor = live_llava(llava_dir)
+    model, processor = live_model(llava_dir)
     weights = {k: v.clone() for k, v in model.state_dict().items()}
     rng = torch.get_rng_state()
     first = evaluate(model, squares, preprocess=processor, no_cache=True)
@@ -306,7 +319,7 @@ def test_the_prompt_fills_its_one_slot():
 
 
 def test_a_live_model_without_its_processor_is_one_line(llava_dir: Path, squares: Path):
-    model, processor = live_llava(llava_dir)
+    model, processor = live_model(llava_dir)
     with pytest.raises(VlcheckUserError, match="needs preprocess= its processor"):
         evaluate(model, squares)
     with pytest.raises(VlcheckUserError, match="holds no tokenizer"):

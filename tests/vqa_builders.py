@@ -126,3 +126,80 @@ def build_llava(dirpath: Path, seed: int = 0) -> Path:
         processor.save_pretrained(dirpath)
         model.save_pretrained(dirpath)
     return dirpath
+
+
+QWEN_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% for item in message['content'] %}{% if item['type'] == 'image' %}"
+    "<|vision_start|><|image_pad|><|vision_end|>{% elif item['type'] == 'text' %}"
+    "{{ item['text'] }}{% endif %}{% endfor %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def build_qwen2_vl(dirpath: Path, seed: int = 0) -> Path:
+    """A tiny Qwen2VLForConditionalGeneration (M-RoPE text, patch-merging vision) with
+    Qwen2VLProcessor: image-pad and vision start/end tokens, a chat template, no BOS."""
+    import torch
+    from transformers import (
+        Qwen2VLConfig,
+        Qwen2VLForConditionalGeneration,
+        Qwen2VLImageProcessor,
+        Qwen2VLProcessor,
+        Qwen2VLVideoProcessor,
+    )
+
+    dirpath = Path(dirpath)
+    specials = [
+        "<|endoftext|>",
+        "<|im_start|>",
+        "<|im_end|>",
+        "<|vision_start|>",
+        "<|vision_end|>",
+        "<|image_pad|>",
+        "<|video_pad|>",
+    ]
+    tokenizer = char_tokenizer(specials, bos=None, eos="<|im_end|>", pad="<|endoftext|>")
+    ids = {token: tokenizer.convert_tokens_to_ids(token) for token in specials}
+    text = {
+        **_TEXT,
+        "vocab_size": len(tokenizer),
+        "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
+        "bos_token_id": None,
+        "eos_token_id": ids["<|im_end|>"],
+        "pad_token_id": ids["<|endoftext|>"],
+    }
+    vision = {
+        "depth": 2,
+        "embed_dim": 32,
+        "hidden_size": 32,
+        "num_heads": 2,
+        "patch_size": 4,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+    }
+    config = Qwen2VLConfig(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+    )
+    torch.manual_seed(seed)
+    model = Qwen2VLForConditionalGeneration(config)
+    image_processor = Qwen2VLImageProcessor(
+        patch_size=4, merge_size=2, temporal_patch_size=2, min_pixels=16 * 16, max_pixels=32 * 32
+    )
+    with _quiet_transformers():
+        processor = Qwen2VLProcessor(
+            image_processor=image_processor,
+            tokenizer=tokenizer,
+            video_processor=Qwen2VLVideoProcessor(
+                patch_size=4, merge_size=2, temporal_patch_size=2
+            ),
+            chat_template=QWEN_TEMPLATE,
+        )
+        processor.save_pretrained(dirpath)
+        model.save_pretrained(dirpath)
+    return dirpath

@@ -346,11 +346,17 @@ def _processor(
     offline: str | None,
     hub_kwargs: dict[str, Any],
 ) -> Any:
-    """The model's processor, checked for images and a prompt form (``prompt_form``)."""
+    """The model's processor with the PIL image processor, checked for images and a prompt
+    form (``prompt_form``)."""
+    pil = _pil_processor_kwargs()
     try:
-        processor = transformers.AutoProcessor.from_pretrained(
-            source, **_pil_processor_kwargs(), **hub_kwargs
-        )
+        try:
+            processor = transformers.AutoProcessor.from_pretrained(source, **pil, **hub_kwargs)
+        except ImportError:  # a video processor (Qwen2-VL's) has no PIL backend
+            processor = transformers.AutoProcessor.from_pretrained(source, **hub_kwargs)
+            processor.image_processor = transformers.AutoImageProcessor.from_pretrained(
+                source, **pil, **hub_kwargs
+            )
     except Exception as exc:
         if not local:
             raise _fetch_error(spec, local, offline, "its processor", exc) from exc

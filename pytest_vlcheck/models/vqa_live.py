@@ -79,7 +79,7 @@ def live_vqa_scorer(
     )
     scorer.check_prompt()
     config = getattr(model, "config", None)
-    config_text = config.to_json_string() if hasattr(config, "to_json_string") else ""
+    config_text = config.to_json_string() if config is not None else ""
     template = str(getattr(preprocess, "chat_template", "") or "")
     identity = _identity(
         model, settings["precision"], preprocess, config_text, template, options.vqa.describe()
