@@ -69,8 +69,11 @@ def char_tokenizer(
     )
 
 
-def build_llava(dirpath: Path, seed: int = 0) -> Path:
-    """A tiny LlavaForConditionalGeneration (llama text, CLIP vision) with LlavaProcessor."""
+def build_llava(
+    dirpath: Path, seed: int = 0, *, width: int = 32, layers: int = 2, image_size: int = TINY_IMAGE
+) -> Path:
+    """A tiny LlavaForConditionalGeneration (llama text, CLIP vision) with LlavaProcessor;
+    ``width``, ``layers`` and ``image_size`` grow it (benchmarks on a GPU)."""
     import torch
     from transformers import (
         CLIPImageProcessor,
@@ -86,21 +89,22 @@ def build_llava(dirpath: Path, seed: int = 0) -> Path:
         ["<s>", "</s>", "<pad>", "<image>"], bos="<s>", eos="</s>", pad="<pad>"
     )
     vocab_size = len(tokenizer)
+    sized = {**_TEXT, "hidden_size": width, "intermediate_size": 2 * width}
     text = LlamaConfig(
-        **_TEXT,
+        **{**sized, "num_hidden_layers": layers},
         vocab_size=vocab_size,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
     vision = CLIPVisionConfig(
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
+        hidden_size=width,
+        intermediate_size=2 * width,
+        num_hidden_layers=layers,
         num_attention_heads=2,
-        image_size=TINY_IMAGE,
+        image_size=image_size,
         patch_size=TINY_PATCH,
-        projection_dim=32,
+        projection_dim=width,
     )
     config = LlavaConfig(
         vision_config=vision,
@@ -112,7 +116,7 @@ def build_llava(dirpath: Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     model = LlavaForConditionalGeneration(config)
     image_processor = CLIPImageProcessor(
-        size={"shortest_edge": TINY_IMAGE}, crop_size={"height": TINY_IMAGE, "width": TINY_IMAGE}
+        size={"shortest_edge": image_size}, crop_size={"height": image_size, "width": image_size}
     )
     with _quiet_transformers():
         processor = LlavaProcessor(
