@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from model_builders import build_hf_clip
 from PIL import Image
-from vqa_builders import build_llava, build_qwen2_vl
+from vqa_builders import build_llava, build_paligemma, build_qwen2_vl
 
 from pytest_vlcheck import evaluate
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
@@ -76,10 +76,15 @@ def qwen_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_qwen2_vl(tmp_path_factory.mktemp("vqa") / "qwen2-vl", seed=0)
 
 
-@pytest.fixture(params=["llava", "qwen2_vl"])
+@pytest.fixture(scope="session")
+def paligemma_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_paligemma(tmp_path_factory.mktemp("vqa") / "paligemma", seed=0)
+
+
+@pytest.fixture(params=["llava", "qwen", "paligemma"])
 def family_dir(request: pytest.FixtureRequest) -> Path:
     """Each family's folder (built once per session)."""
-    return request.getfixturevalue("llava_dir" if request.param == "llava" else "qwen_dir")
+    return request.getfixturevalue(f"{request.param}_dir")
 
 
 @pytest.fixture
@@ -101,6 +106,16 @@ def by_formula(scorer: vqa_backend.VqaScorer, image: Image.Image, question: str,
     import torch
 
     processor, model = scorer.processor, scorer.model
+    if scorer.suffix_form:  # PaliGemma: the question a prefix, the answer + EOS a suffix
+        inputs = processor(
+            images=[image], text=[processor.image_token + question], suffix=[answer],
+            return_tensors="pt",
+        )  # fmt: skip
+        n_answer = int(inputs["token_type_ids"].sum()) - 1  # not the EOS
+        inputs.pop("labels")
+        with torch.no_grad():  # token_type_ids: the prefix attends both ways, the suffix causally
+            logits = model(**inputs).logits[0].double()
+        return _mean_answer_log_prob(logits, inputs["input_ids"][0], n_answer, end=1)
     content = [{"type": "image"}, {"type": "text", "text": question}]
     prompt = processor.apply_chat_template(
         [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False
@@ -111,12 +126,19 @@ def by_formula(scorer: vqa_backend.VqaScorer, image: Image.Image, question: str,
     inputs = processor(images=[image], text=[prompt + answer], return_tensors="pt")
     with torch.no_grad():
         logits = model(**inputs).logits[0].double()
-    ids = inputs["input_ids"][0]
+    return _mean_answer_log_prob(logits, inputs["input_ids"][0], n_answer, end=0)
+
+
+def _mean_answer_log_prob(logits: Any, ids: Any, n_answer: int, end: int):
+    """The mean log-probability of the ``n_answer`` tokens before the last ``end`` ones,
+    each predicted from the position before it; and those tokens' ids."""
+    import torch
+
     log_probs = torch.log_softmax(logits, dim=-1)
-    total = len(ids)
-    positions = range(total - n_answer - 1, total - 1)
+    last = len(ids) - end
+    positions = range(last - n_answer - 1, last - 1)
     mean = sum(float(log_probs[p, ids[p + 1]]) for p in positions) / n_answer
-    return mean, ids[total - n_answer :].tolist()
+    return mean, ids[last - n_answer : last].tolist()
 
 
 def test_batched_scores_equal_the_formula_pair_by_pair(family_dir: Path):

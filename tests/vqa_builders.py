@@ -57,6 +57,8 @@ def char_tokenizer(
             pair=f"{bos} $A $B:1",
             special_tokens=[(bos, vocab[bos])],
         )
+    else:  # a pair's second text gets token type 1 (PaliGemma's suffix)
+        backend.post_processor = processors.TemplateProcessing(single="$A", pair="$A $B:1")
     backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
     return PreTrainedTokenizerFast(
         tokenizer_object=backend,
@@ -204,6 +206,58 @@ def build_qwen2_vl(dirpath: Path, seed: int = 0) -> Path:
             ),
             chat_template=QWEN_TEMPLATE,
         )
+        processor.save_pretrained(dirpath)
+        model.save_pretrained(dirpath)
+    return dirpath
+
+
+def build_paligemma(dirpath: Path, seed: int = 0) -> Path:
+    """A tiny PaliGemmaForConditionalGeneration (gemma text, SigLIP vision) with
+    PaliGemmaProcessor: no chat template; the prompt is a prefix, the answer a ``suffix=``."""
+    import torch
+    from transformers import (
+        GemmaConfig,
+        PaliGemmaConfig,
+        PaliGemmaForConditionalGeneration,
+        PaliGemmaProcessor,
+        SiglipImageProcessor,
+        SiglipVisionConfig,
+    )
+
+    dirpath = Path(dirpath)
+    tokenizer = char_tokenizer(["<bos>", "<eos>", "<pad>"], bos=None, eos="<eos>", pad="<pad>")
+    tokenizer.bos_token = "<bos>"
+    image_processor = SiglipImageProcessor(size={"height": TINY_IMAGE, "width": TINY_IMAGE})
+    image_processor.image_seq_length = (TINY_IMAGE // TINY_PATCH) ** 2
+    with _quiet_transformers():
+        processor = PaliGemmaProcessor(image_processor=image_processor, tokenizer=tokenizer)
+    text = GemmaConfig(
+        **_TEXT,
+        head_dim=16,
+        vocab_size=len(processor.tokenizer),
+        bos_token_id=processor.tokenizer.convert_tokens_to_ids("<bos>"),
+        eos_token_id=processor.tokenizer.eos_token_id,
+        pad_token_id=processor.tokenizer.pad_token_id,
+    )
+    vision = SiglipVisionConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        image_size=TINY_IMAGE,
+        patch_size=TINY_PATCH,
+        projection_dim=32,
+    )
+    config = PaliGemmaConfig(
+        vision_config=vision,
+        text_config=text,
+        image_token_index=processor.image_token_id,
+        projection_dim=32,
+        hidden_size=32,
+    )
+    torch.manual_seed(seed)
+    model = PaliGemmaForConditionalGeneration(config)
+    with _quiet_transformers():
         processor.save_pretrained(dirpath)
         model.save_pretrained(dirpath)
     return dirpath

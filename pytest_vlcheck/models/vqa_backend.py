@@ -150,15 +150,15 @@ class VqaScorer:
 
         images = [image for image, _ in batch]
         asked = [self.prompt.ask(text) for _, text in batch]
-        inputs, counts = (
-            self._suffix_inputs(images, asked)
-            if self.suffix_form
-            else (self._chat_inputs(images, asked))
-        )
+        if self.suffix_form:  # the answer is followed by the suffix's end-of-sequence token
+            inputs, counts = self._suffix_inputs(images, asked)
+            ends = inputs["attention_mask"].sum(dim=1) - 1
+        else:
+            inputs, counts = self._chat_inputs(images, asked)
+            ends = inputs["attention_mask"].sum(dim=1)
         ids = inputs["input_ids"]
-        lengths = inputs["attention_mask"].sum(dim=1)
-        starts = lengths - counts  # each row's first answer token (padding is on the right)
-        keep = torch.arange(int(starts.min()) - 1, int(lengths.max()) - 1, device=ids.device)
+        starts = ends - counts  # each row's answer is [starts, ends) (padding is on the right)
+        keep = torch.arange(int(starts.min()) - 1, int(ends.max()) - 1, device=ids.device)
         names = self._forward_names
         model_inputs = {k: self._on_device(v) for k, v in inputs.items() if k in names}
         if self.reuses_image_features:
@@ -173,7 +173,7 @@ class VqaScorer:
         log_probs = torch.log_softmax(logits.float(), dim=-1).cpu()
         targets = ids[:, keep + 1]  # position p predicts token p + 1
         token_log_probs = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-        scored = (keep[None, :] >= starts[:, None] - 1) & (keep[None, :] <= lengths[:, None] - 2)
+        scored = (keep[None, :] >= starts[:, None] - 1) & (keep[None, :] <= ends[:, None] - 2)
         means = (token_log_probs * scored).sum(dim=1) / scored.sum(dim=1)
         return to_float32_numpy(means)
 
@@ -203,9 +203,10 @@ class VqaScorer:
     def _suffix_inputs(self, images: list[Image], asked: list[tuple[str, str]]) -> tuple[Any, Any]:
         """Processor inputs for prefix + suffix (PaliGemma), and each row's answer length: the
         suffix's tokens (``token_type_ids`` 1) without its end-of-sequence token."""
+        image_token = str(getattr(self.processor, "image_token", ""))
         inputs = self.processor(
             images=images,
-            text=[question for question, _ in asked],
+            text=[image_token + question for question, _ in asked],
             suffix=[answer for _, answer in asked],
             padding=True,
             padding_side="right",
