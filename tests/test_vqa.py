@@ -16,6 +16,7 @@ from vqa_builders import build_llava, build_paligemma, build_qwen2_vl
 
 from pytest_vlcheck import evaluate
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
+from pytest_vlcheck.gates.conditions import run_conditions
 from pytest_vlcheck.models import vqa_backend
 from pytest_vlcheck.models.hf_backend import load as load_hf
 from pytest_vlcheck.models.protocol import ModelOptions
@@ -346,3 +347,19 @@ def test_a_live_model_without_its_processor_is_one_line(llava_dir: Path, squares
         evaluate(model, squares)
     with pytest.raises(VlcheckUserError, match="holds no tokenizer"):
         evaluate(model, squares, preprocess=processor.image_processor)
+
+
+def test_a_cached_rerun_scores_nothing_and_another_prompt_shares_nothing(
+    llava_dir: Path, squares: Path, tmp_path: Path
+):
+    spec, cache = f"m=vqa:{llava_dir}", tmp_path / "cache"
+    first = evaluate(spec, squares, cache_dir=cache, device="cpu")
+    again = evaluate(spec, squares, cache_dir=cache, device="cpu")
+    other = evaluate(spec, squares, cache_dir=cache, device="cpu", vqa_answer="No")
+    assert first.stats["m"].pairs_scored > 0 and first.stats["m"].pairs_cached == 0
+    assert again.stats["m"].pairs_scored == 0
+    assert again.stats["m"].pairs_cached == first.stats["m"].pairs_scored
+    assert again.to_json()["results"] == first.to_json()["results"]
+    assert other.stats["m"].pairs_cached == 0
+    assert run_conditions(ModelOptions())["vqa"] is None
+    assert "'No'" in run_conditions(ModelOptions(vqa=VqaPrompt(answer="No")))["vqa"]

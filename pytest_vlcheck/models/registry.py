@@ -1,7 +1,7 @@
 """Model specs (``--vl-model``): parse them, name them, and load the scorer behind them.
 
 A spec is ``[NAME=]SPEC`` where SPEC is an alias (``clip``, ``tiny``), ``SCHEME:BODY`` for a
-built-in scheme (open_clip, hf, scores, py), or ``ENTRY[:BODY]`` for a model a third-party
+built-in scheme (open_clip, hf, vqa, scores, py), or ``ENTRY[:BODY]`` for a model a third-party
 package registers in the ``pytest_vlcheck.models`` entry-point group (a callable taking
 ``(body, options)`` and returning a scorer). Backends are imported only when loaded.
 """
