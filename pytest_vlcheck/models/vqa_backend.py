@@ -66,6 +66,9 @@ _IMAGE_KEYS = ("pixel_values", "pixel_attention_mask")
 class VqaScorer:
     """A generative VLM scoring (image, text) pairs by the answer's mean log-probability."""
 
+    match_is_exp = True
+    """Scores are log-probabilities: the engine can map them for ``match`` unbuilt."""
+
     def __init__(
         self,
         *,

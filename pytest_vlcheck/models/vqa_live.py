@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 class LiveVqaScorer:
     """A caller's generative model behind the pair-scorer protocol."""
 
+    match_is_exp = True
+
     def __init__(self, scorer: VqaScorer, model: Any, identity: str) -> None:
         self.scorer = scorer
         self.model = model
