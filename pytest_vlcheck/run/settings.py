@@ -25,6 +25,12 @@ from pytest_vlcheck.images.loading import set_max_image_pixels
 from pytest_vlcheck.models.checkpoints import unstepped
 from pytest_vlcheck.models.protocol import PRECISIONS, ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec, parse_specs
+from pytest_vlcheck.models.vqa_prompt import (
+    DEFAULT_ANSWER,
+    DEFAULT_QUESTION,
+    VqaPrompt,
+    VqaPromptError,
+)
 from pytest_vlcheck.results.json_checks import ReportFormatError
 from pytest_vlcheck.run.session import Settings
 
@@ -33,6 +39,9 @@ DEFAULTS: dict[str, Any] = {
     "device": "auto",
     "batch_size": "auto",
     "precision": "fp32",
+    "vqa_question": DEFAULT_QUESTION,
+    "vqa_answer": DEFAULT_ANSWER,
+    "vqa_mode": "answer",
     "image_root": None,
     "threshold": None,
     "missing": "error",
@@ -140,6 +149,7 @@ def build_settings(source: OptionSource) -> Settings:
             batch_size=batch_size,
             precision=precision.value,
             auto_batch=auto_batch,
+            vqa=_vqa_prompt(source),
         ),
         image_root=Path(image_root).resolve() if image_root else None,
         threshold=threshold,
@@ -153,6 +163,21 @@ def build_settings(source: OptionSource) -> Settings:
         log_specs=_logger_specs(source.get("log"), specs),
         step=_step(source.get("step"), specs),
     )
+
+
+def _vqa_prompt(source: OptionSource) -> VqaPrompt:
+    """What a generative model is asked, checked now (a template without ``{}`` is refused
+    before any scoring)."""
+    raws = [source.get(f"vqa_{key}") for key in ("question", "answer", "mode")]
+    for raw in raws:
+        if not isinstance(raw.value, str):
+            raise SettingsError(f"{raw.where} is {raw.value!r}; expected a string")
+    prompt = VqaPrompt(*(raw.value for raw in raws))
+    try:
+        prompt.check([raw.where for raw in raws])
+    except VqaPromptError as exc:
+        raise SettingsError(str(exc)) from None
+    return prompt
 
 
 def _logger_specs(raw: Raw, models: tuple[ModelSpec, ...]) -> tuple[Any, ...]:
