@@ -65,8 +65,9 @@ def _measured(result: CapabilityResult) -> bool:
 
 
 def model_scalars(results: Sequence[CapabilityResult]) -> dict[str, float]:
-    """One model's results as scalars; errored, skipped and unmeasured tests are left out
-    (a scalar is a number, and a missing point is not a zero)."""
+    """One model's results as scalars; errored, skipped and unmeasured tests have no pass
+    rate (a scalar is a number, and a missing point is not a zero), errored ones are counted
+    in the summary."""
     measured = [r for r in results if _measured(r)]
     scalars: dict[str, float] = {}
     owners: dict[str, str] = {}
@@ -80,21 +81,27 @@ def model_scalars(results: Sequence[CapabilityResult]) -> dict[str, float]:
             )
         owners[name] = owner
         scalars[name] = float(result.pass_rate)  # type: ignore[arg-type]
-    return scalars | _summary(measured)
+    errored = sum(r.status == "error" for r in results)
+    return scalars | _summary(measured, errored)
 
 
-def _summary(measured: Sequence[CapabilityResult]) -> dict[str, float]:
-    if not measured:
+def _summary(measured: Sequence[CapabilityResult], errored: int) -> dict[str, float]:
+    """Counts over the measured tests, and how many errored: a run whose every test errored
+    (a wrong tokenizer, say) still logs a point that says so. The mean needs a measurement."""
+    if not measured and not errored:
         return {}
     passed = sum(r.status in ("passed", "xpassed") for r in measured)
     regressions = sum(isinstance(r.gate, GateComparison) and r.gate.regressed for r in measured)
-    return {
+    summary = {
         f"{SUMMARY}/tests": float(len(measured)),
         f"{SUMMARY}/tests_passed": float(passed),
         f"{SUMMARY}/tests_failed": float(len(measured) - passed),
-        f"{SUMMARY}/mean_pass_rate": sum(r.pass_rate for r in measured) / len(measured),  # type: ignore[misc]
+        f"{SUMMARY}/tests_errored": float(errored),
         f"{SUMMARY}/gate_regressions": float(regressions),
     }
+    if measured:
+        summary[f"{SUMMARY}/mean_pass_rate"] = sum(r.pass_rate for r in measured) / len(measured)  # type: ignore[misc]
+    return summary
 
 
 def prefixed(prefix: str, scalars: Mapping[str, float]) -> dict[str, float]:

@@ -95,10 +95,12 @@ def _with_model(
     else:
         name = name or "model"
         from pytest_vlcheck.models.live import live_scorer
+        from pytest_vlcheck.models.live_check import check_live_inputs
 
         scorer = live_scorer(
             model, preprocess=preprocess, tokenizer=tokenizer, options=settings.model_options
         )
+        check_live_inputs(model, preprocess, tokenizer)  # one tiny input, before any scoring
         settings = replace(settings, specs=(_object_spec(name, model),))
     if name is not None:
         if len(settings.specs) > 1:
