@@ -75,6 +75,16 @@ _MARK = {
 }
 
 
+_STATUS_WORDS = {
+    "passed": "passed",
+    "failed": "failed",
+    "xfailed": "failed, as expected",
+    "xpassed": "passed, unexpectedly",
+    "error": "errored",
+    "skipped": "was skipped",
+}
+
+
 def _e(value: object) -> str:
     return escape(str(value), quote=True)
 
@@ -273,10 +283,13 @@ def _example(task: str, example: FailureExample, thumbnails: Mapping[str, str] |
 
 def _failures(failures: Failures, thumbnails: Mapping[str, str] | None) -> list[str]:
     shown = len(failures.examples)
+    examples = fmt.plural(failures.failing, "failing example")
+    if shown < failures.failing:
+        examples = f"{shown} of {examples} shown"
     out = [
         "<details open>" if failures.status == "failed" else "<details>",
-        f"<summary>{_e(failures.model)}: {shown} failure example{'s' if shown != 1 else ''} "
-        f"(of {failures.failing} failing, {_e(failures.status)})</summary>",
+        f"<summary>{_e(failures.model)}: {examples} (the test {_STATUS_WORDS[failures.status]})"
+        "</summary>",
     ]
     for example in failures.examples:
         out += _example(failures.task, example, thumbnails)
