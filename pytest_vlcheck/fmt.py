@@ -55,7 +55,7 @@ def points(delta_pts: float | int | None, *, signed: bool = True) -> str:
     """A change in percentage points with one decimal, the one rule for every printed delta:
     the value rounded to 9 decimals (float noise: 100 * (0.275 - 0.4125) is
     -13.749999999999998), then half away from zero: ``-13.8``; signed, ``+5.0`` and ``0.0``."""
-    if _missing(delta_pts):
+    if delta_pts is None or _missing(delta_pts):
         return MISSING
     text = _rounded(Decimal(repr(round(float(delta_pts), 9))), _ONE_PLACE)
     return "+" + text if signed and not text.startswith("-") and text != "0.0" else text
