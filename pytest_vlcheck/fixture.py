@@ -97,7 +97,7 @@ def _unmeasured(
         threshold=0.0,
         examples=(),
         file=item.path,
-        line=item.reportinfo()[1] + 1,
+        line=(item.reportinfo()[1] or 0) + 1,
     )
     return replace(unscored_result(test, model, "passed"), file=state.relative(item.path))
 

@@ -105,7 +105,8 @@ def not_gated_warnings(
     if settings.baseline is None:
         return []
     measured = [r for r in results if r.n > 0 and r.status != "error"]
-    missing, unpaired = [], []
+    missing: list[CapabilityResult] = []
+    unpaired: list[CapabilityResult] = []
     for r in measured:
         if isinstance(r.gate, GateWarning):
             has_entry = entry_of(settings, r.file, r.test, r.model) is not None

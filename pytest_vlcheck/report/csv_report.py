@@ -47,7 +47,7 @@ def _delta_cells(deltas: Mapping[Kind, Delta]) -> list[Any]:
 def render_csv(report: Report) -> str:
     """The whole ``matrix.csv`` text, one line per result in ``matrix.json`` order;
     ``unscored`` is the total of the unscored counts."""
-    deltas = {
+    deltas: dict[tuple[str, str, str], dict[Kind, Delta]] = {
         (c.result.file, c.result.test, c.model): {d.kind: d for d in c.deltas}
         for s in report.sections
         for c in s.cells

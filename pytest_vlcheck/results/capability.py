@@ -89,7 +89,7 @@ class ExampleOutcome:
     id: str
     correct: bool
     tie: bool
-    scores: list[list[float]]
+    scores: list[list[float | None]]  # None: a NaN score read back from samples.jsonl
 
     def to_json(self) -> dict[str, Any]:
         """The xdist transport's copy of the outcome."""
@@ -232,16 +232,19 @@ class CapabilityResult:
 
 def _parse_result(c: JsonChecker, raw: Any, where: str) -> CapabilityResult:
     r = c.mapping(raw, where)
-    texts = {k: c.text(r, k, where) for k in ("file", "test", "capability", "task", "model")}
+    # fields by name, their types checked here at run time
+    texts: dict[str, Any] = {
+        k: c.text(r, k, where) for k in ("file", "test", "capability", "task", "model")
+    }
     status = c.text(r, "status", where)
     if status not in STATUSES:
         raise c.fail(f"{where}.status", f"expected one of {', '.join(STATUSES)}, got {status!r}")
-    counts = {}
+    counts: dict[str, Any] = {}
     for key in ("n", "passed"):
         if key not in r:
             raise c.fail(where, f"missing key {key!r}, expected an integer")
         counts[key] = c.integer(r[key], f"{where}.{key}")
-    numbers = {}
+    numbers: dict[str, Any] = {}
     for key in ("pass_rate", "ci_low", "ci_high", "threshold"):
         if key not in r:
             raise c.fail(where, f"missing key {key!r}, expected a number or null")
@@ -253,7 +256,7 @@ def _parse_result(c: JsonChecker, raw: Any, where: str) -> CapabilityResult:
         **texts,
         **counts,
         **numbers,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         chance=c.number(r.get("chance"), f"{where}.chance"),
         line=c.integer(r.get("line", 0), f"{where}.line"),
         criterion=c.text(r, "criterion", where, ""),

@@ -152,6 +152,6 @@ def example_outcomes(rows: Iterable[SampleRow]) -> dict[Key, tuple[ExampleOutcom
     out: dict[Key, list[ExampleOutcome]] = {}
     for row in rows:
         scores = [list(line) for line in row.scores]
-        outcome = ExampleOutcome(row.example, row.correct, row.tie, scores)  # type: ignore[arg-type]
+        outcome = ExampleOutcome(row.example, row.correct, row.tie, scores)
         out.setdefault(row.key, []).append(outcome)
     return {key: tuple(outcomes) for key, outcomes in out.items()}

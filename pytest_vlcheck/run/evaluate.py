@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_vlcheck.checklist import ChecklistTest
 from pytest_vlcheck.engine import unscored_result
-from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
+from pytest_vlcheck.errors import ModelLoadError, SettingsError, VlcheckUserError
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.verdict import final
@@ -22,7 +22,7 @@ from pytest_vlcheck.run.checklists import checklist_files, load_tests, selected
 from pytest_vlcheck.run.live_runners import runner_for
 from pytest_vlcheck.run.outcome import Run
 from pytest_vlcheck.run.session import Settings, VlcheckSession
-from pytest_vlcheck.run.settings import KeywordOptions, SettingsError, build_settings
+from pytest_vlcheck.run.settings import KeywordOptions, build_settings
 from pytest_vlcheck.run.sinks import emit_all, file_sinks
 
 LogSpec = str | Callable[[dict[str, float], int | None], None]

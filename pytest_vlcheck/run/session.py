@@ -7,7 +7,7 @@ plugin stores one ``VlcheckSession`` in the pytest config's stash.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -187,7 +187,7 @@ class VlcheckSession:
             )
         return self._prior
 
-    def perplexity(self, texts: list[str]) -> np.ndarray:
+    def perplexity(self, texts: Sequence[str]) -> np.ndarray:
         """Averaged prior perplexities; each unique text is scored once per run."""
         import numpy as np
 
@@ -254,7 +254,7 @@ class VlcheckSession:
                 fingerprints.setdefault(result.model, result.fingerprint)
         models = []
         for spec in self.settings.specs:
-            model = {
+            model: dict[str, Any] = {
                 "name": spec.name,
                 "spec": spec.text,
                 "fingerprint": fingerprints.get(spec.name, ""),
