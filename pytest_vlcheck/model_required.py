@@ -10,6 +10,7 @@ documented way back to skipped items, for a suite that must also pass where no m
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import pytest
 
@@ -22,7 +23,8 @@ INI_OPT_OUT = "vl_allow_no_model"
 
 def add_ini(parser: pytest.Parser) -> None:
     """The ini twin of ``--vl-allow-no-model`` (the option itself is in ``run.options``)."""
-    parser.addini(INI_OPT_OUT, f"default for {OPT_OUT}", type="bool", default=False)
+    flag: Literal["bool"] = "bool"  # a string: the older pytest versions take no type object
+    parser.addini(INI_OPT_OUT, f"default for {OPT_OUT}", type=flag, default=False)
 
 
 def needs_a_model(item: pytest.Item) -> bool:
