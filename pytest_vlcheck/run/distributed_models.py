@@ -66,6 +66,9 @@ def register_encoders(model: Any) -> None:
     for method in _ENCODERS:
         if callable(getattr(module, method, None)):
             register_fsdp_forward_method(module, method)
+            # torch's wrapper is bound with the bound method as its __wrapped__, so its
+            # signature loses a parameter (transformers' backend reads the input names there)
+            getattr(module, method).__func__.__wrapped__ = getattr(type(module), method)
     setattr(model, _REGISTERED, True)
 
 

@@ -6,7 +6,9 @@ batches ``r, r + N, r + 2N, ...``: a batch is the one a single process would enc
 embeddings are the same bits. On leaving a phase every rank sends what it encoded (the unit
 float64 rows, and why an image could not be loaded) and keeps every rank's: every rank then
 judges every test from the same numbers. An error in a rank's share is sent instead, and
-every rank raises it (``distributed.raise_agreed``). With ``lockstep`` (an FSDP model, whose
+every rank raises it (``distributed.raise_agreed``), forgetting what any rank encoded in
+that phase, so that the ranks stay alike (a later test encodes those inputs again, as a
+single process would). With ``lockstep`` (an FSDP model, whose
 forward gathers weights with the other ranks) each rank makes ``ceil(batches / N)`` forward
 calls per phase, dummy ones where its share is short or after its error.
 """
@@ -80,6 +82,10 @@ class RankShare:
         try:
             answers = self.collective.exchange(sent)
         except Exception as agreed:
+            for key in (_key(kind, item) for batch in batches for item in batch):
+                into.pop(key, None)  # what some ranks encoded: every rank starts this again
+                if unavailable is not None:
+                    unavailable.pop(key, None)
             if error is not None:
                 raise agreed from error
             raise
