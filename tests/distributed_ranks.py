@@ -60,6 +60,9 @@ def run_rank(rank: int, world: int, port: int, workdir: str, hf_dir: str) -> Non
     for family in ("open_clip", "transformers"):
         build = _builder(family, Path(hf_dir))
         seen[family] = _variants(rank, work, build, writes)
+    if world == 2:  # the callbacks' trainings: one world size is enough
+        dist.barrier()
+        seen["training"] = train_with_callbacks(rank, world, work, Path(hf_dir))
     seen["errors"] = _error_cases(rank, work, _builder("open_clip", Path(hf_dir)))
     (work / f"rank{rank}.json").write_text(json.dumps(seen), encoding="utf-8")
     dist.barrier()
@@ -230,3 +233,102 @@ def _writes_under(root: Path, writes: list[str]) -> Callable[[str, tuple], None]
                 writes.append(name)
 
     return hook
+
+
+def train_with_callbacks(rank: int, world: int, work: Path, hf_dir: Path) -> dict[str, Any]:
+    """A 4-step DDP training on this rank through each framework's trainer, evaluated every
+    2 steps by its callback: the steps of each run, and the lines its logger wrote."""
+    os.environ.update(
+        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world)
+    )
+    os.environ.update(GROUP_RANK="0", TORCHELASTIC_RUN_ID="vlcheck-test")
+    return {"transformers": _hf_training(work, hf_dir), "lightning": _lightning_training(work)}
+
+
+def _hf_training(work: Path, hf_dir: Path) -> dict[str, Any]:
+    import torch
+    from transformers import Trainer, TrainingArguments
+
+    from pytest_vlcheck.integrations import VlcheckCallback
+
+    model, extra = _builder("transformers", hf_dir)()
+    tokens = extra["preprocess"].tokenizer(["a square"], return_tensors="pt")
+    example = {"input_ids": tokens["input_ids"][0], "pixel_values": torch.zeros(3, 32, 32)}
+
+    def collate(rows: list[dict]) -> dict[str, Any]:
+        batch = {key: torch.stack([row[key] for row in rows]) for key in example}
+        return {**batch, "return_loss": True}
+
+    args = TrainingArguments(
+        output_dir=str(work / "hf-out"),
+        report_to=[],
+        use_cpu=True,
+        ddp_backend="gloo",
+        max_steps=4,
+        per_device_train_batch_size=2,
+        save_strategy="no",
+        disable_tqdm=True,
+    )
+    log = work / "hf.jsonl"
+    probe = VlcheckCallback(
+        work / "checks.yaml", every_n_steps=2, log=f"jsonl:{log}", no_cache=True, **extra
+    )
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=[example] * 16,
+        data_collator=collate,
+        callbacks=[probe],
+    )
+    trainer.train()
+    return {"runs": [[run.step, _rows(run)] for run in probe.runs], "log": _lines(log)}
+
+
+def _lightning_training(work: Path) -> dict[str, Any]:
+    import lightning.pytorch as pl
+    import torch
+    from lightning.pytorch.loggers import CSVLogger
+
+    from pytest_vlcheck.integrations import VlcheckLightningCallback
+    from pytest_vlcheck.tiny import live_model
+
+    clip, preprocess, tokenizer = live_model()
+
+    class Module(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = clip
+
+        def training_step(self, batch: Any, batch_idx: int) -> Any:
+            return self.model.logit_scale * batch[0].sum()
+
+        def configure_optimizers(self) -> Any:
+            return torch.optim.SGD(self.parameters(), lr=1e-3)
+
+    probe = VlcheckLightningCallback(
+        work / "checks.yaml",
+        every_n_steps=2,
+        preprocess=preprocess,
+        tokenizer=tokenizer,
+        no_cache=True,
+    )
+    data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.ones(16, 1)))
+    logger = CSVLogger(str(work / "lightning"), name="", version=0)
+    trainer = pl.Trainer(
+        max_steps=4,
+        callbacks=[probe],
+        logger=logger,
+        accelerator="cpu",
+        devices=int(os.environ["WORLD_SIZE"]),
+        strategy="ddp_find_unused_parameters_true",  # the loss uses logit_scale only
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(Module(), data)
+    csv = work / "lightning" / "version_0" / "metrics.csv"
+    return {"runs": [[run.step, _rows(run)] for run in probe.runs], "log": _lines(csv)}
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []

@@ -105,3 +105,19 @@ def test_evaluate_on_rank_0_alone_fails_with_the_hint(ranks: list[Any]) -> None:
     assert message.startswith(NOT_COLLECTIVE)
     assert "did not call it within 5 s" in message
     assert seconds < TIMEOUT
+
+
+@pytest.mark.parametrize("framework", ["transformers", "lightning"])
+def test_the_callbacks_evaluate_on_every_rank_and_log_once(
+    ranks: list[Any], framework: str
+) -> None:
+    if len(ranks) != 2:
+        pytest.skip("the trainings run in the 2-rank job")
+    first = ranks[0]["training"][framework]
+    assert [step for step, _ in first["runs"]] == [2, 4]
+    assert all(seen["training"][framework]["runs"] == first["runs"] for seen in ranks)
+    if framework == "transformers":  # the jsonl logger: one line per evaluation
+        assert [json.loads(line)["step"] for line in first["log"]] == [2, 4]
+    else:  # Lightning's CSV logger: a header, then one row per evaluation
+        header = first["log"][0].split(",")
+        assert [row.split(",")[header.index("step")] for row in first["log"][1:]] == ["2", "4"]
