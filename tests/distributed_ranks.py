@@ -60,6 +60,7 @@ def run_rank(rank: int, world: int, port: int, workdir: str, hf_dir: str) -> Non
     for family in ("open_clip", "transformers"):
         build = _builder(family, Path(hf_dir))
         seen[family] = _variants(rank, work, build, writes)
+    seen["spec"] = _spec_model(rank, work)
     if world == 2:  # the callbacks' trainings: one world size is enough
         dist.barrier()
         seen["training"] = train_with_callbacks(rank, world, work, Path(hf_dir))
@@ -118,6 +119,25 @@ def _variants(
             "single_checksum": _checksum(build()[0]),
         }
     return seen
+
+
+def _spec_model(rank: int, work: Path) -> dict[str, Any]:
+    """A spec string scored with one embedding cache that every rank writes: the first call
+    encodes (each rank its share), the second reads everything from the cache."""
+    from pytest_vlcheck import evaluate
+    from pytest_vlcheck.tiny import TINY_SPEC
+
+    checklist = work / "checks.yaml"
+    options = {"batch_size": BATCH, "device": "cpu"}
+    single = evaluate(TINY_SPEC, checklist, no_cache=True, distributed=False, **options)
+    calls = [evaluate(TINY_SPEC, checklist, cache_dir=work / "cache", **options) for _ in "12"]
+    return {
+        "same_results": [_rows(run) == _rows(single) for run in calls],
+        "encoded": [
+            [s.images_encoded + s.texts_encoded for s in run.stats.values()] for run in calls
+        ],
+        "cached": [[s.cached for s in run.stats.values()] for run in calls],
+    }
 
 
 def _error_cases(rank: int, work: Path, build: Callable[[], tuple[Any, dict]]) -> dict[str, Any]:

@@ -121,3 +121,22 @@ def test_the_callbacks_evaluate_on_every_rank_and_log_once(
     else:  # Lightning's CSV logger: a header, then one row per evaluation
         header = first["log"][0].split(",")
         assert [row.split(",")[header.index("step")] for row in first["log"][1:]] == ["2", "4"]
+
+
+def test_a_spec_model_shares_its_batches_and_one_embedding_cache(ranks: list[Any]) -> None:
+    for seen in ranks:
+        spec = seen["spec"]
+        assert spec["same_results"] == [True, True]
+        assert spec["encoded"] == [[48], [0]]  # then every vector from the cache
+        assert spec["cached"] == [[0], [48 * len(ranks)]]  # every rank read every vector
+
+
+def test_torchrun_ranks_share_the_image_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_vlcheck.engine.image_feed import loader_pool
+
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
+    with loader_pool(8) as pool:
+        assert pool._max_workers == 2
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "16")
+    with loader_pool(8) as pool:
+        assert pool._max_workers == 1
