@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import importlib
 import re
-from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.errors import ModelLoadError, ModelSpecError, UserCodeError, VlcheckUserError
 from pytest_vlcheck.models.checkpoints import expand_checkpoints, is_glob
-from pytest_vlcheck.models.protocol import Digest, ModelIdentity, ModelOptions, check_scorer
+from pytest_vlcheck.models.protocol import (
+    Digest,
+    ModelIdentity,
+    ModelOptions,
+    ModelSpec,
+    check_scorer,
+)
 from pytest_vlcheck.models.torch_utils import computed_precision
 
 __all__ = ["ModelLoadError", "ModelSpec", "ModelSpecError", "load_scorer", "parse_spec"]
@@ -34,20 +39,6 @@ BUILTIN_BACKENDS = frozenset({"open_clip", "hf", "scores"})
 TORCH_BACKENDS = frozenset({"open_clip", "hf"})
 CLIP_SPEC = "open_clip:ViT-B-32-quickgelu@openai"
 _NAME = re.compile(r"[A-Za-z0-9_.@+-]+")
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """One ``--vl-model``: ``name`` labels items and matrix columns, ``text`` is as given."""
-
-    name: str
-    text: str
-    scheme: str
-    body: str
-    group: str | None = None
-    """The name the checkpoints of one glob share (their scalar prefix); None otherwise."""
-    step: int | None = None
-    """A glob checkpoint's training step, read from its file name."""
 
 
 def aliases() -> dict[str, str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pytest_vlcheck.errors import VlcheckUserError
@@ -17,7 +16,7 @@ from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec, identify
 from pytest_vlcheck.priors.average import AveragePrior
 from pytest_vlcheck.priors.cached import CachedPrior
-from pytest_vlcheck.priors.protocol import TextPrior
+from pytest_vlcheck.priors.protocol import PriorSpec, TextPrior
 
 if TYPE_CHECKING:
     from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
@@ -32,16 +31,6 @@ class PriorSpecError(ValueError):
 
 class PriorLoadError(VlcheckUserError, RuntimeError):
     """A prior spec was understood but its prior could not be made."""
-
-
-@dataclass(frozen=True)
-class PriorSpec:
-    """One prior: ``name`` labels it, ``text`` is the spec as given."""
-
-    name: str
-    text: str
-    scheme: str
-    body: str
 
 
 def parse_prior_spec(text: str) -> PriorSpec:
@@ -106,4 +95,4 @@ def _cached_or_loaded(
     identity = identify(model_spec, options, cache.file_digest)  # hf: and py: as for models
     if identity is None:
         return load_prior(spec, options)
-    return CachedPrior(spec, options, identity, cache)
+    return CachedPrior(spec, options, identity, cache, lambda: load_prior(spec, options))

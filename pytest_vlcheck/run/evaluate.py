@@ -20,8 +20,8 @@ from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.run.checklists import checklist_files, load_tests, selected
 from pytest_vlcheck.run.live_runners import runner_for
 from pytest_vlcheck.run.outcome import Run
-from pytest_vlcheck.run.session import Settings, VlcheckSession
-from pytest_vlcheck.run.settings import KeywordOptions, SettingsError, build_settings
+from pytest_vlcheck.run.session import VlcheckSession
+from pytest_vlcheck.run.settings import KeywordOptions, Settings, SettingsError, build_settings
 from pytest_vlcheck.run.sinks import emit_all, file_sinks
 
 LogSpec = str | Callable[[dict[str, float], int | None], None]
