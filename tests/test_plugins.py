@@ -99,7 +99,7 @@ def test_plugins_leave_with_their_package(demo: Path, monkeypatch: pytest.Monkey
         get_task("pick")
 
 
-def test_a_plugin_task_kind_loads_judges_and_joins_the_schema(demo: Path) -> None:
+def test_a_plugin_task_kind_loads_judges_and_joins_the_schema(demo: Path, capsys) -> None:
     (test,) = load_checklist(_pick_checklist(demo)).tests
     assert test.task == "pick"
     assert [e.answer for e in test.examples] == ["a red square"]
@@ -111,6 +111,8 @@ def test_a_plugin_task_kind_loads_judges_and_joins_the_schema(demo: Path) -> Non
     schema = checklist_schema()
     assert "pick" in schema["$defs"]["test"]["properties"]["task"]["enum"]
     assert schema["$defs"]["pick_example"]["required"] == ["image", "texts", "answer"]
+    assert main(["schema"]) == 0
+    assert json.loads(capsys.readouterr().out) == schema
 
 
 def test_a_plugin_task_kind_reports_mistakes_at_their_line(demo: Path) -> None:
