@@ -11,7 +11,7 @@ import math
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TypeGuard
 
-__all__ = ["MISSING", "ci", "label", "pct", "score", "truncate", "value"]
+__all__ = ["MISSING", "ci", "label", "pct", "points", "score", "truncate", "value"]
 
 MISSING = "n/a"
 _ONE_PLACE = Decimal("0.1")
@@ -39,6 +39,16 @@ def pct(x: float | int | None) -> str:
     if _finite(x):
         return _rounded(_decimal(x) * 100, _ONE_PLACE) + "%"
     return MISSING
+
+
+def points(delta_pts: float | int | None, *, signed: bool = True) -> str:
+    """A change in percentage points with one decimal, the one rule for every printed delta:
+    the value rounded to 9 decimals (float noise: 100 * (0.275 - 0.4125) is
+    -13.749999999999998), then half away from zero: ``-13.8``; signed, ``+5.0`` and ``0.0``."""
+    if not _finite(delta_pts):
+        return MISSING
+    text = _rounded(Decimal(repr(round(float(delta_pts), 9))), _ONE_PLACE)
+    return "+" + text if signed and not text.startswith("-") and text != "0.0" else text
 
 
 def ci(low: float | int | None, high: float | int | None) -> str:

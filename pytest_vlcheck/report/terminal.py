@@ -12,7 +12,7 @@ from pytest_vlcheck import fmt
 from pytest_vlcheck.report.sections import Cell, Report
 from pytest_vlcheck.results.blocks import GateWarning
 
-__all__ = ["UNSCORED_MARK", "cell_text", "format_matrix", "matrix_lines"]
+__all__ = ["UNSCORED_MARK", "cell_text", "format_matrix", "matrix_lines", "plain_table"]
 
 _GAP = "  "
 _MIN_LABEL = 12
@@ -108,6 +108,14 @@ def _segments(cells: list[str], widths: list[int], colours: list[str | None]) ->
     if out:
         out[-1] = (out[-1][0].rstrip(), out[-1][1])
     return out
+
+
+def plain_table(header: list[str], body: list[list[str]]) -> list[str]:
+    """A fixed-width table with a rule under its header, each column as wide as its
+    widest cell."""
+    widths = _widths(header, body)
+    lines = [_line(header, widths), _line(["-" * w for w in widths], widths)]
+    return lines + [_line(cells, widths) for cells in body]
 
 
 def _footer(report: Report) -> list[str]:

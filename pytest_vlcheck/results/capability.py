@@ -28,6 +28,28 @@ MEASURED: tuple[Status, ...] = ("passed", "failed", "xfailed", "xpassed")
 that failed or passed its threshold, pytest's words)."""
 
 
+REPORTED_FIELDS = (
+    "file",
+    "test",
+    "capability",
+    "task",
+    "model",
+    "status",
+    "criterion",
+    "n",
+    "passed",
+    "pass_rate",
+    "ci_low",
+    "ci_high",
+    "threshold",
+    "chance",
+    "ties",
+)
+"""The result's scalar fields that every flat output reports, in this order: the JUnit
+properties (``vlcheck_<field>``) and the leading columns of ``matrix.csv``. A new one goes
+here (and in ``docs/contract-changes.md``)."""
+
+
 class ResultFormatError(ValueError):
     """A result row that does not fit the contract; the message names the field."""
 
@@ -206,16 +228,6 @@ class CapabilityResult:
     def from_json(cls, raw: Any, where: str = "result") -> CapabilityResult:
         """Validate a row (unknown keys are ignored: a newer writer may add fields)."""
         return _parse_result(JsonChecker("", ResultFormatError), raw, where)
-
-    def as_known_failure(self, reason: str) -> CapabilityResult:
-        """The result of a test expected to fail on this model (``known_failures``): a fail
-        is ``xfailed``, a pass ``xpassed`` (pytest's strict xfail: an xpass fails the run)."""
-        status = {"failed": "xfailed", "passed": "xpassed"}.get(self.status, self.status)
-        return replace(self, status=status, known_failure=reason)  # type: ignore[arg-type]
-
-    def with_status(self, status: Status, message: str = "") -> CapabilityResult:
-        """The same measurement under pytest's verdict (and a reason when there is none)."""
-        return replace(self, status=status, message=self.message or message)
 
 
 def _parse_result(c: JsonChecker, raw: Any, where: str) -> CapabilityResult:

@@ -20,7 +20,8 @@ from pytest_vlcheck.gates.decision import apply_gate
 from pytest_vlcheck.gates.reference import with_reference
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.results import CapabilityResult
-from pytest_vlcheck.results.blocks import Prior, PriorBlock, PriorNotApplicable
+from pytest_vlcheck.results.blocks import Prior, PriorNotApplicable
+from pytest_vlcheck.results.verdict import settled
 from pytest_vlcheck.run.settings import Settings
 from pytest_vlcheck.run.sharding import ShardPlan
 
@@ -124,14 +125,14 @@ class VlcheckSession:
                 else partial(write_thumbnails, directory=report_dir / THUMBNAIL_DIR)
             ),
         )
-        result = replace(
-            result,
-            file=self.relative(test.file),
-            content_hash=test.content_hash,
-            prior=self.prior_of(test, result),
+        result = settled(
+            replace(
+                result,
+                file=self.relative(test.file),
+                content_hash=test.content_hash,
+                prior=self.prior_of(test, result),
+            )
         )
-        if isinstance(result.prior, PriorBlock) and result.prior.hard_threshold_met is False:
-            result = replace(result, status="failed")
         conditions = run_conditions(self.settings.model_options)
         m = self.gated + self.python_gated
         return apply_gate(result, self.settings.gates, m=m, conditions=conditions)

@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from pytest_vlcheck import bounds
 from pytest_vlcheck.engine.missing import MISSING_POLICIES, MissingPolicy
-from pytest_vlcheck.errors import ModelSpecError, VlcheckUserError
+from pytest_vlcheck.errors import ModelSpecError, SettingsError
 from pytest_vlcheck.gates import Baseline, GateSettings
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
 from pytest_vlcheck.images.loading import set_max_image_pixels
@@ -78,10 +78,6 @@ class Settings:
 
 
 T = TypeVar("T")
-
-
-class SettingsError(VlcheckUserError, ValueError):
-    """An option value that cannot run: ``str()`` names the option and what is expected."""
 
 
 @dataclass(frozen=True)
