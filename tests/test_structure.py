@@ -122,25 +122,33 @@ def _lazy_exports(package: str) -> dict[str, str]:
     return dict(getattr(importlib.import_module(package), "_EXPORTS", {}))
 
 
+def _imported_modules(
+    tree: ast.Module, modules: set[str], lazy: dict[str, dict[str, str]]
+) -> set[str]:
+    """The ``modules`` a module imports, at its top or inside a function; a name a package
+    exports lazily (``lazy``: package -> name -> module) leads to the module defining it."""
+    targets: set[str] = set()
+    for node in _outside_type_checking(tree):
+        if isinstance(node, ast.Import):
+            targets |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            exports = lazy.get(node.module, {})
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                targets.add(full if full in modules else exports.get(alias.name, node.module))
+    return targets & modules
+
+
 @functools.cache
 def _file_graph() -> dict[str, set[str]]:
-    """Module -> the package's modules it imports, at its top or inside a function."""
+    """Module -> the package's modules it imports."""
     trees = {_module_name(path): (path, tree) for path, tree in _modules()}
     packages = {name for name, (path, _) in trees.items() if path.name == "__init__.py"}
     lazy = {package: _lazy_exports(package) for package in packages}
-    graph: dict[str, set[str]] = {}
-    for name, (_, tree) in trees.items():
-        targets: set[str] = set()
-        for node in _outside_type_checking(tree):
-            if isinstance(node, ast.Import):
-                targets |= {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                exports = lazy.get(node.module, {})
-                for alias in node.names:
-                    full = f"{node.module}.{alias.name}"
-                    targets.add(full if full in trees else exports.get(alias.name, node.module))
-        graph[name] = {t for t in targets if t in trees} - {name}
-    return graph
+    return {
+        name: _imported_modules(tree, set(trees), lazy) - {name}
+        for name, (_, tree) in trees.items()
+    }
 
 
 def test_no_two_files_import_each_other_even_through_others() -> None:
@@ -150,12 +158,21 @@ def test_no_two_files_import_each_other_even_through_others() -> None:
 
 
 def test_the_file_graph_sees_late_imports_and_skips_annotation_ones() -> None:
-    graph = _file_graph()
-    # run.session imports the engine inside its methods, and run.outcome only for annotations
-    assert "pytest_vlcheck.engine.embedding_cache" in graph["pytest_vlcheck.run.session"]
-    assert "pytest_vlcheck.engine.stats" not in graph["pytest_vlcheck.run.outcome"]
-    # a lazily exported name leads to the module that defines it
-    assert "pytest_vlcheck.priors.average" in graph["pytest_vlcheck.run.session"]
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "import p.e\n"
+        "from p.a import x\n"
+        "from p import c\n"
+        "if TYPE_CHECKING:\n"
+        "    from p.b import y\n"
+        "else:\n"
+        "    from p.f import y\n"
+        "def late():\n"
+        "    from p import lazy_name, plain\n"
+    )
+    modules = {"p", "p.a", "p.b", "p.c", "p.d", "p.e", "p.f"}
+    found = _imported_modules(tree, modules, {"p": {"lazy_name": "p.d"}})
+    assert found == {"p", "p.a", "p.c", "p.d", "p.e", "p.f"}
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
