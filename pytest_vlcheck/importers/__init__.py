@@ -47,6 +47,9 @@ FORMATS: Registry[Importer] = Registry(
             ("vismin", "vismin"),
             ("whatsup", "whatsup"),
             ("mmvp", "mmvp"),
+            ("cola", "cola"),
+            ("spec", "spec"),
+            ("bivlc", "bivlc"),
         )
     },
     ENTRY_POINT_GROUP,

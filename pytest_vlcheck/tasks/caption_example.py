@@ -19,3 +19,6 @@ class CaptionExample:
     negatives: tuple[str, ...]
     tags: Mapping[str, str] = field(default_factory=dict)
     line: int = 0
+    position: int = 0
+    """Where the true caption stood among the negatives in the source's columns (0: before
+    all); only ``ties: order`` reads it."""
