@@ -31,7 +31,7 @@ from pytest_vlcheck.run.options import COMMAND_LINE_OPTIONS, INI_TWINS
 from pytest_vlcheck.run.session import VlcheckSession
 from pytest_vlcheck.run.settings import DEFAULTS, build_settings
 from pytest_vlcheck.run.sharding import Shard, ShardSpecError, parse_shard, plan_shard
-from pytest_vlcheck.run.sinks import TerminalMatrix, emit_all, file_sinks
+from pytest_vlcheck.run.sinks import LoggingFailed, TerminalMatrix, emit_all, file_sinks
 
 # Every module imported above is light (no numpy, no model, no report): pytest imports this
 # plugin in every run, with checklists or not (benchmarks/fixed_costs.py).
@@ -233,6 +233,7 @@ class ReportHooks:
     def __init__(self, state: VlcheckSession) -> None:
         self.state = state
         self.user_interrupt = False
+        self.logging_failed = ""
         self.no_model: str | None = None  # an xdist worker's "no model given"
 
     @pytest.hookimpl(optionalhook=True)
@@ -271,6 +272,8 @@ class ReportHooks:
             terminalreporter.write_line(NOTHING_COLLECTED)
         width = shutil.get_terminal_size((100, 20)).columns
         TerminalMatrix(terminalreporter, width).emit(self.state.finished())
+        if self.logging_failed:
+            terminalreporter.write_line(self.logging_failed, red=True, bold=True)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Write the report files and the baseline, atomically; an interrupted run writes
@@ -290,4 +293,7 @@ class ReportHooks:
         if (interrupted or nothing_selected) and not stopped_by_errors:
             return
         run = self.state.finished()
-        emit_all(run, file_sinks(run, baseline=not interrupted))
+        try:
+            emit_all(run, file_sinks(run, baseline=not interrupted))
+        except LoggingFailed as exc:  # printed under the matrix, which comes after this hook
+            self.logging_failed = str(exc)

@@ -29,7 +29,7 @@ def test_validate_reports_counts_and_file_line_errors(
     (tmp_path / "other.yaml").write_text("not: a checklist\n")
     assert main(["validate", str(tmp_path)]) == 1
     out, err = capsys.readouterr()
-    assert f"{tmp_path / 'good.yaml'}: 1 tests, 1 examples" in out
+    assert f"{tmp_path / 'good.yaml'}: 1 test, 1 example" in out
     assert f"{tmp_path / 'bad.yaml'}:6: 'threshold' is 2" in err
     assert "other.yaml" not in out + err
     assert main(["validate", str(tmp_path / "good.yaml")]) == 0

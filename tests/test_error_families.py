@@ -221,7 +221,7 @@ CASES: dict[str, Case] = {
         ("--vl-model=py:user_scorers:nothing",),
         FAILED,
         (
-            "{root}/checks.yaml:4: test 'color': model 'py:user_scorers:nothing' gave a object "
+            "{root}/checks.yaml:4: test 'color': model 'py:user_scorers:nothing' gave an object "
             "object, which is not a scorer; expected an object "
             "with encode_images + encode_texts (a dual encoder), score_pairs or score_refs",
         ),
@@ -576,9 +576,7 @@ def test_validate_reports_every_error_and_every_bad_image(
         f"{tmp_path}/checks.yaml:11: red.png crop=[99.0, 0.0, 1.0, 1.0]: crop [99.0, 0.0, 1.0, "
         "1.0] lies outside the 16x16 image red.png; expected a box [x, y, w, h] that overlaps it",
     ]
-    assert (
-        out == f"{tmp_path}/checks.yaml: 1 tests, 3 examples, 3 image files checked, 2 unusable\n"
-    )
+    assert out == f"{tmp_path}/checks.yaml: 1 test, 3 examples, 3 image files checked, 2 unusable\n"
     assert "Traceback" not in out + err
 
 

@@ -190,6 +190,8 @@ def run_import(args: argparse.Namespace) -> int:
             for (_, doc), path in zip(outputs, targets, strict=True)
         ]
         check_loads([(path, text) for files in rendered for path, text, _ in files])
+        for write_extra in getattr(args, "_vl_extra_writers", ()):  # BiVLC's embedded images
+            write_extra(targets[0].parent)
         for (_, doc), files in zip(outputs, rendered, strict=True):
             _write(files, doc)
         if args.threshold is None:
