@@ -350,7 +350,7 @@ class ModelRunner:
             if row is not None and row.shape == (1,):
                 self._pair_scores[pair] = np.float32(row[0])
                 self.stats.pairs_cached += 1
-        self._score_pairs(images, [p for p in pairs if p not in self._pair_scores], keys)
+        self._score_pairs(images, by_image([p for p in pairs if p not in self._pair_scores]), keys)
 
     def _score_pairs(
         self,
@@ -388,6 +388,16 @@ class ModelRunner:
             size = self.options.batch_size
         for start in range(0, len(items), size):
             yield list(items[start : start + size])
+
+
+def by_image(pairs: list[tuple[ImageKey, str]]) -> list[tuple[ImageKey, str]]:
+    """Pairs grouped by image, images in first-seen order: a batch then holds few unique
+    images, and a pair scorer that shares vision features within a batch (``vqa:``) runs
+    its vision tower once per unique image."""
+    order: dict[ImageKey, int] = {}
+    for key, _ in pairs:
+        order.setdefault(key, len(order))
+    return sorted(pairs, key=lambda pair: order[pair[0]])
 
 
 def cosines(images: np.ndarray, texts: np.ndarray, model: str) -> np.ndarray:

@@ -41,6 +41,7 @@ FINGERPRINT_SUFFIXES = frozenset(
         ".txt",
         ".model",
         ".gz",
+        ".jinja",  # chat templates: they make a generative model's prompt
     }
 )
 
