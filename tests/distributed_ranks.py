@@ -175,13 +175,27 @@ def _error_cases(rank: int, work: Path, build: Callable[[], tuple[Any, dict]]) -
 
 
 def _failing(texts: Any) -> Any:
-    raise ValueError("this tokenizer fails on rank 1")
+    """A tokenizer that passes evaluate's one-text check, then fails on rank 1's share."""
+    if any("shade" in text for text in texts):
+        raise ValueError("this tokenizer fails on rank 1")
+    return _tokenize(texts)
 
 
 def _unloadable(texts: Any) -> Any:
     from pytest_vlcheck.errors import ModelLoadError
 
-    raise ModelLoadError("the text tower's weights are missing on rank 1")
+    if any("shade" in text for text in texts):
+        raise ModelLoadError("the text tower's weights are missing on rank 1")
+    return _tokenize(texts)
+
+
+def _tokenize(texts: Any) -> Any:
+    """The tiny model's own tokenizer."""
+    import open_clip
+
+    from pytest_vlcheck.tiny import CONTEXT_LENGTH
+
+    return open_clip.tokenizer.SimpleTokenizer(context_length=CONTEXT_LENGTH)(texts)
 
 
 def _raised(call: Callable[[], Any]) -> list[Any]:
