@@ -80,10 +80,19 @@ def test_scalars_are_named_per_test_and_summarised_by_hand() -> None:
         "vlcheck/summary/tests": 2.0,
         "vlcheck/summary/tests_passed": 1.0,
         "vlcheck/summary/tests_failed": 1.0,
+        "vlcheck/summary/tests_errored": 1.0,
         "vlcheck/summary/mean_pass_rate": pytest.approx((0.75 + 0.2) / 2),
         "vlcheck/summary/gate_regressions": 1.0,
     }
-    assert model_scalars([_result("broken", "a", "error", 0, 0)]) == {}
+    # every test errored (a wrong tokenizer in a training loop): the summary still says so
+    assert model_scalars([_result("broken", "a", "error", 0, 0)]) == {
+        "vlcheck/summary/tests": 0.0,
+        "vlcheck/summary/tests_passed": 0.0,
+        "vlcheck/summary/tests_failed": 0.0,
+        "vlcheck/summary/tests_errored": 1.0,
+        "vlcheck/summary/gate_regressions": 0.0,
+    }
+    assert model_scalars([_result("skipped", "a", "skipped", 0, 0)]) == {}
 
 
 @pytest.mark.parametrize(
@@ -114,7 +123,7 @@ def test_several_models_are_prefixed() -> None:
     ("spec", "message"),
     [
         ("tensorbored:x", "unknown logger 'tensorbored'; expected one of tensorboard:DIR"),
-        ("tensorboard", "no path; expected tensorboard:PATH"),
+        ("tensorboard", "no DIR given; expected tensorboard:DIR"),
         ("wandb:project", "wandb takes no argument"),
         (42, "42: not a logger"),
         ("jsonl:missing/folder/x.jsonl", "folder missing/folder does not exist"),
@@ -188,7 +197,7 @@ def test_pytest_refuses_a_bad_step_and_logger_as_usage_errors(project: pytest.Py
     )
     result = project.runpytest("--vl-model=py:colour_model:make", "--vl-log=tensorboard")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--vl-log tensorboard: no path; expected tensorboard:PATH*"])
+    result.stderr.fnmatch_lines(["*--vl-log tensorboard: no DIR given; expected tensorboard:DIR*"])
 
 
 def test_tensorboard_events_hold_every_scalar_at_its_step(project: pytest.Pytester) -> None:

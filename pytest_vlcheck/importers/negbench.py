@@ -31,10 +31,11 @@ from pytest_vlcheck.importers.common import (
     read_csv,
     safe_test_id,
     text_field,
+    whole_number,
 )
 
 TEMPLATES = ("positive", "negative", "hybrid")
-_OPTION = re.compile(r"caption_(\d+)")
+_OPTION = re.compile(r"caption_([0-9]{1,9})")
 
 
 def add_arguments(parser: Any) -> None:
@@ -116,13 +117,14 @@ def _option_columns(path: Path, row: dict[str, str]) -> list[str]:
 
 def _answer(path: Path, row: dict[str, str], line: int, count: int) -> int:
     text = text_field(path, row, "correct_answer", None, line=line).strip()
-    if not text.isdigit() or int(text) >= count:
+    answer = whole_number(text)
+    if answer is None or answer >= count:
         raise SourceError(
             path,
-            f"'correct_answer' is {text!r}; expected an option index 0-{count - 1}",
+            f"'correct_answer' is {text!r:.40}; expected an option index 0-{count - 1}",
             line=line,
         )
-    return int(text)
+    return answer
 
 
 IMPORTER = Importer(

@@ -19,6 +19,7 @@ from pytest_vlcheck.importers.common import (
     Importer,
     Output,
     capability,
+    capability_segment,
     checklist,
     make_test,
     only_one_source,
@@ -54,6 +55,7 @@ def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
     by_category: dict[str, list[dict[str, Any]]] = {}
     for (line, row), example in zip(rows, examples, strict=True):
         category = text_field(path, row, "category", None, line=line).strip().lower()
+        capability_segment(path, category, "category", line=line)
         by_category.setdefault(category, []).append(example)
     order = [c for c in CATEGORIES if c in by_category]
     order += sorted(c for c in by_category if c not in CATEGORIES)

@@ -1,5 +1,6 @@
-"""Logger specs: ``tensorboard:DIR``, ``wandb``, ``mlflow``, ``jsonl:FILE``, or a callable
-``(scalars, step)``.
+"""Logger specs: ``tensorboard:DIR``, ``wandb``, ``mlflow``, ``jsonl:FILE``, a kind an
+installed package registers in the ``pytest_vlcheck.loggers`` entry-point group (a
+``LoggerKind``, docs/extending.md), or a callable ``(scalars, step)``.
 
 ``check_logger_spec`` runs before any scoring and catches what can be known cheaply (an
 unknown kind, a missing argument or package, a path of the wrong kind, W&B online without a
@@ -9,6 +10,7 @@ a logger that still cannot start costs no report (the files are written first).
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import netrc
 import os
@@ -18,12 +20,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from pytest_vlcheck.loggers.protocol import Logger, LoggerSpecError
+from pytest_vlcheck.loggers.protocol import Logger, LoggerKind, LoggerSpecError
+from pytest_vlcheck.registry import PluginError, Registry
 
-LOGGER_KINDS = ("tensorboard:DIR", "wandb", "mlflow", "jsonl:FILE")
-_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "mlflow"}
+ENTRY_POINT_GROUP = "pytest_vlcheck.loggers"
 _MLFLOW_SCHEMES = {"", "file", "http", "https", "databricks", "sqlite", "postgresql", "mysql"}
-_EXPECTED = f"expected one of {', '.join(LOGGER_KINDS)}, or a callable (scalars, step)"
 
 
 class CallableLogger:
@@ -39,17 +40,23 @@ class CallableLogger:
         """A function holds nothing open."""
 
 
-def _split(spec: Any, where: str) -> tuple[str, str]:
+def _expected() -> str:
+    kinds = [LOGGERS[name].usage for name in LOGGERS.builtin_names] + list(LOGGERS.plugins())
+    return f"expected one of {', '.join(kinds)}, or a callable (scalars, step)"
+
+
+def _split(spec: Any, where: str) -> tuple[LoggerKind, str]:
     if not isinstance(spec, str):
-        raise LoggerSpecError(f"{where} {spec!r}: not a logger; {_EXPECTED}")
-    kind, _, argument = spec.partition(":")
-    if kind not in ("tensorboard", "wandb", "mlflow", "jsonl"):
-        raise LoggerSpecError(f"{where} {spec}: unknown logger {kind!r}; {_EXPECTED}")
-    if kind in ("tensorboard", "jsonl") and not argument:
-        raise LoggerSpecError(f"{where} {spec}: no path; expected {kind}:PATH")
-    if kind in ("wandb", "mlflow") and argument:
+        raise LoggerSpecError(f"{where} {spec!r}: not a logger; {_expected()}")
+    name, _, argument = spec.partition(":")
+    if name not in LOGGERS:
+        raise LoggerSpecError(f"{where} {spec}: unknown logger {name!r}; {_expected()}")
+    kind = LOGGERS[name]
+    if kind.argument and not argument:
+        raise LoggerSpecError(f"{where} {spec}: no {kind.argument} given; expected {kind.usage}")
+    if not kind.argument and argument:
         raise LoggerSpecError(
-            f"{where} {spec}: {kind} takes no argument; expected '{kind}' (configured by its "
+            f"{where} {spec}: {name} takes no argument; expected '{name}' (configured by its "
             "own environment variables)"
         )
     return kind, argument
@@ -61,15 +68,13 @@ def check_logger_spec(spec: Any, where: str) -> None:
     if callable(spec):
         return
     kind, argument = _split(spec, where)
-    package = _PACKAGES.get(kind)
-    if package is not None and not _installed(package):
+    if kind.package is not None and not _installed(kind.package):
+        install = "'pytest-vlcheck[loggers]'" if LOGGERS.is_builtin(kind.name) else kind.package
         raise LoggerSpecError(
-            f"{where} {spec}: the {package} package is not installed; expected "
-            "pip install 'pytest-vlcheck[loggers]'"
+            f"{where} {spec}: the {kind.package} package is not installed; expected "
+            f"pip install {install}"
         )
-    {"tensorboard": _check_folder, "jsonl": _check_file, "wandb": _check_wandb}.get(
-        kind, _check_mlflow
-    )(spec, argument, where)
+    kind.check(spec, argument, where)
 
 
 def _installed(package: str) -> bool:
@@ -81,16 +86,57 @@ def _check_folder(spec: str, argument: str, where: str) -> None:
     path = Path(argument)
     if path.exists() and not path.is_dir():
         raise LoggerSpecError(f"{where} {spec}: {path} is a file; expected a folder for events")
+    problem = _unwritable(path)
+    if problem:
+        raise LoggerSpecError(f"{where} {spec}: {problem}; expected a folder events can go in")
+    try:
+        importlib.import_module("tensorboard")
+    except Exception as exc:  # an install that is there but broken: say so now, not at the end
+        raise LoggerSpecError(
+            f"{where} {spec}: the tensorboard package cannot be imported ({first_line(exc)}); "
+            "expected a working install: pip install 'pytest-vlcheck[loggers]'"
+        ) from None
 
 
 def _check_file(spec: str, argument: str, where: str) -> None:
     path = Path(argument)
     if path.is_dir():
         raise LoggerSpecError(f"{where} {spec}: {path} is a folder; expected a file to append to")
-    if not path.parent.is_dir():
+    if path.is_symlink() and not path.exists():
+        raise LoggerSpecError(
+            f"{where} {spec}: {path} is a symbolic link to {os.readlink(path)}, which does not "
+            "exist; expected a file to append to, or nothing there"
+        )
+    if path.exists() and not os.access(path, os.W_OK):
+        raise LoggerSpecError(f"{where} {spec}: {path} is read-only; expected a file to append to")
+    if not path.parent.exists():
         raise LoggerSpecError(
             f"{where} {spec}: folder {path.parent} does not exist; expected an existing folder"
         )
+    problem = _unwritable(path.parent)
+    if problem:
+        raise LoggerSpecError(f"{where} {spec}: {problem}; expected a folder to write the file in")
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why ``folder`` (made, with its missing parents, when the logger starts) cannot hold
+    new files: the nearest folder that exists is a file, a dangling link or read-only."""
+    existing = folder
+    while not existing.exists():
+        if existing.is_symlink():
+            return f"{existing} is a symbolic link to {os.readlink(existing)}, which does not exist"
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is read-only"
+    return None
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception as one line: its type, and its message's first line."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
 def _check_wandb(spec: str, argument: str, where: str) -> None:
@@ -127,27 +173,63 @@ def open_logger(spec: Any, where: str) -> Logger:
         return CallableLogger(spec)
     kind, argument = _split(spec, where)
     try:
-        return _start(kind, argument)
+        return kind.start(argument)
     except LoggerSpecError:
         raise
     except Exception as exc:  # the logger library's own failure, told in one line
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise LoggerSpecError(f"{where} {spec}: cannot start the logger: {first}") from None
+        reason = first_line(exc)
+        raise LoggerSpecError(f"{where} {spec}: cannot start the logger: {reason}") from None
 
 
-def _start(kind: str, argument: str) -> Logger:
-    if kind == "jsonl":
-        from pytest_vlcheck.loggers.jsonl_logger import JsonlLogger
+def _start_tensorboard(argument: str) -> Logger:
+    from pytest_vlcheck.loggers.tensorboard_logger import TensorBoardLogger
 
-        return JsonlLogger(Path(argument))
-    if kind == "tensorboard":
-        from pytest_vlcheck.loggers.tensorboard_logger import TensorBoardLogger
+    return TensorBoardLogger(Path(argument))
 
-        return TensorBoardLogger(Path(argument))
-    if kind == "wandb":
-        from pytest_vlcheck.loggers.wandb_logger import WandbLogger
 
-        return WandbLogger()
+def _start_wandb(argument: str) -> Logger:
+    from pytest_vlcheck.loggers.wandb_logger import WandbLogger
+
+    return WandbLogger()
+
+
+def _start_mlflow(argument: str) -> Logger:
     from pytest_vlcheck.loggers.mlflow_logger import MlflowLogger
 
     return MlflowLogger()
+
+
+def _start_jsonl(argument: str) -> Logger:
+    from pytest_vlcheck.loggers.jsonl_logger import JsonlLogger
+
+    return JsonlLogger(Path(argument))
+
+
+TENSORBOARD = LoggerKind("tensorboard", _start_tensorboard, "DIR", "tensorboard", _check_folder)
+WANDB = LoggerKind("wandb", _start_wandb, None, "wandb", _check_wandb)
+MLFLOW = LoggerKind("mlflow", _start_mlflow, None, "mlflow", _check_mlflow)
+JSONL = LoggerKind("jsonl", _start_jsonl, "FILE", None, _check_file)
+
+
+def check_logger_kind(value: Any, name: str, where: str) -> LoggerKind:
+    """``value`` if it is the ``LoggerKind`` called ``name``; else a ``PluginError``."""
+    if not isinstance(value, LoggerKind):
+        raise PluginError(
+            f"{where} is {type(value).__name__}; expected a pytest_vlcheck.loggers.LoggerKind"
+        )
+    if value.name != name:
+        raise PluginError(f"{where} calls itself '{value.name}'; expected its name '{name}'")
+    return value
+
+
+LOGGERS: Registry[LoggerKind] = Registry(
+    "logger",
+    {
+        "tensorboard": "pytest_vlcheck.loggers.specs:TENSORBOARD",
+        "wandb": "pytest_vlcheck.loggers.specs:WANDB",
+        "mlflow": "pytest_vlcheck.loggers.specs:MLFLOW",
+        "jsonl": "pytest_vlcheck.loggers.specs:JSONL",
+    },
+    ENTRY_POINT_GROUP,
+    check_logger_kind,
+)
