@@ -363,7 +363,7 @@ def _processors(
 ) -> tuple[Any, Any]:
     """The tokenizer and PIL image processor, from the model's source or from ``#BASE``."""
     if processor_body is not None:
-        source, local = _resolve_source(processor_body, spec)
+        source, local = _resolve_source(processor_body, spec, PROCESSOR_FILES)
     offline = None if local else hub_unreachable_reason()
     kwargs: dict[str, Any] = {"local_files_only": True} if local or offline else {}
     try:
@@ -386,21 +386,34 @@ def _processor_part(processor_body: str | None) -> str:
     """What ``#BASE`` adds to the fingerprint: the base's own (its tokenizer files count)."""
     if processor_body is None:
         return ""
-    source, local = _resolve_source(processor_body, f"hf:#{processor_body}")
+    source, local = _resolve_source(processor_body, f"hf:#{processor_body}", PROCESSOR_FILES)
     return "#" + _fingerprint(processor_body, source, local)
 
 
-def _resolve_source(body: str, spec: str) -> tuple[str, bool]:
-    """(what from_pretrained gets, whether it is a local directory)."""
+PROCESSOR_FILES = (
+    "config.json",
+    "processor_config.json",
+    "preprocessor_config.json",
+    "tokenizer_config.json",
+)
+"""What marks a ``#BASE`` folder: a model's, or a processor's ``save_pretrained`` output
+(which writes no ``config.json``)."""
+
+
+def _resolve_source(
+    body: str, spec: str, markers: tuple[str, ...] = ("config.json",)
+) -> tuple[str, bool]:
+    """(what from_pretrained gets, whether it is a local directory); a local directory
+    must hold one of ``markers``."""
     text = body.strip()
     if not text:
         raise ModelLoadError(f"{spec}: empty spec; expected hf:HUB_NAME or hf:PATH/TO/DIRECTORY")
     path = Path(text).expanduser()
     if path.is_dir():
-        if not (path / "config.json").is_file():
+        if not any((path / marker).is_file() for marker in markers):
             raise ModelLoadError(
-                f"{spec}: {path} has no config.json; expected a directory written by "
-                "save_pretrained (model, tokenizer and image processor)"
+                f"{spec}: {path} has no {' or '.join(markers)}; expected a directory written "
+                "by save_pretrained (model, tokenizer and image processor)"
             )
         return str(path.resolve()), True
     if path.exists():

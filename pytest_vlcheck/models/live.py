@@ -17,6 +17,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, Any
 
+from pytest_vlcheck import fmt
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.models.live_fingerprint import weights_checksum
 from pytest_vlcheck.models.live_guard import live_forward
@@ -131,8 +132,8 @@ def live_scorer(
     if isinstance(model, (RefScorer, DualEncoder, PairScorer)):
         if preprocess is not None or tokenizer is not None:
             raise VlcheckUserError(
-                f"model: a {type(model).__name__} is already a scorer, so it takes no "
-                "preprocess= or tokenizer=; expected them only with a torch model"
+                f"model: {fmt.with_article(type(model).__name__)} is already a scorer, so it "
+                "takes no preprocess= or tokenizer=; expected them only with a torch model"
             )
         return model
     kind = _model_kind(model)
@@ -147,7 +148,8 @@ def live_scorer(
     inner = getattr(model, "module", None)  # DistributedDataParallel, DataParallel
     hint = " (it wraps one: pass its .module)" if _model_kind(inner) else ""
     raise VlcheckUserError(
-        f"model: a {type(model).__name__} object cannot be scored{hint}; {_EXPECTED}"
+        f"model: {fmt.with_article(type(model).__name__)} object cannot be scored{hint}; "
+        f"{_EXPECTED}"
     )
 
 

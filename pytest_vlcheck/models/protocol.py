@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
 
+from pytest_vlcheck import fmt
 from pytest_vlcheck.errors import ScorerProtocolError, VlcheckUserError
 from pytest_vlcheck.models.vqa_prompt import VqaPrompt
 
@@ -121,8 +122,8 @@ def check_scorer(scorer: object, spec: str) -> None:
     has = [m for m in ("encode_images", "encode_texts") if callable(getattr(scorer, m, None))]
     found = f" (it has only {has[0]})" if has else ""
     raise ScorerProtocolError(
-        f"model '{spec}' gave a {type(scorer).__name__} object{found}, which is not a "
-        f"scorer; expected an object with {_METHODS}"
+        f"model '{spec}' gave {fmt.with_article(type(scorer).__name__)} object{found}, which "
+        f"is not a scorer; expected an object with {_METHODS}"
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from pytest_vlcheck.errors import ModelLoadError, ModelSpecError, UserCodeError, VlcheckUserError
 from pytest_vlcheck.models.checkpoints import expand_checkpoints, is_glob
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity, ModelOptions, check_scorer
+from pytest_vlcheck.models.spec_files import check_spec_files
 from pytest_vlcheck.models.torch_utils import computed_precision
 
 __all__ = ["ModelLoadError", "ModelSpec", "ModelSpecError", "load_scorer", "parse_spec"]
@@ -60,10 +61,12 @@ def aliases() -> dict[str, str]:
 
 def parse_specs(texts: list[str]) -> list[ModelSpec]:
     """Parse every ``--vl-model`` value, a checkpoint glob into one spec per file
-    (``models.checkpoints``); names must come out unique."""
+    (``models.checkpoints``); names must come out unique, and every local file a spec names
+    must exist (``models.spec_files``, before any backend is imported)."""
     specs = [member for text in texts for member in expand_checkpoints(parse_spec(text))]
     seen: set[str] = set()
     for spec in specs:
+        check_spec_files(spec.text, spec.scheme, spec.body)
         if spec.name in seen:
             raise ModelSpecError(
                 f"two --vl-model values are both named '{spec.name}'; name "

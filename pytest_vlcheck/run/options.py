@@ -129,6 +129,15 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         },
     ),
     (
+        "--vl-allow-no-model",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "without --vl-model, skip checklist items and vl_model tests instead of "
+            "stopping with a usage error",
+        },
+    ),
+    (
         "--vl-report",
         {
             "default": None,
