@@ -166,11 +166,10 @@ def _model_kind(model: Any) -> str | None:
         getattr(model, "encode_text", None)
     ):
         return "open_clip"
-    if type(model).__module__.startswith("transformers."):
-        from pytest_vlcheck.models.vqa_backend import is_generative_class
+    from pytest_vlcheck.models.vqa_backend import is_generative_model
 
-        if is_generative_class(type(model).__name__):
-            return "generative"
+    if is_generative_model(model):
+        return "generative"
     if callable(getattr(model, "get_image_features", None)) and callable(
         getattr(model, "get_text_features", None)
     ):

@@ -13,6 +13,7 @@ import weakref
 from typing import Any
 
 from pytest_vlcheck.errors import SettingsError
+from pytest_vlcheck.models.vqa_backend import is_generative_model
 
 _PROBE_TEXT = ["a photo"]
 _UNBOUNDED = 10**6  # tokenizers without a limit report a huge model_max_length
@@ -31,6 +32,8 @@ def check_live_inputs(model: Any, preprocess: Any, tokenizer: Any) -> None:
         return
     if callable(getattr(model, "encode_image", None)):
         _check_open_clip(model, preprocess, tokenizer)
+    elif is_generative_model(model):
+        pass  # its processor is checked where it is wrapped (models.vqa_live)
     elif callable(getattr(model, "get_image_features", None)):
         _check_transformers(model, preprocess, tokenizer)
     seen.add(pair)

@@ -282,6 +282,13 @@ def is_generative_class(name: str) -> bool:
     return any(name in classes for classes in _generative_classes().values())
 
 
+def is_generative_model(model: Any) -> bool:
+    """Whether ``model`` is an instance of a transformers image-text-to-text class."""
+    return type(model).__module__.startswith("transformers.") and is_generative_class(
+        type(model).__name__
+    )
+
+
 def _generative_classes() -> dict[str, tuple[str, ...]]:
     """transformers' image-text-to-text classes by config ``model_type``."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
