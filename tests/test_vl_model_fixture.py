@@ -167,7 +167,9 @@ def test_runs_once_per_model_in_matrix_junit_and_samples(project: pytest.Pyteste
         case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
         for case in root.iter("testcase")
     }
-    assert props["test_color[a]"] == {**props["color[a]"]}
+    # the same numbers under each test's own key (vlcheck_file, vlcheck_test)
+    key = {"vlcheck_file": "test_capabilities.py", "vlcheck_test": "test_color"}
+    assert props["test_color[a]"] == {**props["color[a]"], **key}
     assert props["test_color[a]"]["vlcheck_pass_rate"] == str(2 / 3)
 
 
