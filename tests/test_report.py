@@ -622,12 +622,13 @@ def test_markdown_escapes_table_syntax():
 def test_csv_exact_and_metric_union():
     assert render_csv(build_report(*small_case())).splitlines() == [
         "file,test,capability,task,model,status,criterion,n,passed,pass_rate,ci_low,ci_high,"
-        "threshold,chance,ties,unscored,baseline_model,baseline_delta_pts,baseline_p_corrected,"
+        "ci_low_clustered,ci_high_clustered,design_effect,threshold,chance,ties,reordered_share,"
+        "unscored,baseline_model,baseline_delta_pts,baseline_p_corrected,"
         "reference_model,reference_delta_pts,reference_p_holm,metric.gap,metric.text_score",
         "checklists/basic.yaml,color,attribute/color,caption,clip,failed,,400,245,0.6125,0.5637,"
-        "0.6591,0.75,0.5,0,0,,,,,,,,0.6125",
-        "checklists/basic.yaml,size_1,object/size,caption,clip,skipped,,0,0,0.0,0.0,0.0,0.75,0.5,"
-        "0,0,,,,,,,-0.05,",
+        "0.6591,,,,0.75,0.5,0,,0,,,,,,,,0.6125",
+        "checklists/basic.yaml,size_1,object/size,caption,clip,skipped,,0,0,0.0,0.0,0.0,,,,0.75,"
+        "0.5,0,,0,,,,,,,-0.05,",
     ]
     header = render_csv(build_report(MODELS, typed(sample_results()))).splitlines()[0].split(",")
     assert header[-2:] == ["metric.image_score", "metric.text_score"]

@@ -174,7 +174,7 @@ def test_runs_once_per_model_in_matrix_junit_and_samples(project: pytest.Pyteste
 
 
 def test_without_a_model_python_tests_are_skipped_with_the_hint(project: pytest.Pytester) -> None:
-    result = project.runpytest("-rs", "test_capabilities.py")
+    result = project.runpytest("-rs", "--vl-allow-no-model", "test_capabilities.py")
     result.assert_outcomes(skipped=3)
     result.stdout.fnmatch_lines(["*no model given: pass --vl-model SPEC*"])
 

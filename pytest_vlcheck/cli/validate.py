@@ -64,6 +64,14 @@ def _checklist_paths(paths: Sequence[Path]) -> Iterator[Path]:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    missing = [str(path) for path in args.paths if not path.exists()]
+    if missing:  # an input it cannot use: a usage error (2), not a problem found in a file (1)
+        print(
+            f"vlcheck validate: {', '.join(missing)}: no such file or folder; expected "
+            "checklist files or folders holding them",
+            file=sys.stderr,
+        )
+        return 2
     if args.max_image_pixels is not None:
         set_max_image_pixels(args.max_image_pixels)
     failures = 0

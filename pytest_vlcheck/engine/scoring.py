@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pytest_vlcheck.engine.batch_share import BatchShare, WholeShare
 from pytest_vlcheck.engine.content_keys import pair_key, text_key
 from pytest_vlcheck.engine.embedding_width import EmbeddingWidth
 from pytest_vlcheck.engine.image_feed import LIVE_MEMO_BYTES, ImageFeed, ImageKey, ImageLoad
@@ -110,6 +111,7 @@ class ModelRunner:
     images: ImageFeed = field(init=False, repr=False)
     _memory_fingerprint: str | None = None
     _width: EmbeddingWidth = field(init=False, repr=False)
+    share: BatchShare = field(default_factory=WholeShare, repr=False)  # batches encoded here
 
     def __post_init__(self) -> None:
         self.source = ScorerSource(self.spec, self.options, self.cache)
@@ -258,22 +260,23 @@ class ModelRunner:
     def _texts(self, texts: list[str]) -> None:
         """Texts from the cache, the rest encoded in batches (and cached)."""
         keys = {t: text_key(t) for t in texts}
-        hits = self._from_cache("text", keys, self._text_vectors)
+        hits = self.share.common(texts, self._from_cache("text", keys, self._text_vectors))
         self.stats.texts_cached += len(hits)
-        for batch in self._batches([t for t in texts if t not in hits]):
-            self.stats.encode_text_calls += 1
-            vectors = self._call("encode_texts", len(batch), batch)
-            self._keep("text", batch, keys, vectors, self._text_vectors)
-            self.stats.texts_encoded += len(batch)
+        batches = list(self._batches([t for t in texts if t not in hits]))
+        with self.share.phase("texts", batches, self._text_vectors) as mine:
+            for batch in mine:
+                self.stats.encode_text_calls += 1
+                vectors = self._call("encode_texts", len(batch), batch)
+                self._keep("text", batch, keys, vectors, self._text_vectors)
+                self.stats.texts_encoded += len(batch)
 
     def _images(self, refs: list[ImageRef]) -> None:
         """Images from the cache by content key, the rest decoded and encoded (and cached)."""
         self.images.key(refs)
         refs = [r for r in refs if r.key not in self.images.unavailable]
         content = self.images.content_keys
-        hits = self._from_cache(
-            "image", {r.key: content[r.key] for r in refs if r.key in content}, self._image_vectors
-        )
+        keys = {r.key: content[r.key] for r in refs if r.key in content}
+        hits = self.share.common(list(keys), self._from_cache("image", keys, self._image_vectors))
         self.stats.images_cached += len(hits)
         self._encode_images([r for r in refs if r.key not in hits])
 
@@ -306,10 +309,13 @@ class ModelRunner:
         if not (callable(preprocess) and callable(getattr(scorer, "encode_preprocessed", None))):
             preprocess = None
         method = "encode_images" if preprocess is None else "encode_preprocessed"
-        with tracked(self.spec.name, len(refs), self.progress) as progress:
-            batches = list(self._batches(refs))
+        todo = list(self._batches(refs))
+        with (
+            self.share.phase("images", todo, self._image_vectors, self.images.unavailable) as mine,
+            tracked(self.spec.name, sum(map(len, mine)), self.progress) as progress,
+        ):
             for batch, inputs in self.images.loaded_batches(
-                batches, preprocess, self.source.user_code, overlap=not _on_cpu(scorer)
+                mine, preprocess, self.source.user_code, overlap=not _on_cpu(scorer)
             ):
                 if not batch:
                     continue
@@ -344,7 +350,7 @@ class ModelRunner:
             if row is not None and row.shape == (1,):
                 self._pair_scores[pair] = np.float32(row[0])
                 self.stats.pairs_cached += 1
-        self._score_pairs(images, [p for p in pairs if p not in self._pair_scores], keys)
+        self._score_pairs(images, by_image([p for p in pairs if p not in self._pair_scores]), keys)
 
     def _score_pairs(
         self,
@@ -382,6 +388,16 @@ class ModelRunner:
             size = self.options.batch_size
         for start in range(0, len(items), size):
             yield list(items[start : start + size])
+
+
+def by_image(pairs: list[tuple[ImageKey, str]]) -> list[tuple[ImageKey, str]]:
+    """Pairs grouped by image, images in first-seen order: a batch then holds few unique
+    images, and a pair scorer that shares vision features within a batch (``vqa:``) runs
+    its vision tower once per unique image."""
+    order: dict[ImageKey, int] = {}
+    for key, _ in pairs:
+        order.setdefault(key, len(order))
+    return sorted(pairs, key=lambda pair: order[pair[0]])
 
 
 def cosines(images: np.ndarray, texts: np.ndarray, model: str) -> np.ndarray:

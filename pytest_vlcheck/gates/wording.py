@@ -31,11 +31,13 @@ def pvalue(p: float) -> str:
 def gate_verdict(g: GateComparison) -> str:
     """The gate's verdict in words: ``regressed``, ``dropped N pts, not significant``,
     ``dropped N pts, less than --vl-max-drop``, ``improved`` or ``unchanged``, with the test
-    that decided it (the exact McNemar mid-p against alpha / m, m the items gated) and the
-    paired examples lost and gained, which are what significance depends on."""
+    that decided it (the exact McNemar mid-p, or the clustered McNemar's p when examples
+    share clusters, against alpha / m, m the items gated) and the paired examples lost and
+    gained, which are what significance depends on."""
     significant = g.p_mid < g.alpha_corrected
+    name = "clustered McNemar p" if g.test == "clustered_mcnemar" else "McNemar mid-p"
     test = (
-        f"McNemar mid-p {pvalue(g.p_mid)} {'<' if significant else '>='} alpha/m "
+        f"{name} {pvalue(g.p_mid)} {'<' if significant else '>='} alpha/m "
         f"{pvalue(g.alpha_corrected)}; {g.b} lost, {g.c} gained"
     )
     drop = f"{fmt.points(-g.delta_pts, signed=False)} pts"
