@@ -109,6 +109,16 @@ def test_trainer_checkpoint_folders_take_their_processor_from_a_base(
     same = json.loads((pytester.path / "ref" / "matrix.json").read_text())["results"][0]
     assert matrix["results"][0]["passed"] == same["passed"]
 
+    processor_only = pytester.path / "processor"  # a processor's save_pretrained: no config
+    processor_only.mkdir()
+    for path in base.iterdir():
+        if path.name not in ("config.json", "model.safetensors"):
+            shutil.copy(path, processor_only / path.name)
+    spec = "--vl-model=run=hf:out/checkpoint-*#./processor"
+    pytester.runpytest(spec, "--vl-report=proc", *common[1:]).assert_outcomes(passed=2)
+    scored = json.loads((pytester.path / "proc" / "matrix.json").read_text())["results"]
+    assert [r["passed"] for r in scored] == [r["passed"] for r in matrix["results"]]
+
     bare = pytester.runpytest("--vl-model=hf:out/checkpoint-500", "-p", "no:cacheprovider")
     assert bare.ret != 0
     expected = "*checkpoint-500 has no tokenizer or image processor*e.g. hf:out/checkpoint-500#*"

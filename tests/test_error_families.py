@@ -152,7 +152,7 @@ CASES: dict[str, Case] = {
         USAGE,
         (
             "ERROR: --vl-model: unknown model 'foo:bar'; expected one of clip, tiny, "
-            "open_clip:..., hf:..., scores:..., py:..., or a model registered in the "
+            "open_clip:..., hf:..., vqa:..., scores:..., py:..., or a model registered in the "
             "'pytest_vlcheck.models' entry-point group",
         ),
     ),

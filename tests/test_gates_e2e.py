@@ -180,6 +180,7 @@ def test_xdist_gives_the_serial_verdicts(suite: pytest.Pytester) -> None:
 def test_bad_baseline_file_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", gates=checklist({"spatial": 50}))
     (pytester.path / "base.json").write_text('{"something": 1}')
+    (pytester.path / "x.jsonl").write_text("")  # the spec's file must exist (checked first)
     result = pytester.runpytest("--vl-model=scores:x.jsonl", "--vl-baseline=base.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--vl-baseline: *base.json*"])

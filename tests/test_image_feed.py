@@ -7,7 +7,7 @@ import numpy as np
 from PIL import Image
 
 from pytest_vlcheck.engine.image_feed import ImageFeed
-from pytest_vlcheck.engine.scoring import ScoringStats
+from pytest_vlcheck.engine.stats import ScoringStats
 from pytest_vlcheck.images.refs import ImageRef
 
 

@@ -368,6 +368,7 @@ def test_a_partial_id_match_names_the_paired_count(suite: pytest.Pytester) -> No
 
 def test_a_checklist_nested_too_deep(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", deep=f"vlcheck: 1\ntests:\n  - id: t\n    examples: {DEEP}\n")
+    (pytester.path / "x.jsonl").write_text("")  # the spec's file must exist (checked first)
     result = pytester.runpytest("--vl-model=scores:x.jsonl")
     assert result.ret == pytest.ExitCode.INTERRUPTED and no_traceback(result)
     result.stdout.fnmatch_lines([f"*deep.yaml:4: {TOO_DEEP}"])
@@ -385,6 +386,7 @@ def test_jsonl_examples_and_scores_nested_too_deep(pytester: pytest.Pytester) ->
     )
     good = '{"image": "a.png", "caption": "c", "negatives": ["n"]}'
     (pytester.path / "examples.jsonl").write_text(f'{good}\n{{"x": {DEEP}}}\n')
+    (pytester.path / "s.jsonl").write_text("")  # the spec's file must exist (checked first)
     result = pytester.runpytest("--vl-model=scores:s.jsonl")
     assert no_traceback(result)
     result.stdout.fnmatch_lines([f"*examples.jsonl:2: {TOO_DEEP}"])

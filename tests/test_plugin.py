@@ -211,16 +211,14 @@ def test_bad_model_spec_is_a_usage_error(project: pytest.Pytester) -> None:
 
 
 def test_model_load_failure_errors_items_cleanly(project: pytest.Pytester) -> None:
-    result = project.runpytest(
-        "--vl-model=open_clip:missing.json@nothing.safetensors", "--vl-report=rep"
-    )
+    (project.path / "cfg.json").write_text("{}")  # present (a missing file is a usage error)
+    (project.path / "bad.safetensors").write_bytes(b"not weights")
+    result = project.runpytest("--vl-model=open_clip:cfg.json@bad.safetensors", "--vl-report=rep")
     result.assert_outcomes(errors=5)
-    result.stdout.fnmatch_lines(
-        ["*cannot load model 'open_clip:missing.json@nothing.safetensors'*"]
-    )
+    result.stdout.fnmatch_lines(["*cannot load model 'open_clip:cfg.json@bad.safetensors'*"])
     rows = json.loads((project.path / "rep" / "matrix.json").read_text())["results"]
     assert {r["status"] for r in rows} == {"error"}
-    assert rows[0]["message"].startswith("cannot load model 'open_clip:missing.json@")
+    assert rows[0]["message"].startswith("cannot load model 'open_clip:cfg.json@")
 
 
 def test_missing_images_error_or_skip(project: pytest.Pytester) -> None:

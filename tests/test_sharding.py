@@ -66,6 +66,8 @@ def collected(pytester: pytest.Pytester, *args: str) -> list[str]:
 def test_shards_partition_the_selection_by_test(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", sized=sized_checklist())
     models = ("--vl-model=a=scores:a.jsonl", "--vl-model=b=scores:b.jsonl")
+    for name in ("a.jsonl", "b.jsonl"):  # a spec's files must exist (checked at start-up)
+        (pytester.path / name).write_text("")
     everything = collected(pytester, *models)
     shards = [collected(pytester, *models, f"--vl-shard={k}/2") for k in (1, 2)]
     assert sorted(shards[0] + shards[1]) == sorted(everything) and len(everything) == 10

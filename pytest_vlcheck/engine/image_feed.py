@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from PIL.Image import Image
 
     from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
-    from pytest_vlcheck.engine.scoring import ScoringStats
+    from pytest_vlcheck.engine.stats import ScoringStats
 
 ImageKey = tuple[Any, ...]
 FileStamp = tuple[int, int, int] | None

@@ -29,6 +29,7 @@ from pytest_vlcheck.engine.embedding_width import EmbeddingWidth
 from pytest_vlcheck.engine.image_feed import LIVE_MEMO_BYTES, ImageFeed, ImageKey, ImageLoad
 from pytest_vlcheck.engine.progress import Writer, tracked
 from pytest_vlcheck.engine.scorer_source import ScorerSource, ScoringMode
+from pytest_vlcheck.engine.stats import ScoringStats
 from pytest_vlcheck.errors import ScorerProtocolError
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.models.protocol import (
@@ -52,39 +53,6 @@ class Unscorable:
 
     refs: tuple[ImageRef, ...]
     reasons: tuple[str, ...]
-
-
-@dataclass
-class ScoringStats:
-    """What the model was asked to do, for benchmarks and the terminal summary."""
-
-    encode_image_calls: int = 0
-    encode_text_calls: int = 0
-    score_pair_calls: int = 0
-    score_ref_calls: int = 0
-    images_encoded: int = 0
-    texts_encoded: int = 0
-    pairs_scored: int = 0
-    images_cached: int = 0
-    texts_cached: int = 0
-    pairs_cached: int = 0
-    model_seconds: float = 0.0
-    load_seconds: float = 0.0
-
-    @property
-    def model_calls(self) -> int:
-        """All calls into the scorer."""
-        return (
-            self.encode_image_calls
-            + self.encode_text_calls
-            + self.score_pair_calls
-            + self.score_ref_calls
-        )
-
-    @property
-    def cached(self) -> int:
-        """Inputs (images, texts, pairs) read from the embedding cache instead of the model."""
-        return self.images_cached + self.texts_cached + self.pairs_cached
 
 
 @dataclass
