@@ -45,7 +45,7 @@ def test_validate_reports_a_too_large_image_as_the_loader_does(
         check=False,
     )
     assert proc.returncode == 1
-    assert proc.stdout == "c.yaml: 1 tests, 2 examples, 2 image files checked, 1 unusable\n"
+    assert proc.stdout == "c.yaml: 1 test, 2 examples, 2 image files checked, 1 unusable\n"
     assert proc.stderr == (
         f"c.yaml:8: big.png: image too large to decode safely ({size}, over the limit of "
         f"{limit:,} pixels that guards against decompression bombs); raise the limit with "

@@ -158,7 +158,7 @@ def _write_images(out: Path, refs: Iterator[ImageRef]) -> dict[tuple, _Shown]:
 def _test_heading(test: ChecklistTest, shown_count: int) -> str:
     return (
         f"{test.id}: {test.capability}, task {test.task}, threshold {test.threshold}, "
-        f"{shown_count} of {fmt.plural(len(test.examples), 'example')}"
+        f"{shown_count} of {len(test.examples)} examples"
     )
 
 

@@ -114,7 +114,6 @@ def not_gated_warnings(
             has_entry = entry_of(settings, r.file, r.test, r.model) is not None
             (unpaired if has_entry else missing).append(r)
     lines = []
-    of_measured = fmt.plural(len(measured), "item")
     if missing:
         files = sorted({e.file for e in settings.baseline.entries} - {r.file for r in measured})
         hint = (
@@ -125,12 +124,12 @@ def not_gated_warnings(
             else ""
         )
         lines.append(
-            f"vlcheck: WARNING: no gate for {len(missing)} of {of_measured}: the "
+            f"vlcheck: WARNING: no gate for {len(missing)} of {len(measured)} items: the "
             f"baseline has no entry for {_named(missing)}{hint}"
         )
     if unpaired:
         lines.append(
-            f"vlcheck: WARNING: not gated: {len(unpaired)} of {of_measured} share no "
+            f"vlcheck: WARNING: not gated: {len(unpaired)} of {len(measured)} items share no "
             f"example id with their baseline entry: {_named(unpaired)}; the example ids "
             "changed since the baseline was saved: save a new baseline"
         )
