@@ -11,7 +11,7 @@ _SCORING = "pytest_vlcheck.engine.scoring"
 _EXPORTS = {
     "MissingImagesError": "pytest_vlcheck.engine.missing",
     "ModelRunner": _SCORING,
-    "ScoringStats": _SCORING,
+    "ScoringStats": "pytest_vlcheck.engine.stats",
     "Unscorable": _SCORING,
     "evaluate_test": _EVALUATE,
     "unscored_result": _EVALUATE,

@@ -18,7 +18,7 @@ from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.run.checklists import checklist_files, load_tests, selected
-from pytest_vlcheck.run.live_runners import runner_for
+from pytest_vlcheck.run.live_runners import LIVE_RUNNERS
 from pytest_vlcheck.run.outcome import Run
 from pytest_vlcheck.run.session import Settings, VlcheckSession
 from pytest_vlcheck.run.settings import KeywordOptions, SettingsError, build_settings
@@ -65,8 +65,13 @@ def evaluate(
     session = VlcheckSession(settings)
     if scorer is not None:
         (spec,) = settings.specs
-        session.runners[spec.name] = runner_for(
-            model, scorer, spec, settings.model_options, settings.url_cache_dir
+        session.runners[spec.name] = LIVE_RUNNERS.runner_for(
+            model,
+            scorer,
+            spec,
+            settings.model_options,
+            settings.url_cache_dir,
+            image_memory=settings.image_memory_bytes,
         )
     try:
         run = _measure(session, tests)

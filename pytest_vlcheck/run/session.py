@@ -13,7 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_vlcheck.bounds import DEFAULT_CACHE_BYTES
+from pytest_vlcheck.bounds import DEFAULT_CACHE_BYTES, DEFAULT_IMAGE_MEMORY
 from pytest_vlcheck.checklist.bundled import report_name
 from pytest_vlcheck.engine.missing import MissingPolicy
 from pytest_vlcheck.gates.conditions import run_conditions
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the engine, priors and reports load numpy: imported where t
     from pytest_vlcheck.engine import ModelRunner
     from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
     from pytest_vlcheck.engine.progress import Writer
-    from pytest_vlcheck.engine.scoring import ScoringStats
+    from pytest_vlcheck.engine.stats import ScoringStats
     from pytest_vlcheck.priors import AveragePrior
     from pytest_vlcheck.report.loader import RunError
     from pytest_vlcheck.run.outcome import Run
@@ -62,6 +62,8 @@ class Settings:
     embedding_cache_dir: Path | None = None
     """Root of the embedding cache (``--vl-cache-dir``); None turns it off (``--vl-no-cache``)."""
     embedding_cache_bytes: int = DEFAULT_CACHE_BYTES
+    image_memory_bytes: int = DEFAULT_IMAGE_MEMORY
+    """Preprocessed images a live model keeps across calls (``--vl-image-memory``)."""
     log_specs: tuple[Any, ...] = ()
     """Loggers (``--vl-log``, ``log=``): specs or callables, checked when parsed."""
     step: int | None = None
@@ -290,7 +292,7 @@ class VlcheckSession:
     def add_worker_output(self, sent: Mapping[str, Any]) -> None:
         """Take what one xdist worker sent (nothing, when it crashed): its stats are added
         per model, its shard plan is the run's."""
-        from pytest_vlcheck.engine.scoring import ScoringStats
+        from pytest_vlcheck.engine.stats import ScoringStats
 
         for name, stats in sent.get("stats", {}).items():
             total = asdict(self.worker_stats.get(name, ScoringStats()))

@@ -38,6 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "cache_dir": None,
     "no_cache": False,
     "cache_size": "2GB",
+    "image_memory": "2GB",
     "report_dir": None,
     "max_image_pixels": None,
     "baseline": None,
@@ -153,6 +154,9 @@ def build_settings(source: OptionSource) -> Settings:
         else _cache_root(source, "embeddings"),
         embedding_cache_bytes=_bounded(
             source.get("cache_size"), bounds.size, bounds.MAX_CACHE_BYTES
+        ),
+        image_memory_bytes=_bounded(
+            source.get("image_memory"), bounds.size, bounds.MAX_CACHE_BYTES
         ),
         log_specs=_logger_specs(source.get("log")),
         step=_step(source.get("step"), specs),

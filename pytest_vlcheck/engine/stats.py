@@ -1,0 +1,42 @@
+"""What a runner asked its model to do: counts and seconds for benchmarks and the summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class ScoringStats:
+    """What the model was asked to do, for benchmarks and the terminal summary."""
+
+    encode_image_calls: int = 0
+    encode_text_calls: int = 0
+    score_pair_calls: int = 0
+    score_ref_calls: int = 0
+    images_encoded: int = 0
+    texts_encoded: int = 0
+    pairs_scored: int = 0
+    images_cached: int = 0
+    texts_cached: int = 0
+    pairs_cached: int = 0
+    images_prepared: int = 0
+    """Images decoded (or rendered) and preprocessed for the model in this call."""
+    images_recalled: int = 0
+    """Preprocessed images a live model's image store gave back instead (``ImageStore``)."""
+    model_seconds: float = 0.0
+    load_seconds: float = 0.0
+
+    @property
+    def model_calls(self) -> int:
+        """All calls into the scorer."""
+        return (
+            self.encode_image_calls
+            + self.encode_text_calls
+            + self.score_pair_calls
+            + self.score_ref_calls
+        )
+
+    @property
+    def cached(self) -> int:
+        """Inputs (images, texts, pairs) read from the embedding cache instead of the model."""
+        return self.images_cached + self.texts_cached + self.pairs_cached
