@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.models.live_fingerprint import weights_checksum
 from pytest_vlcheck.models.live_guard import live_forward
+from pytest_vlcheck.models.live_precision import CastCopy
 from pytest_vlcheck.models.protocol import (
     DualEncoder,
     ModelOptions,
@@ -159,9 +160,9 @@ def _model_kind(model: Any) -> str | None:
 
 
 def _run_settings(model: Any, options: ModelOptions) -> dict[str, Any]:
-    """Where and how the model runs: its own device and dtype (it is never moved or cast, so
-    ``options.device`` does not apply), with autocast when ``options.precision`` asks for
-    less than the model holds."""
+    """Where and how the model runs: its own device (it is never moved, so ``options.device``
+    does not apply) and dtype; when ``options.precision`` asks for less than the model holds,
+    on a copy of its weights cast once for the call (``live_precision.CastCopy``)."""
     import torch
 
     floating = [p for p in model.parameters() if p.is_floating_point()]
@@ -174,12 +175,13 @@ def _run_settings(model: Any, options: ModelOptions) -> dict[str, Any]:
     precision = effective_precision(options.precision, str(device))
     wanted = torch_dtype(precision)
     lower = wanted != torch.float32 and dtype == torch.float32
-    guard = functools.partial(live_forward, model, device.type, wanted if lower else None)
+    runs = CastCopy(model, wanted) if lower else model
     return {
+        "model": runs,
         "device": str(device),
-        "dtype": dtype,
+        "dtype": wanted if lower else dtype,
         "batch_size": device_batch_size(options, str(device)),
-        "forward_context": guard,
+        "forward_context": functools.partial(live_forward, runs),
         "precision": precision if lower else str(dtype).removeprefix("torch."),
     }
 
@@ -203,7 +205,7 @@ def _open_clip_scorer(
     encoder = OpenClipScorer(
         name=name,
         fingerprint="",  # the live scorer computes its own at each access
-        model=model,
+        model=settings["model"],
         preprocess=preprocess,
         tokenizer=tokenizer,
         device=settings["device"],
@@ -241,7 +243,7 @@ def _transformers_scorer(
     encoder = encoder_class(
         name=f"live:{type(model).__name__}",
         fingerprint="",  # the live scorer computes its own at each access
-        model=model,
+        model=settings["model"],
         tokenizer=tokenizer,
         image_processor=image_processor,
         device=settings["device"],

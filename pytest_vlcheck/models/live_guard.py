@@ -6,7 +6,7 @@ whose tensors a lazily built buffer would keep and training would then refuse), 
 for the pass and every module's own train/eval flag back afterwards, and the global random
 number generators (torch CPU and CUDA, numpy, ``random``) restored, so evaluating does not
 change the training run's dropout or data order. The model is never moved or cast; a lower
-``--vl-precision`` runs under autocast instead.
+``--vl-precision`` runs on a cast copy (``live_precision``), guarded the same way.
 """
 
 from __future__ import annotations
@@ -14,26 +14,21 @@ from __future__ import annotations
 import random
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Any
 
 
 @contextmanager
-def live_forward(model: Any, device_type: str, autocast_dtype: Any | None) -> Iterator[None]:
-    """Run the body with ``model`` in eval mode, without gradients (under autocast to
-    ``autocast_dtype`` when given); restore the flags and RNG states on the way out."""
+def live_forward(model: Any) -> Iterator[None]:
+    """Run the body with ``model`` in eval mode, without gradients; restore the flags and
+    RNG states on the way out."""
     import torch
 
     modes = [(module, module.training) for module in model.modules()]
     states = _rng_states(torch)
-    autocast = (
-        torch.autocast(device_type, dtype=autocast_dtype)
-        if autocast_dtype is not None
-        else nullcontext()
-    )
     try:
         model.eval()
-        with torch.no_grad(), autocast:
+        with torch.no_grad():
             yield
     finally:
         # Set each flag directly: module.train(flag) would also overwrite its children's.
