@@ -3,7 +3,10 @@
 The core (``checklist``, ``images``, ``models``, ``engine``, ``metrics``, ``report``, ``run``)
 knows nothing of pytest; ``plugin`` wires it into pytest, ``cli`` into the ``vlcheck``
 command, and ``evaluate`` (``run.evaluate``) serves Python callers such as training loops.
-``evaluate`` and ``Run`` are imported on first use, so importing the package stays cheap.
+``evaluate``, ``Run``, ``CapabilityResult`` and the exceptions a caller catches
+(``VlcheckUserError`` and its subclasses ``SettingsError``, ``ModelLoadError`` and
+``ChecklistError``) are
+imported on first use, so importing the package stays cheap.
 """
 
 from __future__ import annotations
@@ -12,8 +15,25 @@ from pytest_vlcheck.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-_EXPORTS = {"evaluate": "pytest_vlcheck.run.evaluate", "Run": "pytest_vlcheck.run.outcome"}
+_EXPORTS = {
+    "evaluate": "pytest_vlcheck.run.evaluate",
+    "Run": "pytest_vlcheck.run.outcome",
+    "CapabilityResult": "pytest_vlcheck.results.capability",
+    "VlcheckUserError": "pytest_vlcheck.errors",
+    "SettingsError": "pytest_vlcheck.errors",
+    "ModelLoadError": "pytest_vlcheck.errors",
+    "ChecklistError": "pytest_vlcheck.parsing.errors",
+}
 
-__all__ = ["Run", "__version__", "evaluate"]
+__all__ = [
+    "CapabilityResult",
+    "ChecklistError",
+    "ModelLoadError",
+    "Run",
+    "SettingsError",
+    "VlcheckUserError",
+    "__version__",
+    "evaluate",
+]
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -31,6 +31,11 @@ class VlcheckUserError(Exception):
         return str(self)
 
 
+class SettingsError(VlcheckUserError, ValueError):
+    """An option, keyword argument or checklist path that cannot run (``evaluate``'s and
+    pytest's): ``str()`` names the option and what is expected."""
+
+
 class ModelSpecError(VlcheckUserError, ValueError):
     """A ``--vl-model`` value that cannot be understood."""
 

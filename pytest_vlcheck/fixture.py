@@ -22,6 +22,7 @@ import pytest
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.items import NO_MODEL_REASON, SESSION_KEY, VerdictFailure, add_capability_marks
 from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results.verdict import final
 from pytest_vlcheck.vl_tests import (
     CURRENT_KEY,
     FIXTURE,
@@ -79,8 +80,7 @@ def python_rows(
     if not rows and capability is not None:
         status = "error" if report.when == "setup" and report.failed else report.outcome
         error = call.excinfo.value if call.excinfo is not None else None
-        message = "" if error is None else (str(error) or type(error).__name__).splitlines()[0]
-        rows = [_unmeasured(state, item, model, capability).with_status(status, message)]
+        rows = [final(_unmeasured(state, item, model, capability), outcome=status, error=error)]
     return [row.to_json(with_outcomes=True) for row in rows] or None
 
 
@@ -97,7 +97,7 @@ def _unmeasured(
         threshold=0.0,
         examples=(),
         file=item.path,
-        line=item.reportinfo()[1] + 1,
+        line=(item.reportinfo()[1] or 0) + 1,
     )
     return replace(unscored_result(test, model, "passed"), file=state.relative(item.path))
 

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import math
 from decimal import ROUND_HALF_UP, Decimal
+from typing import TypeGuard
 
-__all__ = ["MISSING", "ci", "label", "pct", "score", "truncate", "value"]
+__all__ = ["MISSING", "ci", "label", "pct", "points", "score", "truncate", "value"]
 
 MISSING = "n/a"
 _ONE_PLACE = Decimal("0.1")
 _FOUR_PLACES = Decimal("0.0001")
 
 
-def _missing(x: float | int | None) -> bool:
+def _finite(x: float | int | None) -> TypeGuard[float | int]:
     """None, NaN and infinities print as ``n/a`` (the terminal table sees unvalidated rows)."""
-    return x is None or (isinstance(x, float) and not math.isfinite(x))
+    return x is not None and not (isinstance(x, float) and not math.isfinite(x))
 
 
 def _decimal(x: float | int) -> Decimal:
@@ -35,25 +36,35 @@ def _rounded(d: Decimal, places: Decimal) -> str:
 
 def pct(x: float | int | None) -> str:
     """A rate in [0, 1] as a percentage with one decimal: ``0.6125 -> '61.3%'``."""
-    if _missing(x):
+    if _finite(x):
+        return _rounded(_decimal(x) * 100, _ONE_PLACE) + "%"
+    return MISSING
+
+
+def points(delta_pts: float | int | None, *, signed: bool = True) -> str:
+    """A change in percentage points with one decimal, the one rule for every printed delta:
+    the value rounded to 9 decimals (float noise: 100 * (0.275 - 0.4125) is
+    -13.749999999999998), then half away from zero: ``-13.8``; signed, ``+5.0`` and ``0.0``."""
+    if not _finite(delta_pts):
         return MISSING
-    return _rounded(_decimal(x) * 100, _ONE_PLACE) + "%"
+    text = _rounded(Decimal(repr(round(float(delta_pts), 9))), _ONE_PLACE)
+    return "+" + text if signed and not text.startswith("-") and text != "0.0" else text
 
 
 def ci(low: float | int | None, high: float | int | None) -> str:
     """A confidence interval in percent without the sign: ``(0.5637, 0.6591) -> '56.4-65.9'``."""
-    if _missing(low) or _missing(high):
-        return MISSING
-    return pct(low)[:-1] + "-" + pct(high)[:-1]
+    if _finite(low) and _finite(high):
+        return pct(low)[:-1] + "-" + pct(high)[:-1]
+    return MISSING
 
 
 def value(x: float | int | None) -> str:
     """A metric value: integers as they are, floats with four decimals."""
-    if _missing(x):
-        return MISSING
     if isinstance(x, int):
         return str(x)
-    return _rounded(_decimal(x), _FOUR_PLACES)
+    if _finite(x):
+        return _rounded(_decimal(x), _FOUR_PLACES)
+    return MISSING
 
 
 def score(x: float | int | None) -> str:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
-from pytest_vlcheck.results import CapabilityResult, Status
+from pytest_vlcheck.results import REPORTED_FIELDS, CapabilityResult, Status
+from pytest_vlcheck.results.verdict import final
 from pytest_vlcheck.run.session import VlcheckSession
 
 if TYPE_CHECKING:  # the loader, the engine and the reports are imported where they are used:
@@ -21,19 +22,6 @@ NO_MODEL_REASON = (
     "no model given: pass --vl-model SPEC (e.g. --vl-model=tiny, clip, "
     "open_clip:ARCH@WEIGHTS, hf:DIR, scores:FILE, py:MODULE:FACTORY) or set "
     "vl_model in the ini file"
-)
-REPORTED_FIELDS = (
-    "model",
-    "capability",
-    "task",
-    "n",
-    "passed",
-    "pass_rate",
-    "ci_low",
-    "ci_high",
-    "threshold",
-    "chance",
-    "ties",
 )
 
 
@@ -59,7 +47,8 @@ def add_capability_marks(item: pytest.Item, capability_parts: tuple[str, ...]) -
 
 
 def result_properties(result: CapabilityResult) -> list[tuple[str, Any]]:
-    """The ``vlcheck_*`` user properties (JUnit XML) of one result."""
+    """The ``vlcheck_*`` user properties (JUnit XML) of one result: its reported fields
+    (``results.REPORTED_FIELDS``, the columns ``matrix.csv`` has too), then the rest."""
     from pytest_vlcheck.priors.evaluation import junit_properties
 
     fields = result.to_json()
@@ -137,7 +126,8 @@ class ChecklistItem(pytest.Item):
             if first != self.nodeid:
                 raise ModelLoadError(f"model '{self.model}' failed to load (see {first})") from None
             raise exc
-        self.user_properties.extend(result_properties(self.result))
+        known = self.test.known_failures.get(self.model, "")
+        self.user_properties.extend(result_properties(final(self.result, known_failure=known)))
 
     def runtest(self) -> None:
         """Pass when the pass rate reaches the threshold."""
@@ -153,25 +143,22 @@ class ChecklistItem(pytest.Item):
         ):
             return None
         status = "error" if report.when == "setup" and report.failed else report.outcome
-        message = ""
-        if report.when == "setup" and call.excinfo is not None:
-            message = str(call.excinfo.value).splitlines()[0]
-        return self.outcome(status, message).to_json(with_outcomes=True)
+        error = call.excinfo.value if report.when == "setup" and call.excinfo is not None else None
+        return self.outcome(status, error).to_json(with_outcomes=True)
 
-    def outcome(self, status: Status, message: str = "") -> CapabilityResult:
-        """This item's result under pytest's verdict; for a test with no measurement, an
-        empty one with the reason."""
+    def outcome(self, status: Status, error: BaseException | None = None) -> CapabilityResult:
+        """This item's result under pytest's verdict (``results.verdict.final``); for a test
+        with no measurement, an empty one with the error's first line as the reason."""
         from pytest_vlcheck.engine import unscored_result
 
         assert self.model is not None
         session = self.config.stash[SESSION_KEY]
         if self.result is not None:
             known = self.test.known_failures.get(self.model, "")
-            if known:  # the measured verdict: pytest's xfail / XPASS says it was expected
-                return self.result.as_known_failure(known)
-            return self.result.with_status(status, message)
+            return final(self.result, known_failure=known, outcome=status)
         empty = unscored_result(self.test, self.model, status, session.settings.threshold)
-        return replace(empty, file=session.relative(self.test.file)).with_status(status, message)
+        empty = replace(empty, file=session.relative(self.test.file))
+        return final(empty, outcome=status, error=error)
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None

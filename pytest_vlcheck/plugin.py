@@ -16,13 +16,14 @@ import pytest
 
 from pytest_vlcheck import fixture
 from pytest_vlcheck.engine.progress import stderr_writer
+from pytest_vlcheck.errors import SettingsError
 from pytest_vlcheck.interrupts import freeze_collected, thaw_earlier_session, trim_interrupt
 from pytest_vlcheck.items import SESSION_KEY, ChecklistFile, ChecklistItem, NotAChecklist
 from pytest_vlcheck.pytest_options import PytestOptions
 from pytest_vlcheck.results import from_transport
 from pytest_vlcheck.run.options import COMMAND_LINE_OPTIONS, INI_TWINS
 from pytest_vlcheck.run.session import VlcheckSession
-from pytest_vlcheck.run.settings import DEFAULTS, SettingsError, build_settings
+from pytest_vlcheck.run.settings import DEFAULTS, build_settings
 from pytest_vlcheck.run.sharding import Shard, ShardSpecError, parse_shard, plan_shard
 from pytest_vlcheck.run.sinks import TerminalMatrix, emit_all, file_sinks
 
@@ -183,7 +184,7 @@ class ItemHooks:
         """Attach the item's result to the report that decides its verdict (the transport to
         an xdist controller is this JSON)."""
         report = yield
-        rows = None
+        rows: dict[str, Any] | list[dict[str, Any]] | None = None
         if isinstance(item, ChecklistItem):
             rows = item.transport(report, call)
         elif fixture.uses_vl_model(item):

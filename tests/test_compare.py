@@ -12,10 +12,16 @@ from pytest_vlcheck.cli import main
 from pytest_vlcheck.gates.baseline import Baseline, make_entry
 from pytest_vlcheck.report import write_report
 from pytest_vlcheck.report.svg import line_chart
+from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.samples import SampleRow, write_samples
 
 FILE = "checklists/a.yaml"
 TESTS = {"color": "attribute/color", "count": "counting/number"}
+
+
+def typed(rows: list[dict]) -> list[CapabilityResult]:
+    """Result rows (``to_json`` form) as the results the report functions take."""
+    return [CapabilityResult.from_json(row) for row in rows]
 
 
 def result(test: str, model: str, outcomes: dict[str, bool]) -> dict:
@@ -45,7 +51,7 @@ def write_run(folder: Path, model: str, correct: dict[str, int]) -> Path:
     """A report folder with matrix.json and samples.jsonl: 60 examples per test."""
     per_test = {test: outcomes(60, c) for test, c in correct.items()}
     results = [result(test, model, o) for test, o in per_test.items()]
-    write_report(folder, [{"name": model, "spec": "py:x:y", "fingerprint": None}], results)
+    write_report(folder, [{"name": model, "spec": "py:x:y", "fingerprint": None}], typed(results))
     rows = [
         SampleRow(FILE, test, model, example, ok, False, ((0.3, 0.2),))
         for test, o in per_test.items()
@@ -204,3 +210,35 @@ def test_compare_marks_what_the_gate_fails_and_nothing_else(
         main(["compare", str(a), str(b), "--alpha", "nan"])
     assert exited.value.code == 2
     assert "--alpha: is nan; expected a finite number in (0, 1)" in capsys.readouterr().err
+
+
+def test_compare_rounds_a_delta_as_the_gate_does_and_colours_its_marks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """41.25% -> 27.5%: 100 * (0.275 - 0.4125) is -13.749999999999998 in floats; the gate
+    prints "dropped 13.8 pts", so compare prints -13.8 (the value rounded to 9 decimals,
+    then half away from zero)."""
+    from pytest_vlcheck.gates.decision import gate
+    from pytest_vlcheck.gates.wording import gate_verdict
+
+    a = write_run(tmp_path / "a", "a", {"color": 33})
+    b = write_run(tmp_path / "b", "b", {"color": 22})
+    for folder, correct in ((a, 33), (b, 22)):  # 80 examples: 33/80 = 41.25%, 22/80 = 27.5%
+        results = [result("color", folder.name, outcomes(80, correct))]
+        write_report(folder, [{"name": folder.name, "spec": "py:x:y"}], typed(results))
+        rows = [
+            SampleRow(FILE, "color", folder.name, e, ok, False, ((0.3, 0.2),))
+            for e, ok in outcomes(80, correct).items()
+        ]
+        write_samples(folder / "samples.jsonl", rows)
+    assert main(["compare", str(a), str(b), "-o", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "27.5% -13.8 pts▼" in out
+    before, after = outcomes(80, 33), outcomes(80, 22)
+    entry = make_entry(result("color", "a", before), before, spec="py:x:y", fingerprint=None,
+                       content_hash="h", conditions={})  # fmt: skip
+    verdict = gate_verdict(gate(after, 22 / 80, entry, m=1, alpha=0.05, max_drop_pts=2.0))
+    assert verdict.startswith("regressed: dropped 13.8 pts")
+    html = (tmp_path / "out" / "compare.html").read_text()
+    assert '-13.8 pts<span class="delta-drop">▼</span>' in html
+    assert ".delta-drop { color: #b91c1c" in html

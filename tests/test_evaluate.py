@@ -13,9 +13,9 @@ import pytest
 from test_plugin import CHECKLIST, colour_project
 
 from pytest_vlcheck import Run, evaluate
-from pytest_vlcheck.errors import VlcheckUserError
+from pytest_vlcheck.errors import SettingsError, VlcheckUserError
 from pytest_vlcheck.results.blocks import GateComparison
-from pytest_vlcheck.run.settings import KeywordOptions, SettingsError, build_settings
+from pytest_vlcheck.run.settings import KeywordOptions, build_settings
 
 KNOWN_FAILURE = CHECKLIST.replace(
     "    threshold: 0.9\n", "    threshold: 0.9\n    known_failures: {make: too hard}\n", 1
@@ -97,7 +97,10 @@ def test_select_keeps_test_ids_and_capability_prefixes(project: pytest.Pytester)
     assert [r.test for r in run.results] == ["color", "pick", "pair", "itm"]
     run = evaluate("py:colour_model:make", "checks.yaml", select="attribute/color")
     assert [r.test for r in run.results] == ["color", "pick"]
-    with pytest.raises(SettingsError, match=r"^select: 'attr' is neither a test id"):
+    expected = (
+        r"^select: 'attr' is neither a test id.*; expected e.g. 'color' or 'attribute/color'$"
+    )
+    with pytest.raises(SettingsError, match=expected):
         evaluate("py:colour_model:make", "checks.yaml", select=["attr"])
 
 
@@ -182,14 +185,14 @@ def test_evaluate_imports_no_pytest(project: pytest.Pytester) -> None:
     assert done.stdout.split() == ["5", "False"], done.stderr
 
 
-def test_the_readme_options_table_names_every_option_and_keyword() -> None:
+def test_the_options_page_names_every_option_and_keyword() -> None:
     import re
 
     from pytest_vlcheck.run.options import COMMAND_LINE_OPTIONS
     from pytest_vlcheck.run.settings import DEFAULTS
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    table = readme.split("## Options", 1)[1].split("###", 1)[0]
+    page = (Path(__file__).parent.parent / "docs" / "options.md").read_text()
+    table = page.split("# Options", 1)[1].split("##", 1)[0]
     rows = re.findall(r"^\| `(--vl-[a-z-]+)[^`]*` \|[^|]*\|([^|]*)\|", table, re.M)
     assert sorted(flag for flag, _ in rows) == sorted(flag for flag, _ in COMMAND_LINE_OPTIONS)
     keywords = {k for _, cell in rows for k in re.findall(r"`([a-z_]+)`", cell)}

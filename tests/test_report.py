@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -38,6 +39,11 @@ MODELS = [
     {"name": "clip", "spec": "clip", "fingerprint": "f00d"},
     {"name": "sig|lip", "spec": "hf:google/siglip-base-patch16-224", "fingerprint": None},
 ]
+
+
+def typed(rows: list[dict]) -> list[CapabilityResult]:
+    """Result rows (``to_json`` form) as the results the report functions take."""
+    return [CapabilityResult.from_json(row) for row in rows]
 
 
 def result(model: str, test: str, capability: str, n: int, passed: int, status: str, **kw):
@@ -302,7 +308,7 @@ def test_atomic_write_missing_directory(tmp_path):
 def test_rows_labels_and_order():
     results = sample_results()
     results.append(result("clip", "color", "attribute/color", 4, 4, "passed", file="other.yaml"))
-    matrix = build_matrix(MODELS, results)
+    matrix = build_matrix(MODELS, typed(results))
     assert [r.label for r in matrix.rows] == [
         "attribute/color (checklists/basic.yaml::color)",
         "relation/spatial",
@@ -318,7 +324,7 @@ def test_rows_labels_and_order():
 def test_matrix_document_contract():
     results = sample_results()
     results[0]["metrics"]["nan_metric"] = math.nan
-    doc = matrix_document(MODELS, results)
+    doc = matrix_document(MODELS, typed(results))
     assert list(doc) == ["vlcheck_report", "models", "results", "errors", "summary"]
     assert doc["errors"] == []
     assert doc["vlcheck_report"] == 1
@@ -351,17 +357,17 @@ def test_matrix_document_contract():
 
 
 def test_write_report_round_trip_is_byte_identical(tmp_path):
-    paths = write_report(tmp_path / "out" / "nested", MODELS, sample_results())
+    paths = write_report(tmp_path / "out" / "nested", MODELS, typed(sample_results()))
     assert [p.name for p in paths] == list(REPORT_FILES)
     assert all(p.is_file() for p in paths)
     assert _leftovers(paths[0].parent) == []
     models, results = read_matrix(paths[0])
     assert models == MODELS
-    assert results == sample_results()
+    assert results == typed(sample_results())
     rerendered = render_files(models, results)
     for path in paths:
         assert rerendered[path.name] == path.read_text(encoding="utf-8"), path.name
-    assert render_files(MODELS, sample_results()) == rerendered  # deterministic
+    assert render_files(MODELS, typed(sample_results())) == rerendered  # deterministic
 
 
 def test_read_matrix_fills_optional_fields(tmp_path):
@@ -375,8 +381,8 @@ def test_read_matrix_fills_optional_fields(tmp_path):
     path.write_text(json.dumps(doc))
     models, results = read_matrix(path)
     assert models == [{"name": "clip", "spec": "", "fingerprint": None}]
-    assert results[0]["metrics"] == {} and results[0]["failures"] == []
-    assert results[0]["chance"] is None and results[0]["criterion"] == ""
+    assert results[0].metrics == {} and results[0].failures == []
+    assert results[0].chance is None and results[0].criterion == ""
     render_files(models, results)
 
 
@@ -425,10 +431,10 @@ def test_read_matrix_bad_json_and_missing_file(tmp_path):
 
 
 def test_write_report_render_error_keeps_old_report(tmp_path):
-    write_report(tmp_path, MODELS, sample_results())
+    write_report(tmp_path, MODELS, typed(sample_results()))
     before = {name: (tmp_path / name).read_bytes() for name in REPORT_FILES}
-    bad = sample_results()
-    bad[0]["status"] = "exploded"
+    bad = typed(sample_results())
+    bad[0] = dataclasses.replace(bad[0], status="exploded")
     with pytest.raises(ReportFormatError, match=r"results\[0\]\.status"):
         write_report(tmp_path, MODELS, bad)
     assert {name: (tmp_path / name).read_bytes() for name in REPORT_FILES} == before
@@ -439,7 +445,7 @@ def test_write_report_render_error_keeps_old_report(tmp_path):
 
 def _cell(row: dict):
     """The report model's cell of a single result row."""
-    return build_report(MODELS, [row]).sections[0].cells[0]
+    return build_report(MODELS, typed([row])).sections[0].cells[0]
 
 
 def test_cell_text():
@@ -453,7 +459,7 @@ def test_cell_text():
 
 
 def test_format_matrix_full_width():
-    lines = format_matrix(build_report(MODELS, sample_results()))
+    lines = format_matrix(build_report(MODELS, typed(sample_results())))
     assert lines == [
         "capability                     threshold  clip              sig|lip",
         "-----------------------------  ---------  ----------------  ----------------",
@@ -470,7 +476,7 @@ def test_format_matrix_full_width():
 
 @pytest.mark.parametrize("width", [72, 60, 50])
 def test_format_matrix_fits_width(width):
-    lines = format_matrix(build_report(MODELS, sample_results()), width=width)
+    lines = format_matrix(build_report(MODELS, typed(sample_results())), width=width)
     table = lines[: lines.index("")]
     assert all(len(line) <= width for line in table), table
     assert "(n=" not in "".join(table)  # dropped first
@@ -484,7 +490,7 @@ def test_format_matrix_empty_and_unshared_threshold():
         result("clip", "t", "object/size", 10, 5, "failed", threshold=0.6),
         result("sig|lip", "t", "object/size", 10, 9, "passed", threshold=0.8),
     ]
-    lines = format_matrix(build_report(MODELS, rows))
+    lines = format_matrix(build_report(MODELS, typed(rows)))
     assert "threshold" not in lines[0]
     assert lines[2] == "object/size   50.0% ✗ (n=10)   90.0% ✓ (n=10)"
 
@@ -492,7 +498,7 @@ def test_format_matrix_empty_and_unshared_threshold():
 # --- markdown and csv ---------------------------------------------------------------------
 
 
-def small_case() -> tuple[list[dict], list[dict]]:
+def small_case() -> tuple[list[dict], list[CapabilityResult]]:
     models = [{"name": "clip", "spec": "clip", "fingerprint": "f00d"}]
     results = [
         result(
@@ -514,7 +520,7 @@ def small_case() -> tuple[list[dict], list[dict]]:
         ),
         result("clip", "size_1", "object/size", 0, 0, "skipped", metrics={"gap": -0.05}),
     ]
-    return models, results
+    return models, typed(results)
 
 
 def test_markdown_exact():
@@ -575,7 +581,7 @@ def test_markdown_exact():
 
 def test_markdown_escapes_table_syntax():
     assert escape_md(f"a|b {EVIL}\nnext") == 'a\\|b \\<b\\>\\&" next'
-    text = render_markdown(build_report(MODELS, sample_results()))
+    text = render_markdown(build_report(MODELS, typed(sample_results())))
     assert "| sig\\|lip |" in text
     assert "<b>" not in text
 
@@ -583,20 +589,20 @@ def test_markdown_escapes_table_syntax():
 def test_csv_exact_and_metric_union():
     assert render_csv(build_report(*small_case())).splitlines() == [
         "file,test,capability,task,model,status,criterion,n,passed,pass_rate,ci_low,ci_high,"
-        "threshold,chance,unscored,baseline_model,baseline_delta_pts,baseline_p_corrected,"
+        "threshold,chance,ties,unscored,baseline_model,baseline_delta_pts,baseline_p_corrected,"
         "reference_model,reference_delta_pts,reference_p_holm,metric.gap,metric.text_score",
         "checklists/basic.yaml,color,attribute/color,caption,clip,failed,,400,245,0.6125,0.5637,"
-        "0.6591,0.75,0.5,0,,,,,,,,0.6125",
+        "0.6591,0.75,0.5,0,0,,,,,,,,0.6125",
         "checklists/basic.yaml,size_1,object/size,caption,clip,skipped,,0,0,0.0,0.0,0.0,0.75,0.5,"
-        "0,,,,,,,-0.05,",
+        "0,0,,,,,,,-0.05,",
     ]
-    header = render_csv(build_report(MODELS, sample_results())).splitlines()[0].split(",")
+    header = render_csv(build_report(MODELS, typed(sample_results()))).splitlines()[0].split(",")
     assert header[-2:] == ["metric.image_score", "metric.text_score"]
 
 
 def test_csv_quotes_special_characters():
     rows = [result("clip", 'a,"b"', "object/size", 1, 1, "passed", criterion="x\ny")]
-    text = render_csv(build_report(MODELS, rows))
+    text = render_csv(build_report(MODELS, typed(rows)))
     assert '"a,""b"""' in text and '"x\ny"' in text
 
 
@@ -604,7 +610,7 @@ def test_csv_quotes_special_characters():
 
 
 def test_html_is_balanced_escaped_and_self_contained():
-    html = render_html(build_report(MODELS, sample_results()))
+    html = render_html(build_report(MODELS, typed(sample_results())))
     checker = BalanceChecker()
     checker.feed(html)
     checker.close()
@@ -624,7 +630,7 @@ def test_html_is_balanced_escaped_and_self_contained():
 
 
 def test_html_bar_chart_geometry():
-    matrix = build_matrix(MODELS, [result("clip", "t", "object/size", 10, 5, "failed")])
+    matrix = build_matrix(MODELS, typed([result("clip", "t", "object/size", 10, 5, "failed")]))
     svg = bar_chart(matrix, "clip")
     # plot area: x from 250 to 660 (410 px); 50% -> 205 px wide, threshold 75% at x = 557.5
     assert 'width="205.0" height="12"' in svg
@@ -640,16 +646,16 @@ def test_radar_pooled_rates_and_axes():
         result("clip", "c", "attribute/color", 4, 4, "passed"),
         result("clip", "d", "relation/spatial", 0, 0, "error"),
     ]
-    matrix = build_matrix(MODELS[:1], rows)
+    matrix = build_matrix(MODELS[:1], typed(rows))
     axes = radar_axes(matrix)
     assert [a.label for a in axes] == ["object/size", "attribute/color", "relation/spatial"]
     assert pooled_rate(axes[0].rows, "clip") == (32 / 40, 32, 40)
     assert pooled_rate(axes[2].rows, "clip") is None  # errors are not zeros
     svg = radar_chart(matrix)
     assert svg is not None and "object/size: 80.0% (32/40)" in svg
-    assert radar_chart(build_matrix(MODELS[:1], rows[:3])) is None  # two axes only
+    assert radar_chart(build_matrix(MODELS[:1], typed(rows[:3]))) is None  # two axes only
     many = [result("clip", f"t{i}", f"relation/spatial/k{i}", 1, 1, "passed") for i in range(4)]
-    merged = radar_axes(build_matrix(MODELS[:1], many), max_axes=3)
+    merged = radar_axes(build_matrix(MODELS[:1], typed(many)), max_axes=3)
     assert [a.label for a in merged] == ["relation/spatial"]
 
 
@@ -663,7 +669,7 @@ def test_true_marks_follow_failure_example_convention():
 def test_message_is_shown_when_present():
     rows = [result("clip", "t", "object/size", 0, 0, "error")]
     rows[0]["message"] = "scores.jsonl lacks (a.jpg, <x>)"
-    files = render_files(MODELS[:1], rows)
+    files = render_files(MODELS[:1], typed(rows))
     assert "scores.jsonl lacks (a.jpg, &lt;x&gt;)" in files["report.html"]
     assert "- clip: scores.jsonl lacks (a.jpg, \\<x\\>)" in files["matrix.md"]
 

@@ -3,7 +3,6 @@ failing examples' thumbnails are ``<img>`` elements of the DOM (embedded as data
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -12,6 +11,7 @@ import pytest
 from colour_scorer import SOURCE
 from PIL import Image
 
+from pytest_vlcheck.report import read_matrix
 from pytest_vlcheck.report.thumbnails import thumbnail_data_uris, thumbnail_names
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -50,8 +50,8 @@ def test_report_loads_in_chromium_with_thumbnails(pytester: pytest.Pytester) -> 
     run = pytester.runpytest("--vl-model=py:colour_model:make", "--vl-report=rep")
     run.assert_outcomes(failed=2)
     rep = pytester.path / "rep"
-    rows = json.loads((rep / "matrix.json").read_text())["results"]
-    expected = set(thumbnail_data_uris(rep, thumbnail_names(rows)).values())
+    _, results = read_matrix(rep / "matrix.json")
+    expected = set(thumbnail_data_uris(rep, thumbnail_names(results)).values())
     assert len(expected) == 3  # green.png, the scene, red.png (the image task's two images)
 
     assert CHROMIUM is not None

@@ -33,6 +33,11 @@ MODELS = [
 ]
 
 
+def typed(rows: list[dict]) -> list[CapabilityResult]:
+    """Result rows (``to_json`` form) as the results the report functions take."""
+    return [CapabilityResult.from_json(row) for row in rows]
+
+
 def row(model: str, test: str, passed: int, n: int = 60, **kw) -> dict:
     """A measured result row (``to_json`` form) of 60 examples unless told otherwise."""
     values = {
@@ -90,7 +95,7 @@ def delta_rows() -> list[dict]:
 
 
 def test_deltas_in_the_model():
-    report = build_report(MODELS, delta_rows())
+    report = build_report(MODELS, typed(delta_rows()))
     a, b = report.sections
     drop = a.cell("new")
     assert [d.kind for d in drop.deltas] == ["gate", "reference"]
@@ -108,13 +113,13 @@ def test_deltas_in_the_model():
 
 def test_macro_judged_gate_delta_says_micro():
     rows = [row("old", "a", 50, judged="macro_average", gate=gate_block(-3.0))]
-    delta = build_report(MODELS[:1], rows).sections[0].cells[0].deltas[0]
+    delta = build_report(MODELS[:1], typed(rows)).sections[0].cells[0].deltas[0]
     assert delta.basis == "micro pass rate"
     assert delta.describe.startswith("gate vs baseline base (micro pass rate): dropped 3.0 pts")
 
 
 def test_terminal_cells_carry_deltas_and_colours():
-    report = build_report(MODELS, delta_rows())
+    report = build_report(MODELS, typed(delta_rows()))
     lines = format_matrix(report)
     assert lines[2] == (
         "object/a    50.0%       83.3% ✓ (n=60) 0.0      63.3% ✓ (n=60) -20.0▼ -20.0▼"
@@ -131,7 +136,7 @@ def test_terminal_cells_carry_deltas_and_colours():
 
 
 def test_markdown_and_html_show_deltas():
-    files = render_files(MODELS, delta_rows())
+    files = render_files(MODELS, typed(delta_rows()))
     md = files["matrix.md"]
     assert (
         "| object/a | checks.yaml::a | 50.0% | 83.3% ✓ (n=60) 0.0 | 63.3% ✓ (n=60) -20.0▼ -20.0▼ |"
@@ -150,9 +155,11 @@ def test_markdown_and_html_show_deltas():
 
 
 def test_no_deltas_no_legend():
-    files = render_files(MODELS, [row("old", "a", 50), row("new", "a", 40)])
+    files = render_files(MODELS, typed([row("old", "a", 50), row("new", "a", 40)]))
     assert "significant drop" not in files["matrix.md"] + files["report.html"]
-    assert "deltas:" not in "\n".join(format_matrix(build_report(MODELS, [row("old", "a", 5)])))
+    assert "deltas:" not in "\n".join(
+        format_matrix(build_report(MODELS, typed([row("old", "a", 5)])))
+    )
 
 
 # --- errors ----------------------------------------------------------------------------------
@@ -169,7 +176,7 @@ def errored_rows() -> list[dict]:
 
 
 def test_errors_recorded_and_rendered(tmp_path):
-    paths = write_report(tmp_path, MODELS, errored_rows(), errors=ERRORS)
+    paths = write_report(tmp_path, MODELS, typed(errored_rows()), errors=ERRORS)
     doc = json.loads(paths[0].read_text())
     assert doc["errors"] == [
         {"file": "checklists/bad.yaml", "line": 12, "message": ERRORS[0].message},
@@ -193,7 +200,7 @@ def test_errors_only_report_says_so(tmp_path):
 
 
 def test_vlcheck_report_reproduces_errors_byte_for_byte(tmp_path):
-    paths = write_report(tmp_path / "a", MODELS, delta_rows(), errors=ERRORS)
+    paths = write_report(tmp_path / "a", MODELS, typed(delta_rows()), errors=ERRORS)
     doc = read_report(paths[0])
     assert doc.errors == ERRORS
     again = render_files(doc.models, doc.results, errors=doc.errors)
@@ -282,7 +289,7 @@ def test_run_with_collection_errors_writes_them(pytester: pytest.Pytester, keep_
 
 def test_unscored_counts_in_terminal_and_markdown():
     rows = [row("old", "a", 40, n=50, unscored={"missing image": 10})]
-    report = build_report(MODELS[:1], rows)
+    report = build_report(MODELS[:1], typed(rows))
     lines = format_matrix(report)
     assert lines[2] == "object/a    50.0%       80.0% ✓* (n=50)"
     assert lines[-1] == (
@@ -303,12 +310,14 @@ def test_failure_thumbnails_only_with_a_mapping():
         thumbnails=["ab12.jpg", "cd34.jpg"],
     )
     rows = [row("old", "a", 10, failures=[example])]
-    report = build_report(MODELS[:1], rows)
+    report = build_report(MODELS[:1], typed(rows))
     assert "<img" not in render_html(report)
     html = render_html(report, thumbnails={"ab12.jpg": "data:image/jpeg;base64,AAAA"})
     assert html.count("<img") == 1  # cd34.jpg has no data URI: left out, not broken
     assert '<img src="data:image/jpeg;base64,AAAA" alt="red.png"' in html
-    files = render_files(MODELS[:1], rows, thumbnails={"ab12.jpg": "data:image/jpeg;base64,AAAA"})
+    files = render_files(
+        MODELS[:1], typed(rows), thumbnails={"ab12.jpg": "data:image/jpeg;base64,AAAA"}
+    )
     assert "data:image" in files["report.html"] and "data:image" not in files["matrix.json"]
     assert json.loads(files["matrix.json"])["results"][0]["failures"][0]["thumbnails"] == [
         "ab12.jpg",
@@ -321,7 +330,7 @@ def test_slice_tables_side_by_side():
         tag: {v: {"n": 10, "passed": 5, "pass_rate": 0.5} for v in ("x", "y")}
         for tag in ("size", "hue", "place")
     }
-    html = render_html(build_report(MODELS[:1], [row("old", "a", 30, slices=slices)]))
+    html = render_html(build_report(MODELS[:1], typed([row("old", "a", 30, slices=slices)])))
     block = html[html.index('<div class="slices">') :]
     assert block.count('<div class="slice">') == 3
     assert ".slices { display: flex; flex-wrap: wrap;" in html
@@ -329,7 +338,7 @@ def test_slice_tables_side_by_side():
 
 def test_radar_ring_labels_sit_outside_the_plot():
     rows = [row("old", t, 60) for t in ("a", "b", "c", "d")]  # 100%: the polygon fills the rings
-    svg = radar_chart(build_matrix(MODELS[:1], rows))
+    svg = radar_chart(build_matrix(MODELS[:1], typed(rows)))
     assert svg is not None
     ring_labels = re.findall(r'<text x="([\d.]+)" y="[\d.]+" fill="#6b7280">(\d+)%</text>', svg)
     assert [label for _, label in ring_labels] == ["0", "25", "50", "75", "100"]

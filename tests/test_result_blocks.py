@@ -118,6 +118,11 @@ SHAPES = [
 ]
 
 
+def typed(rows: list[dict]) -> list[CapabilityResult]:
+    """Result rows (``to_json`` form) as the results the report functions take."""
+    return [CapabilityResult.from_json(row) for row in rows]
+
+
 def row(**blocks: Any) -> dict[str, Any]:
     """A ``matrix.json`` result row as this version writes it (``threshold_met`` last)."""
     return {
@@ -164,7 +169,7 @@ def test_a_matrix_file_with_every_shape_rereads_byte_for_byte(tmp_path: Path) ->
     rows = [row(test=f"t{i}", line=i, **{key: block}) for i, (key, block, _) in enumerate(SHAPES)]
     rows.append(row(test="all", gate=GATE_COMPARISON, prior=PRIOR_APPLICABLE, reference=REFERENCE))
     models = [{"name": "m", "spec": "scores:m.jsonl", "fingerprint": "abc"}]
-    text = matrix_json(matrix_document(models, rows))
+    text = matrix_json(matrix_document(models, typed(rows)))
     path = tmp_path / "matrix.json"
     path.write_text(text, encoding="utf-8")
     read_models, read_rows = read_matrix(path)

@@ -8,6 +8,7 @@ reader takes in at once. Only task modules branch on a task kind's name.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -139,3 +140,29 @@ def _task_name_branches() -> Iterator[str]:
 
 def test_only_the_task_modules_branch_on_a_task_kind() -> None:
     assert list(_task_name_branches()) == []
+
+
+RESULT_PARAMETERS = {"row", "rows", "result", "results", "run", "matrix"}
+FILE_READERS = {"report/loader.py", "cli/merge.py", "cli/merge_checks.py"}
+"""Where JSON is read: the report loader and ``vlcheck merge``'s readers."""
+
+
+def _untyped_result_parameters() -> Iterator[str]:
+    """Parameters named like a result, a row, a run or a matrix but typed as a JSON dict
+    (``dict[str, Any]``, ``Mapping[str, Any]``) in report/ and cli/, outside the readers."""
+    for path, tree in _modules():
+        where = path.relative_to(PACKAGE).as_posix()
+        if _unit(path) not in ("report", "cli") or where in FILE_READERS:
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            for arg in arguments:
+                text = "" if arg.annotation is None else ast.unparse(arg.annotation)
+                if arg.arg in RESULT_PARAMETERS and re.search(r"(dict|Mapping)\[str, Any\]", text):
+                    yield f"{where}:{node.lineno} {node.name}({arg.arg}: {text})"
+
+
+def test_reports_and_commands_take_typed_results() -> None:
+    assert list(_untyped_result_parameters()) == []

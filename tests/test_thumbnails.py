@@ -21,8 +21,14 @@ from pytest_vlcheck.report.thumbnails import (
     thumbnail_names,
     write_thumbnails,
 )
+from pytest_vlcheck.results import CapabilityResult
 
 SCENE = {"objects": [{"shape": "circle", "color": "red", "position": [0.5, 0.5], "size": 0.5}]}
+
+
+def typed(rows: list[dict]) -> list[CapabilityResult]:
+    """Result rows (``to_json`` form) as the results the report functions take."""
+    return [CapabilityResult.from_json(row) for row in rows]
 
 
 def halves(path: Path) -> Path:
@@ -121,13 +127,13 @@ def test_run_writes_thumbnails_of_kept_failures(pytester: pytest.Pytester) -> No
     failures = {f["id"]: f for f in row["failures"]}
     assert set(failures) == {"h", "s"}  # the red image passed; the missing one was not scored
     assert all(len(f["thumbnails"]) == 1 for f in failures.values())
-    names = thumbnail_names([row])
+    names = thumbnail_names(typed([row]))
     assert sorted(p.name for p in (rep / "thumbnails").iterdir()) == sorted(names)
     assert decoded(rep / "thumbnails", failures["h"]["thumbnails"][0]).getpixel((5, 5))[1] > 150
     # matrix.json names the files and holds no pixels
     assert "base64" not in (rep / "matrix.json").read_text()
     _, results = read_matrix(rep / "matrix.json")
-    assert results[0]["failures"][0]["thumbnails"] == failures["h"]["thumbnails"]
+    assert results[0].failures[0].thumbnails == failures["h"]["thumbnails"]
 
 
 def test_report_rendered_elsewhere_keeps_its_thumbnails(tmp_path: Path) -> None:
@@ -161,7 +167,7 @@ def test_report_rendered_elsewhere_keeps_its_thumbnails(tmp_path: Path) -> None:
             }
         ],
     }
-    write_report(tmp_path / "out", models, [row], thumbnail_source=tmp_path / "run")
+    write_report(tmp_path / "out", models, typed([row]), thumbnail_source=tmp_path / "run")
     assert (tmp_path / "out" / "thumbnails" / name).read_bytes() == (
         tmp_path / "run" / "thumbnails" / name
     ).read_bytes()

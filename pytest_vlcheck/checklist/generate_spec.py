@@ -11,7 +11,7 @@ import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from pytest_vlcheck.checklist import perturbations as pert
 from pytest_vlcheck.images.scenes import (
@@ -89,7 +89,7 @@ class Retry(Exception):
     """This draw cannot satisfy the constraints; draw again with the next sub-seed."""
 
 
-def fail(key: str, message: str) -> None:
+def fail(key: str, message: str) -> NoReturn:
     """Messages start with the generate key; the loader prefixes ``FILE:LINE: generate:``."""
     raise ValueError(f"{key}: {message}")
 
@@ -109,6 +109,10 @@ class Perturbation:
         return self.op != "shuffle"
 
 
+Targets = tuple[tuple[str, str], ...]
+"""Object a's VL-CheckList bins for one candidate set: ``(("location", "mid"), ...)``."""
+
+
 @dataclass(frozen=True)
 class Plan:
     task: str
@@ -123,7 +127,7 @@ class Plan:
     pick: int | None
     mirror: bool
     extras: tuple[int, int]
-    stratify: tuple[tuple[str, str], ...]  # per-base targets cycle through these combos
+    stratify: tuple[Targets, ...]  # per-base targets cycle through these combos
     canvas: int
     tags: Mapping[str, str]
     object_size: tuple[float, float]
@@ -512,15 +516,15 @@ def _parse_layout(spec: Mapping, fixed_layout: bool) -> dict[str, Any]:
     }
 
 
-def _parse_stratify(raw: Any, fixed_layout: bool) -> tuple[tuple[str, str], ...]:
+def _parse_stratify(raw: Any, fixed_layout: bool) -> tuple[Targets, ...]:
     """Targets for object a's VL-CheckList bins, cycled over the candidate sets."""
     if raw is None:
-        return ((),)  # type: ignore[return-value]
+        return ((),)
     if not isinstance(raw, Mapping):
         fail("stratify", "expected a mapping like {location: [center, mid, margin]}")
     if fixed_layout:
         fail("stratify", "cannot stratify location/size with {relation} or {count} layouts")
-    choices = []
+    choices: list[list[tuple[str, str]]] = []
     for key, allowed in (
         ("location", ("center", "mid", "margin")),
         ("size", ("small", "medium", "large")),
@@ -533,7 +537,7 @@ def _parse_stratify(raw: Any, fixed_layout: bool) -> tuple[tuple[str, str], ...]
     unknown = sorted(set(raw) - {"location", "size"})
     if unknown:
         fail(f"stratify.{unknown[0]}", "unknown key; expected location and/or size")
-    return tuple(tuple(c) for c in itertools.product(*choices))  # type: ignore[misc]
+    return tuple(itertools.product(*choices))
 
 
 # --------------------------------------------------------------------------- assignments

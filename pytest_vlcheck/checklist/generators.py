@@ -135,8 +135,8 @@ def _replace(
             raise Retry
         return replace(base, relation=rng.choice(options), name=p.name)
     if p.target == "count":
-        used = {t.count for t in taken}
-        options = [c for c in plan.lexicon["count"] if c not in used]
+        counts = {t.count for t in taken}
+        options = [c for c in plan.lexicon["count"] if c not in counts]
         if not options:
             raise Retry
         return replace(base, count=rng.choice(options), name=p.name)

@@ -133,6 +133,7 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
     known = given(_parse_known_failures, "known_failures", context, fields) or {}
     if task_name is None:
         errors.raise_any()
+    assert task_name is not None  # its absence or mistake was recorded, and raised
     task = get_task(task_name)
     settings = errors.attempt(_parse_settings, fields, task)
     name = test_id or str(fields.data.get("id", "?"))
@@ -142,6 +143,9 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
         wanted += [("all_of", tag) for tag in all_of or ()]
         errors.attempt(_tags_on_examples, fields, wanted, examples)
     errors.raise_any()
+    # each of these is None only where its absence or mistake was recorded, and raised
+    assert test_id is not None and capability is not None and threshold is not None
+    assert settings is not None
     return ChecklistTest(
         id=test_id,
         capability=capability,

@@ -97,10 +97,10 @@ def _inline(value: Any) -> Any:
             return _InlineMap(items)
         return dict(items)
     if isinstance(value, list):
-        items = [_inline(v) for v in value]
-        if all(_is_flat(v) for v in items) and _short(items):
-            return _Inline(items)
-        return list(items)
+        elements = [_inline(v) for v in value]
+        if all(_is_flat(v) for v in elements) and _short(elements):
+            return _Inline(elements)
+        return elements
     return value
 
 

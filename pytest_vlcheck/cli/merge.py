@@ -31,6 +31,7 @@ from pytest_vlcheck.cli.output_paths import OutputPathError, check_output_file, 
 from pytest_vlcheck.report.loader import ReportDocument, ReportFormatError
 
 if TYPE_CHECKING:
+    from pytest_vlcheck.results import CapabilityResult
     from pytest_vlcheck.results.samples import SampleRow
 
 __all__ = ["MergeError", "add_merge_command", "merge_baselines", "merge_reports"]
@@ -145,7 +146,7 @@ def merge_reports(
     order = {m["name"]: i for i, m in enumerate(models)}
     results = sorted(
         (r for _, doc in documents for r in doc.results),
-        key=lambda r: (r["file"], r["line"], r["test"], order[r["model"]]),
+        key=lambda r: (r.file, r.line, r.test, order[r.model]),
     )
     errors = list(dict.fromkeys(e for _, doc in documents for e in doc.errors))
     samples = _merged_samples(documents, results)
@@ -153,7 +154,7 @@ def merge_reports(
         results = _with_reference(results, samples, [m["name"] for m in models])
     for folder, doc in documents:
         copy_thumbnails(folder, output, thumbnail_names(doc.results))
-    written = write_report(output, models, results, errors=errors, run=merged_run(documents))
+    written = write_report(output, models, results, errors=errors, run_block=merged_run(documents))
     if samples is not None:
         write_samples(output / "samples.jsonl", samples)
         written.append(output / "samples.jsonl")
@@ -161,7 +162,7 @@ def merge_reports(
 
 
 def _merged_samples(
-    documents: list[tuple[Path, ReportDocument]], results: list[dict[str, Any]]
+    documents: list[tuple[Path, ReportDocument]], results: list[CapabilityResult]
 ) -> list[SampleRow] | None:
     """Every folder's ``samples.jsonl`` rows, each checked against its folder's results, in
     the merged results' order (None when the runs wrote none; some folders without one is
@@ -188,26 +189,20 @@ def _merged_samples(
 
 
 def _with_reference(
-    results: list[dict[str, Any]], samples: list[SampleRow], models: list[str]
-) -> list[dict[str, Any]]:
+    results: list[CapabilityResult], samples: list[SampleRow], models: list[str]
+) -> list[CapabilityResult]:
     """Reference-model deltas computed again over the merged run: Holm's correction runs over
     every compared test x model of the run, which no single shard saw."""
     from pytest_vlcheck.gates.reference import with_reference
-    from pytest_vlcheck.results import CapabilityResult, ExampleOutcome
+    from pytest_vlcheck.results.samples import example_outcomes
 
-    outcomes: dict[Key, list[ExampleOutcome]] = {}
-    for row in samples:
-        outcome = ExampleOutcome(row.example, row.correct, row.tie, [list(r) for r in row.scores])
-        outcomes.setdefault(row.key, []).append(outcome)
-    typed = [
-        replace(CapabilityResult.from_json(r), outcomes=tuple(outcomes.get(_key(r), ())))
-        for r in results
-    ]
-    return [r.to_json() for r in with_reference(typed, models)]
+    outcomes = example_outcomes(samples)
+    typed = [replace(r, outcomes=outcomes.get(_key(r), ())) for r in results]
+    return with_reference(typed, models)
 
 
-def _key(result: dict[str, Any]) -> Key:
-    return (result["file"], result["test"], result["model"])
+def _key(result: CapabilityResult) -> Key:
+    return (result.file, result.test, result.model)
 
 
 def _merged_models(documents: list[tuple[Path, list[dict[str, Any]]]]) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from pytest_vlcheck.errors import VlcheckUserError
 if TYPE_CHECKING:
     from pytest_vlcheck.gates.baseline import Baseline
     from pytest_vlcheck.report.loader import ReportDocument
+    from pytest_vlcheck.results import CapabilityResult
     from pytest_vlcheck.results.samples import SampleRow
 
 __all__ = ["MergeError", "check_baselines", "check_reports", "check_samples", "merged_run"]
@@ -62,8 +63,8 @@ def check_reports(documents: Sequence[tuple[Path, ReportDocument]]) -> list[str]
             if key != "shard":
                 agreement.same(folder, f"the run's {key}", value)
         for result in doc.results:
-            test = f"{result['file']}::{result['test']}"
-            agreement.same(folder, f"test {test} content hash", result.get("content_hash"))
+            test = f"{result.file}::{result.test}"
+            agreement.same(folder, f"test {test} content hash", result.content_hash or None)
     _check_shards([(folder, doc.run) for folder, doc in documents if doc.run is not None])
     return _unchecked(documents)
 
@@ -111,7 +112,7 @@ def _unchecked(documents: Sequence[tuple[Path, ReportDocument]]) -> list[str]:
         lacking = []
         if doc.run is None:
             lacking.append("precision, device, versions and shard plan")
-        if any(not r.get("content_hash") for r in doc.results):
+        if any(not r.content_hash for r in doc.results):
             lacking.append("test contents")
         if lacking:
             warnings.append(
@@ -128,13 +129,13 @@ def merged_run(documents: Sequence[tuple[Path, ReportDocument]]) -> dict[str, An
 
 
 def check_samples(
-    folder: Path, rows: Sequence[SampleRow], results: Sequence[dict[str, Any]]
+    folder: Path, rows: Sequence[SampleRow], results: Sequence[CapabilityResult]
 ) -> None:
     """A folder's ``samples.jsonl`` (read, so its ids are unique per test x model) holds
     exactly its results' examples: as many rows per test x model as the result's n."""
     where = folder / "samples.jsonl"
     counts = Counter(row.key for row in rows)
-    expected = {(r["file"], r["test"], r["model"]): r["n"] for r in results}
+    expected = {(r.file, r.test, r.model): r.n for r in results}
     for key in counts.keys() | {key for key, n in expected.items() if n}:
         file, test, model = key
         if key not in expected:

@@ -47,7 +47,7 @@ def _report(args: argparse.Namespace) -> int:
         doc.results,
         errors=doc.errors,
         thumbnail_source=args.matrix.parent,
-        run=doc.run,
+        run_block=doc.run,
     ):
         print(path)
     return 0

@@ -306,7 +306,7 @@ class EmbeddingCache:
         pool's ``map`` hashes in parallel; one task per small file cost more in thread
         hand-offs than the hashing), and their index rows are written in one transaction."""
         stats = [_stat(path) for path in paths]
-        known = self._guarded(
+        known: dict[str, tuple[Any, ...]] = self._guarded(
             lambda db: _index_rows(db, [s.real for s in stats if isinstance(s, _FileStat)]), {}
         )
         found: list[FileDigest | OSError] = []
@@ -326,9 +326,9 @@ class EmbeddingCache:
                 found[position] = digest
         now = time.time()
         fresh = [
-            (stat.real, *stat.identity, *found[position])
+            (stat.real, *stat.identity, *digest)
             for position, stat in todo
-            if isinstance(found[position], FileDigest)
+            if isinstance(digest := found[position], FileDigest)
             and now - stat.identity[1] / 1e9 > RACY_SECONDS
         ]
         if fresh:
@@ -404,7 +404,8 @@ def _hash_files(chunk: list[tuple[int, _FileStat]]) -> list[FileDigest | OSError
     digests: list[FileDigest | OSError] = []
     for _, stat in chunk:
         try:
-            digests.append(FileDigest(sha256_file(Path(stat.real)), header_pixels(stat.real)))
+            path = Path(stat.real)
+            digests.append(FileDigest(sha256_file(path), header_pixels(path)))
         except OSError as exc:
             digests.append(exc)
     return digests

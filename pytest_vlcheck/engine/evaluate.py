@@ -73,7 +73,7 @@ def evaluate_test(
     n, passed = len(scored), int(judgement.correct.sum())
     low, high = metrics.wilson_interval(passed, n)
     limit = test.threshold if threshold is None else threshold
-    extra = dict(judgement.metrics)
+    extra: dict[str, float | None] = dict(judgement.metrics)
     judged: float | None = passed / n
     if test.macro is not None:
         extra.update(_macro_metrics(test.macro, scored, judgement.correct))

@@ -97,7 +97,7 @@ def _entry(c: JsonChecker, raw: Any, where: str) -> BaselineEntry:
     obj = c.mapping(raw, where)
     texts = {k: c.text(obj, k, where) for k in _TEXT_KEYS}
     where = f"{where} ({texts['file']}::{texts['test']} [{texts['model']}])"
-    optional: dict[str, str | None] = {}
+    optional: dict[str, Any] = {}  # by field name: a string or None, checked below
     for key in _OPTIONAL_TEXT_KEYS:
         v = obj.get(key)
         if v is not None and not isinstance(v, str):

@@ -24,6 +24,7 @@ from pytest_vlcheck.metrics.paired import (
 )
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import GateComparison, GateWarning
+from pytest_vlcheck.results.verdict import settled
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -132,8 +133,7 @@ def _unpaired(entry: BaselineEntry, n_current: int) -> str:
 def _not_gated(result: CapabilityResult, why: str, settings: GateSettings) -> CapabilityResult:
     """The result with the reason it is not gated; under ``gate_only`` a threshold miss does
     not fail it either (only a gate fails items there, and none applies)."""
-    status = "passed" if settings.gate_only and result.status == "failed" else result.status
-    return dataclasses.replace(result, status=status, gate=GateWarning(why))
+    return settled(dataclasses.replace(result, gate=GateWarning(why)), gate_only=settings.gate_only)
 
 
 def apply_gate(
@@ -167,6 +167,4 @@ def apply_gate(
         content_hash=result.content_hash,
         conditions=conditions,
     )
-    threshold_ok = result.status == "passed"
-    passed = not measured.regressed and (settings.gate_only or threshold_ok)
-    return dataclasses.replace(result, status="passed" if passed else "failed", gate=measured)
+    return settled(dataclasses.replace(result, gate=measured), gate_only=settings.gate_only)

@@ -28,12 +28,6 @@ def pvalue(p: float) -> str:
     return f"{p:.2g}"
 
 
-def _pts(delta: float) -> str:
-    """Signed points with one decimal, rounded half-up like every other report number."""
-    text = fmt.pct(delta / 100)[:-1]
-    return text if text.startswith("-") or text == "0.0" else "+" + text
-
-
 def gate_verdict(g: GateComparison) -> str:
     """The gate's verdict in words: ``regressed``, ``dropped N pts, not significant``,
     ``dropped N pts, less than --vl-max-drop``, ``improved`` or ``unchanged``, with the test
@@ -44,17 +38,17 @@ def gate_verdict(g: GateComparison) -> str:
         f"McNemar mid-p {pvalue(g.p_mid)} {'<' if significant else '>='} alpha/m "
         f"{pvalue(g.alpha_corrected)}; {g.b} lost, {g.c} gained"
     )
-    drop = f"{fmt.pct(-g.delta_pts / 100)[:-1]} pts"
+    drop = f"{fmt.points(-g.delta_pts, signed=False)} pts"
     if g.regressed:
         return f"regressed: dropped {drop}, significant ({test})"
     if g.improved:
-        return f"improved: {_pts(g.delta_pts)} pts, significant ({test})"
+        return f"improved: {fmt.points(g.delta_pts)} pts, significant ({test})"
     if g.delta_pts < 0 and not significant:
         return f"dropped {drop}, not significant ({test})"
     if g.delta_pts < 0:
         return f"dropped {drop}, less than --vl-max-drop ({test})"
     change = "no significant change" if not significant else "within --vl-max-drop"
-    return f"unchanged: {_pts(g.delta_pts)} pts, {change} ({test})"
+    return f"unchanged: {fmt.points(g.delta_pts)} pts, {change} ({test})"
 
 
 def verdict_suffix(g: GateComparison) -> str:
@@ -111,7 +105,8 @@ def not_gated_warnings(
     if settings.baseline is None:
         return []
     measured = [r for r in results if r.n > 0 and r.status != "error"]
-    missing, unpaired = [], []
+    missing: list[CapabilityResult] = []
+    unpaired: list[CapabilityResult] = []
     for r in measured:
         if isinstance(r.gate, GateWarning):
             has_entry = entry_of(settings, r.file, r.test, r.model) is not None

@@ -227,7 +227,7 @@ def _vg_examples(
     for index, record in enumerate(data):
         if not isinstance(record, Mapping):
             raise SourceError(path, "expected a JSON object", record=index)
-        box = []
+        box: list[float] = []
         for key in ("bbox_x", "bbox_y", "bbox_w", "bbox_h"):
             value = record.get(key)
             if not is_finite_number(value):

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from pytest_vlcheck.tasks import get_task
 
@@ -129,13 +129,14 @@ def chance_level(
 
     It is the default threshold: an imported test then fails only when the model does worse
     than guessing, which is a floor, not a bar; users set ``--threshold`` for real gates.
-    The task kind computes it from the examples as written (see ``Task.chance``).
+    The task kind computes it from the examples as written (see ``Task.chance``); 0 for a
+    kind without a chance level.
     """
     if not examples:
         return 0.0
     kind = get_task(task)
     rate = kind.chance(settings or {}, [kind.raw_grid_shape(e) for e in examples])
-    return int(rate * 10_000) / 10_000
+    return 0.0 if rate is None else int(rate * 10_000) / 10_000
 
 
 def capability(*segments: str) -> str:
@@ -176,7 +177,7 @@ def text_field(
     return value
 
 
-def is_finite_number(value: Any) -> bool:
+def is_finite_number(value: Any) -> TypeGuard[int | float]:
     """A JSON number that is one: not a boolean, not NaN or an infinity (Python's ``json``
     reads ``NaN`` and ``Infinity``, which no box or score can be)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
@@ -312,8 +313,9 @@ def read_csv(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
         start = reader.line_num + 1
 
 
-def _rows(path: Path, reader: csv.DictReader) -> Iterator[dict[str, str]]:
-    """The reader's rows, a csv.Error becoming a located ``SourceError``."""
+def _rows(path: Path, reader: csv.DictReader) -> Iterator[dict[Any, Any]]:
+    """The reader's rows, a csv.Error becoming a located ``SourceError`` (a short row's missing
+    values are None, a long row's extra ones a list under the key None)."""
     while True:
         try:
             row = next(reader)

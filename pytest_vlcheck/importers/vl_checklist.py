@@ -278,7 +278,7 @@ def _leaf_test(leaf: _Leaf, args: argparse.Namespace) -> dict[str, Any]:
     data = read_json(leaf.data)
     if not isinstance(data, list):
         raise SourceError(leaf.data, "expected a JSON list of [image, {POS, NEG}] records")
-    examples = []
+    examples: list[dict[str, Any]] = []
     first = args.pairs == "first"
     for index, record in enumerate(data):
         image, positives, negatives = _record(leaf.data, index, record, first_only=first)

@@ -98,5 +98,5 @@ def all_of_rate(
         if value is not None:
             right[value] = right.get(value, True) and bool(ok)
     counted = [ok for value, ok in right.items() if value not in unscored]
-    value = sum(counted) / len(counted) if counted else None
-    return AllOfRate(value, len(counted), len(right) - len(counted))
+    rate = sum(counted) / len(counted) if counted else None
+    return AllOfRate(rate, len(counted), len(right) - len(counted))

@@ -38,7 +38,11 @@ def wilson_interval(passed: int, n: int, z: float = Z95) -> tuple[float, float]:
     return low, high
 
 
-def pad_rows(rows: Sequence[Sequence[float]]) -> np.ndarray:
+ScoreRow = Sequence[float] | np.ndarray
+"""One example's scores: a list or a row of a grid."""
+
+
+def pad_rows(rows: Sequence[ScoreRow]) -> np.ndarray:
     """Ragged rows as one fp32 matrix, padded with -inf (which every real score beats)."""
     width = max((len(row) for row in rows), default=0)
     out = np.full((len(rows), width), -np.inf, dtype=np.float32)

@@ -252,7 +252,7 @@ def _transformers_scorer(
         forward_context=settings["forward_context"],
         **extra,
     )
-    config = getattr(model, "config", None)
+    config: Any = getattr(model, "config", None)
     config_text = config.to_json_string() if hasattr(config, "to_json_string") else ""
     identity = _identity(model, settings["precision"], image_processor, tokenizer, config_text)
     wrapper = LiveScorer if calibration is None else LiveSigmoidScorer

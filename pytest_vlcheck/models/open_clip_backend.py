@@ -112,7 +112,7 @@ class OpenClipScorer(EmbeddingOutputs):
         self.input_dtype = input_dtype
         self.batch_size = batch_size
         self.context_length = int(
-            getattr(tokenizer, "context_length", None) or getattr(model, "context_length", 77)
+            getattr(tokenizer, "context_length", 0) or getattr(model, "context_length", 77)
         )
         self.truncation = TruncationLog(name)
         self.forward_context = forward_context or inference_context

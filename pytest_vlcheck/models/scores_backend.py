@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -65,9 +65,9 @@ class PrecomputedScores:
             raise ScoresFileError(
                 f"{where}: unknown keys {sorted(unknown)}; expected {sorted(_KEYS)}"
             )
-        for key in ("image", "text"):
-            if not isinstance(record.get(key), str):
-                raise ScoresFileError(f"{where}: '{key}' must be a string")
+        for name in ("image", "text"):
+            if not isinstance(record.get(name), str):
+                raise ScoresFileError(f"{where}: '{name}' must be a string")
         perturb = record.get("perturb")
         if perturb is not None and not isinstance(perturb, str):
             raise ScoresFileError(f"{where}: 'perturb' must be a string such as \"jpeg:30\"")
@@ -120,7 +120,7 @@ class PrecomputedScores:
         return out
 
 
-def _is_finite_number(value: Any) -> bool:
+def _is_finite_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

@@ -120,6 +120,8 @@ def _start(event: MappingStartEvent | SequenceStartEvent, stack: list[list[Any]]
     else:
         container = LineList()
         container.item_lines = []
+    if event.start_mark is None:
+        raise NotPlain  # no line to give it (a parser's events always carry marks)
     container.line = event.start_mark.line + 1
     return container
 
@@ -132,5 +134,6 @@ def _resolved(parser: Any, event: ScalarEvent) -> Any:
         return event.value
     if tag not in _PLAIN_TAGS:
         raise NotPlain
-    node = ScalarNode(tag, event.value, event.start_mark, event.end_mark)
+    # libyaml's events carry yaml._yaml.Mark, which the stubs' ScalarNode does not list
+    node = ScalarNode(tag, event.value, event.start_mark, event.end_mark)  # type: ignore[arg-type]
     return parser.yaml_constructors[tag](parser, node)

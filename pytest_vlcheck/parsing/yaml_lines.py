@@ -28,7 +28,7 @@ constructors below are the safe ones either way."""
 
 
 def _make_loader(path: Path) -> type:
-    class Loader(_BASE):  # type: ignore[misc, valid-type]
+    class Loader(_BASE):
         depth = 0
 
         def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:

@@ -41,7 +41,8 @@ class CausalLMPrior:
         self.batch_size = device_batch_size(options, self.device)
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(body, **kwargs)
         model = transformers.AutoModelForCausalLM.from_pretrained(body, dtype=dtype, **kwargs)
-        self.model = model.to(self.device).eval()
+        # transformers wraps ``to`` with functools.wraps, whose typing drops ``self``
+        self.model = model.to(self.device).eval()  # type: ignore[arg-type]
         bos = self.tokenizer.bos_token_id
         self.bos_id = bos if bos is not None else self.tokenizer.eos_token_id
         if self.bos_id is None:

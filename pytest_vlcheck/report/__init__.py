@@ -29,6 +29,7 @@ from pytest_vlcheck.report.matrix import matrix_document, matrix_json
 from pytest_vlcheck.report.sections import build_report
 from pytest_vlcheck.report.terminal import format_matrix, matrix_lines
 from pytest_vlcheck.report.thumbnails import copy_thumbnails, thumbnail_data_uris, thumbnail_names
+from pytest_vlcheck.results import CapabilityResult
 
 __all__ = [
     "REPORT_FILES",
@@ -50,21 +51,21 @@ REPORT_FILES = ("matrix.json", "matrix.md", "matrix.csv", "report.html")
 
 
 def render_files(
-    models: list[dict[str, Any]],
-    results: list[dict[str, Any]],
+    models: Sequence[Mapping[str, Any]],
+    results: Sequence[CapabilityResult],
     source: str = "<results>",
     *,
     errors: Sequence[RunError] = (),
     thumbnails: Mapping[str, str] | None = None,
-    run: Mapping[str, Any] | None = None,
+    run_block: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
     """File name -> content for every report file, rendered from the serialised document.
 
     ``thumbnails`` (thumbnail file name -> data URI) is embedded into ``report.html`` only;
-    ``matrix.json`` stays free of pixels; ``run`` is its run block (how the run measured).
+    ``matrix.json`` stays free of pixels; ``run_block`` is its ``run`` (how the run measured).
     Raises ReportFormatError (naming ``source``) when a result does not fit the contract.
     """
-    text = matrix_json(matrix_document(models, results, errors, run=run))
+    text = matrix_json(matrix_document(models, results, errors, run_block=run_block))
     doc = parse_document(json.loads(text), source)
     report = build_report(doc.models, doc.results, doc.errors)
     return {
@@ -77,12 +78,12 @@ def render_files(
 
 def write_report(
     directory: str | Path,
-    models: list[dict[str, Any]],
-    results: list[dict[str, Any]],
+    models: Sequence[Mapping[str, Any]],
+    results: Sequence[CapabilityResult],
     *,
     errors: Sequence[RunError] = (),
     thumbnail_source: Path | None = None,
-    run: Mapping[str, Any] | None = None,
+    run_block: Mapping[str, Any] | None = None,
 ) -> list[Path]:
     """Write the four report files into ``directory`` (created if needed), each atomically.
 
@@ -95,7 +96,7 @@ def write_report(
     source = out if thumbnail_source is None else thumbnail_source
     names = thumbnail_names(results)
     thumbnails = thumbnail_data_uris(source, names)
-    files = render_files(models, results, errors=errors, thumbnails=thumbnails, run=run)
+    files = render_files(models, results, errors=errors, thumbnails=thumbnails, run_block=run_block)
     out.mkdir(parents=True, exist_ok=True)
     copy_thumbnails(source, out, names)
     paths = []

@@ -11,29 +11,16 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
 from typing import Any
 
-from pytest_vlcheck.report.sections import Delta, Report
+from pytest_vlcheck.report.sections import Delta, Kind, Report
+from pytest_vlcheck.results import REPORTED_FIELDS
 
 __all__ = ["CSV_FIELDS", "DELTA_FIELDS", "render_csv"]
 
-CSV_FIELDS = (
-    "file",
-    "test",
-    "capability",
-    "task",
-    "model",
-    "status",
-    "criterion",
-    "n",
-    "passed",
-    "pass_rate",
-    "ci_low",
-    "ci_high",
-    "threshold",
-    "chance",
-    "unscored",
-)
+CSV_FIELDS = (*REPORTED_FIELDS, "unscored")
+"""The result's columns: the reported fields JUnit carries too, then the unscored total."""
 DELTA_FIELDS = (
     "baseline_model",
     "baseline_delta_pts",
@@ -48,9 +35,10 @@ def _cell(value: Any) -> Any:
     return "" if value is None else value
 
 
-def _delta_cells(deltas: dict[str, Delta]) -> list[Any]:
+def _delta_cells(deltas: Mapping[Kind, Delta]) -> list[Any]:
     cells: list[Any] = []
-    for kind in ("gate", "reference"):
+    kinds: tuple[Kind, ...] = ("gate", "reference")
+    for kind in kinds:
         d = deltas.get(kind)
         cells += ["", "", ""] if d is None else [d.against, d.delta_pts, _cell(d.p_value)]
     return cells
@@ -59,7 +47,7 @@ def _delta_cells(deltas: dict[str, Delta]) -> list[Any]:
 def render_csv(report: Report) -> str:
     """The whole ``matrix.csv`` text, one line per result in ``matrix.json`` order;
     ``unscored`` is the total of the unscored counts."""
-    deltas = {
+    deltas: dict[tuple[str, str, str], dict[Kind, Delta]] = {
         (c.result.file, c.result.test, c.model): {d.kind: d for d in c.deltas}
         for s in report.sections
         for c in s.cells

@@ -27,9 +27,9 @@ from pytest_vlcheck.report.svg import (
 from pytest_vlcheck.results import FailureExample
 from pytest_vlcheck.tasks import TASKS
 
-__all__ = ["render_html", "true_marks"]
+__all__ = ["CSS", "curve_figures", "render_html", "true_marks"]
 
-_CSS = """
+CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #111827;
   margin: 24px auto; max-width: 1200px; padding: 0 16px; }
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #e5e7eb; }
@@ -367,7 +367,7 @@ def render_html(report: Report, *, thumbnails: Mapping[str, str] | None = None) 
         '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         "<title>vlcheck report</title>",
-        f"<style>{_CSS}</style>",
+        f"<style>{CSS}</style>",
         "</head>",
         "<body>",
         "<h1>vlcheck capability report</h1>",

@@ -54,7 +54,7 @@ class ReportDocument:
     ``run`` block (None in a file written before the block existed)."""
 
     models: list[dict[str, Any]]
-    results: list[dict[str, Any]]
+    results: list[CapabilityResult]
     errors: list[RunError]
     run: dict[str, Any] | None = None
 
@@ -79,17 +79,18 @@ def _model(c: JsonChecker, raw: Any, where: str) -> dict[str, Any]:
     return m
 
 
-def _result(raw: Any, where: str) -> dict[str, Any]:
+def _result(raw: Any, where: str) -> CapabilityResult:
     try:
-        return CapabilityResult.from_json(raw, where).to_json()
+        return CapabilityResult.from_json(raw, where)
     except ResultFormatError as exc:
         raise ReportFormatError(str(exc)) from None
 
 
 def validate_document(
     doc: Any, source: str = "matrix.json"
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Check a parsed report document; return normalised copies of its models and results.
+) -> tuple[list[dict[str, Any]], list[CapabilityResult]]:
+    """Check a parsed report document; return normalised copies of its models and its
+    results, typed.
 
     Raises ReportFormatError naming ``source`` and the offending field. Unknown keys are kept
     (a newer writer may add fields); the ``summary`` key is derived data and is ignored.
@@ -120,14 +121,12 @@ def validate_document(
     results = [_result(r, f"{source}: results[{i}]") for i, r in enumerate(raw_results)]
     seen: set[tuple[str, str, str]] = set()
     for i, r in enumerate(results):
-        if r["model"] not in names:
-            raise c.fail(f"results[{i}].model", f"model {r['model']!r} is not listed in models")
-        key = (r["file"], r["test"], r["model"])
-        if key in seen:
-            raise c.fail(
-                f"results[{i}]", f"duplicate result for {r['file']}::{r['test']}[{r['model']}]"
-            )
-        seen.add(key)
+        if r.model not in names:
+            raise c.fail(f"results[{i}].model", f"model {r.model!r} is not listed in models")
+        result_key = (r.file, r.test, r.model)
+        if result_key in seen:
+            raise c.fail(f"results[{i}]", f"duplicate result for {r.file}::{r.test}[{r.model}]")
+        seen.add(result_key)
     return models, results
 
 
@@ -169,7 +168,7 @@ def read_report(path: str | Path) -> ReportDocument:
     return parse_document(doc, str(path))
 
 
-def read_matrix(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def read_matrix(path: str | Path) -> tuple[list[dict[str, Any]], list[CapabilityResult]]:
     """``(models, results)`` of a ``matrix.json`` (``read_report`` also gives its errors)."""
     doc = read_report(path)
     return doc.models, doc.results

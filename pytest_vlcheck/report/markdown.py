@@ -11,7 +11,7 @@ from pytest_vlcheck.report.prior_view import prior_markdown
 from pytest_vlcheck.report.sections import Cell, Report, Section
 from pytest_vlcheck.report.terminal import cell_text
 
-__all__ = ["escape_md", "render_markdown"]
+__all__ = ["escape_md", "markdown_table", "render_markdown"]
 
 # ASCII punctuation that means something in (GitHub) Markdown or inline HTML.
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|&~])")
@@ -23,7 +23,8 @@ def escape_md(text: object) -> str:
     return _SPECIAL.sub(r"\\\1", flat)
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table of cells already escaped."""
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines.extend("| " + " | ".join(row) + " |" for row in rows)
     return lines
@@ -60,7 +61,7 @@ def _matrix_table(report: Report) -> list[str]:
             "Deltas in points vs the baseline, then vs the run's first model; "
             "▼ a significant drop, ▲ a significant gain."
         )
-    return [*_table(header, rows), "", *notes, *([""] if notes else [])]
+    return [*markdown_table(header, rows), "", *notes, *([""] if notes else [])]
 
 
 def _models_table(report: Report) -> list[str]:
@@ -74,7 +75,7 @@ def _models_table(report: Report) -> list[str]:
         for m in report.models
     ]
     header = ["model", "spec", "fingerprint", *report.status_columns]
-    return _table(header, rows)
+    return markdown_table(header, rows)
 
 
 def _result_row(cell: Cell) -> list[str]:
@@ -103,7 +104,7 @@ def _facts(section: Section) -> str:
 def _test_section(section: Section) -> list[str]:
     lines = [f"### {escape_md(section.label)}", "", _facts(section), ""]
     header = ["model", "status", "n", "passed", "pass rate", "95% CI", "threshold", "unscored"]
-    lines += [*_table(header, [_result_row(c) for c in section.cells]), ""]
+    lines += [*markdown_table(header, [_result_row(c) for c in section.cells]), ""]
     notes = [f"- {escape_md(n)}: {escape_md(message)}" for n, message in section.messages]
     notes += [
         f"- {escape_md(c.model)}: {escape_md(d.describe)}" for c in section.cells for d in c.deltas
@@ -115,7 +116,7 @@ def _test_section(section: Section) -> list[str]:
         body = [
             [escape_md(k), *(fmt.value(v) for v in section.metric(k))] for k in section.metric_names
         ]
-        lines += ["Metrics:", "", *_table(["metric", *models], body), ""]
+        lines += ["Metrics:", "", *markdown_table(["metric", *models], body), ""]
     for table in section.slices:
         body = [
             [escape_md(v), *(table.text(c) for c in cells)]
@@ -124,7 +125,7 @@ def _test_section(section: Section) -> list[str]:
         lines += [
             f"Slice by {escape_md(table.tag)}:",
             "",
-            *_table([escape_md(table.tag), *models], body),
+            *markdown_table([escape_md(table.tag), *models], body),
             "",
         ]
     lines += prior_markdown(section.priors)

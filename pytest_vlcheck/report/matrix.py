@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_vlcheck.report.loader import REPORT_VERSION, STATUSES, RunError
+from pytest_vlcheck.results import CapabilityResult
 
 __all__ = [
     "Matrix",
@@ -39,7 +40,7 @@ class Row:
     test: str
     label: str
     suffix: str
-    cells: dict[str, dict[str, Any]]
+    cells: dict[str, CapabilityResult]
 
     @property
     def test_id(self) -> str:
@@ -47,7 +48,7 @@ class Row:
 
     def shared(self, key: str) -> Any:
         """The value of ``key`` when every model's result agrees on it, else None."""
-        values = [cell.get(key) for cell in self.cells.values()]
+        values = [getattr(cell, key) for cell in self.cells.values()]
         if values and all(v == values[0] for v in values):
             return values[0]
         return None
@@ -80,28 +81,30 @@ def _suffixes(keys: list[tuple[str, str, str]]) -> list[str]:
     return suffixes
 
 
-def build_matrix(models: list[dict[str, Any]], results: list[dict[str, Any]]) -> Matrix:
+def build_matrix(
+    models: Sequence[Mapping[str, Any]], results: Sequence[CapabilityResult]
+) -> Matrix:
     """Group results into rows keyed by (capability, file, test), keeping first-seen order."""
-    cells: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
+    cells: dict[tuple[str, str, str], dict[str, CapabilityResult]] = {}
     for r in results:
-        key = (r["capability"], r["file"], r["test"])
-        cells.setdefault(key, {})[r["model"]] = r
+        key = (r.capability, r.file, r.test)
+        cells.setdefault(key, {})[r.model] = r
     keys = list(cells)
     rows = [
         Row(cap, file, test, label=cap + suffix, suffix=suffix, cells=cells[(cap, file, test)])
         for (cap, file, test), suffix in zip(keys, _suffixes(keys), strict=True)
     ]
-    return Matrix(models=list(models), rows=rows)
+    return Matrix(models=[dict(m) for m in models], rows=rows)
 
 
 def status_counts(
-    models: list[dict[str, Any]], results: list[dict[str, Any]]
+    models: Sequence[Mapping[str, Any]], results: Sequence[CapabilityResult]
 ) -> dict[str, dict[str, int]]:
     """Per model: how many tests passed, failed, errored, were skipped, and the total."""
-    counts = {m["name"]: dict.fromkeys(STATUSES, 0) for m in models}
+    counts: dict[str, dict[str, int]] = {m["name"]: dict.fromkeys(STATUSES, 0) for m in models}
     for r in results:
-        per_model = counts.setdefault(r["model"], dict.fromkeys(STATUSES, 0))
-        per_model[r["status"]] = per_model.get(r["status"], 0) + 1
+        per_model = counts.setdefault(r.model, dict.fromkeys(STATUSES, 0))
+        per_model[r.status] = per_model.get(r.status, 0) + 1
     for per_model in counts.values():
         per_model["total"] = sum(per_model[s] for s in STATUSES)
     return counts
@@ -119,11 +122,11 @@ def _finite(obj: Any) -> Any:
 
 
 def matrix_document(
-    models: list[dict[str, Any]],
-    results: list[dict[str, Any]],
+    models: Sequence[Mapping[str, Any]],
+    results: Sequence[CapabilityResult],
     errors: Sequence[RunError] = (),
     *,
-    run: Mapping[str, Any] | None = None,
+    run_block: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``matrix.json`` document: the contract keys, the run's ``errors`` (collection
     errors, ``[]`` when none), a derived per-model ``summary`` and, when given, the ``run``
@@ -132,17 +135,15 @@ def matrix_document(
     Results pass through with full precision (only non-finite floats become null), in the
     order given; rounding happens only in the human-readable formats.
     """
-    models_out = _finite(list(models))
-    results_out = _finite(list(results))
     doc = {
         "vlcheck_report": REPORT_VERSION,
-        "models": models_out,
-        "results": results_out,
+        "models": _finite([dict(m) for m in models]),
+        "results": _finite([r.to_json() for r in results]),
         "errors": [e.to_json() for e in errors],
-        "summary": status_counts(models_out, results_out),
+        "summary": status_counts(models, results),
     }
-    if run is not None:
-        doc["run"] = _finite(dict(run))
+    if run_block is not None:
+        doc["run"] = _finite(dict(run_block))
     return doc
 
 

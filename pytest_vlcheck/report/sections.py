@@ -24,6 +24,7 @@ from pytest_vlcheck.results.blocks import GateComparison, Prior
 __all__ = [
     "Cell",
     "Delta",
+    "Kind",
     "Report",
     "Section",
     "SliceTable",
@@ -31,6 +32,7 @@ __all__ = [
 ]
 
 Significance = Literal["drop", "gain", ""]
+Kind = Literal["gate", "reference"]
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ class Delta:
     (the gate's verdict; for a reference ``change_mark``, the gate's rule: mid-p < alpha / m
     and a change of more than --vl-max-drop's default)."""
 
-    kind: Literal["gate", "reference"]
+    kind: Kind
     against: str
     delta_pts: float
     p_value: float | None
@@ -51,9 +53,8 @@ class Delta:
 
     @property
     def points(self) -> str:
-        """Signed points, one decimal, half-up: ``-12.5``, ``+3.0``, ``0.0``."""
-        text = fmt.pct(self.delta_pts / 100)[:-1]
-        return text if text.startswith("-") or text == "0.0" else "+" + text
+        """Signed points, one decimal (``fmt.points``): ``-12.5``, ``+3.0``, ``0.0``."""
+        return fmt.points(self.delta_pts)
 
     @property
     def marked(self) -> str:
@@ -220,7 +221,7 @@ class Section:
 
 @dataclass(frozen=True)
 class Report:
-    """Everything the formatters show; ``matrix`` (dict rows) feeds the SVG charts."""
+    """Everything the formatters show; ``matrix`` (the results as rows) feeds the SVG charts."""
 
     models: list[dict[str, Any]]
     sections: tuple[Section, ...]
@@ -275,10 +276,8 @@ def _slice_cell(raw: Mapping[str, Any] | None) -> tuple[float | None, int, int] 
     return None if raw is None else (raw["pass_rate"], raw["passed"], raw["n"])
 
 
-def _section(
-    index: int, row: Row, names: list[str], typed: Mapping[int, CapabilityResult], m: int
-) -> Section:
-    results = [typed[id(row.cells[n])] for n in names if n in row.cells]
+def _section(index: int, row: Row, names: list[str], m: int) -> Section:
+    results = [row.cells[n] for n in names if n in row.cells]
     cells = tuple(
         Cell(r.model, r, tuple(d for d in (_gate_delta(r), _reference_delta(r, m)) if d))
         for r in results
@@ -316,20 +315,19 @@ def _chance_text(chance: float | None, results: list[CapabilityResult]) -> str:
 
 
 def build_report(
-    models: list[dict[str, Any]],
-    results: list[dict[str, Any]],
+    models: Sequence[Mapping[str, Any]],
+    results: Sequence[CapabilityResult],
     errors: Sequence[RunError] = (),
 ) -> Report:
-    """The report model of validated ``matrix.json`` rows (``loader.validate_document``)."""
+    """The report model of a run's results (a live run's, or ``matrix.json``'s read back)."""
     matrix = build_matrix(models, results)
     names = matrix.model_names
-    typed = {id(r): CapabilityResult.from_json(r) for r in results}
-    m = sum(1 for r in typed.values() if r.reference and r.reference.p_value is not None)
+    m = sum(1 for r in results if r.reference and r.reference.p_value is not None)
     return Report(
-        models=list(models),
-        sections=tuple(_section(i, row, names, typed, m) for i, row in enumerate(matrix.rows)),
+        models=[dict(model) for model in models],
+        sections=tuple(_section(i, row, names, m) for i, row in enumerate(matrix.rows)),
         counts=status_counts(models, results),
         errors=tuple(errors),
-        results=tuple(typed[id(r)] for r in results),
+        results=tuple(results),
         matrix=matrix,
     )

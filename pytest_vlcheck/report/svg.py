@@ -9,11 +9,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from html import escape
-from typing import Any
 
 from pytest_vlcheck import fmt
 from pytest_vlcheck.report.matrix import Matrix, Row
-from pytest_vlcheck.results import MEASURED
+from pytest_vlcheck.results import MEASURED, CapabilityResult
 
 __all__ = [
     "MODEL_COLOURS",
@@ -58,12 +57,12 @@ def _clamp(x: float | None) -> float:
     return 0.0 if x is None else min(1.0, max(0.0, float(x)))
 
 
-def _scored(result: dict[str, Any] | None) -> bool:
+def _scored(result: CapabilityResult | None) -> bool:
     return (
         result is not None
-        and result["status"] in MEASURED
-        and result["pass_rate"] is not None
-        and result["n"] > 0
+        and result.status in MEASURED
+        and result.pass_rate is not None
+        and result.n > 0
     )
 
 
@@ -78,7 +77,7 @@ _BAR = 12
 _BAR_LABEL_CHARS = 38
 
 
-def _bar_row(row: Row, result: dict[str, Any] | None, y0: float, plot: float) -> list[str]:
+def _bar_row(row: Row, result: CapabilityResult | None, y0: float, plot: float) -> list[str]:
     def x(v: float | None) -> str:
         return _n(_BAR_LABEL + _clamp(v) * plot)
 
@@ -88,16 +87,16 @@ def _bar_row(row: Row, result: dict[str, Any] | None, y0: float, plot: float) ->
         f"{escape(fmt.truncate(row.label, _BAR_LABEL_CHARS))}</text>"
     ]
     if result is None or not _scored(result):
-        status = "not run" if result is None else result["status"]
+        status = "not run" if result is None else result.status
         out.append(
             f'<text x="{_BAR_LABEL + 4}" y="{_n(cy + 4)}" fill="#6b7280">{escape(status)}</text>'
         )
         return [f"<g><title>{escape(row.label)}: {escape(status)}</title>", *out, "</g>"]
-    rate, low, high = result["pass_rate"], result["ci_low"], result["ci_high"]
-    colour = STATUS_COLOURS[result["status"]]
+    rate, low, high = result.pass_rate, result.ci_low, result.ci_high
+    colour = STATUS_COLOURS[result.status]
     tip = (
         f"{row.label}: {fmt.pct(rate)} (95% CI {fmt.ci(low, high)}), "
-        f"threshold {fmt.pct(result['threshold'])}, n={result['n']}"
+        f"threshold {fmt.pct(result.threshold)}, n={result.n}"
     )
     out.append(
         f'<rect x="{_BAR_LABEL}" y="{_n(cy - _BAR / 2)}" width="{_n(_clamp(rate) * plot)}" '
@@ -108,18 +107,18 @@ def _bar_row(row: Row, result: dict[str, Any] | None, y0: float, plot: float) ->
             f'<path d="M{x(low)} {_n(cy)}H{x(high)}M{x(low)} {_n(cy - 4)}V{_n(cy + 4)}'
             f'M{x(high)} {_n(cy - 4)}V{_n(cy + 4)}" stroke="#1f2937" fill="none"/>'
         )
-    if result.get("chance") is not None:
+    if result.chance is not None:
         out.append(
-            f'<line x1="{x(result["chance"])}" y1="{_n(y0 + 2)}" x2="{x(result["chance"])}" '
+            f'<line x1="{x(result.chance)}" y1="{_n(y0 + 2)}" x2="{x(result.chance)}" '
             f'y2="{_n(y0 + _ROW - 2)}" stroke="#6b7280" stroke-dasharray="2 2"/>'
         )
-    if result["threshold"] is not None:
+    if result.threshold is not None:
         out.append(
-            f'<line x1="{x(result["threshold"])}" y1="{_n(y0 + 1)}" '
-            f'x2="{x(result["threshold"])}" y2="{_n(y0 + _ROW - 1)}" stroke="#111827" '
+            f'<line x1="{x(result.threshold)}" y1="{_n(y0 + 1)}" '
+            f'x2="{x(result.threshold)}" y2="{_n(y0 + _ROW - 1)}" stroke="#111827" '
             'stroke-width="2"/>'
         )
-    mark = "✓" if result["status"] in ("passed", "xpassed") else "✗"
+    mark = "✓" if result.status in ("passed", "xpassed") else "✗"
     out.append(f'<text x="{_BAR_LABEL + plot + 8}" y="{_n(cy + 4)}">{fmt.pct(rate)} {mark}</text>')
     return [f"<g><title>{escape(tip)}</title>", *out, "</g>"]
 
@@ -201,8 +200,8 @@ def pooled_rate(rows: list[Row], model: str) -> tuple[float, int, int] | None:
     for row in rows:
         result = row.cells.get(model)
         if result is not None and _scored(result):
-            passed += result["passed"]
-            n += result["n"]
+            passed += result.passed
+            n += result.n
     return (passed / n, passed, n) if n else None
 
 

@@ -12,7 +12,7 @@ from pytest_vlcheck import fmt
 from pytest_vlcheck.report.sections import Cell, Report
 from pytest_vlcheck.results.blocks import GateWarning
 
-__all__ = ["UNSCORED_MARK", "cell_text", "format_matrix", "matrix_lines"]
+__all__ = ["UNSCORED_MARK", "cell_text", "format_matrix", "matrix_lines", "plain_table"]
 
 _GAP = "  "
 _MIN_LABEL = 12
@@ -110,6 +110,14 @@ def _segments(cells: list[str], widths: list[int], colours: list[str | None]) ->
     return out
 
 
+def plain_table(header: list[str], body: list[list[str]]) -> list[str]:
+    """A fixed-width table with a rule under its header, each column as wide as its
+    widest cell."""
+    widths = _widths(header, body)
+    lines = [_line(header, widths), _line(["-" * w for w in widths], widths)]
+    return lines + [_line(cells, widths) for cells in body]
+
+
 def _footer(report: Report) -> list[str]:
     """Per model counts, then what the ``*`` and the deltas in the cells mean."""
     lines = [
@@ -145,7 +153,7 @@ def matrix_lines(report: Report, width: int = 100) -> list[list[Segment]]:
         header, body, show_threshold = _layout(report, with_n=False)
     first_model = 2 if show_threshold else 1
     widths = _fit(header, body, first_model, width)
-    plain = [None] * len(widths)
+    plain: list[str | None] = [None] * len(widths)
     lines = [
         _segments(header, widths, plain),
         _segments(["-" * w for w in widths], widths, plain),

@@ -23,6 +23,8 @@ from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 if TYPE_CHECKING:
     from PIL.Image import Image
 
+    from pytest_vlcheck.results import CapabilityResult
+
 __all__ = [
     "THUMBNAIL_DIR",
     "THUMBNAIL_SIZE",
@@ -72,9 +74,9 @@ def write_thumbnails(
     return names
 
 
-def thumbnail_names(results: Iterable[dict]) -> list[str]:
-    """Every thumbnail file the result rows' failure examples name, once each, in order."""
-    names = (n for r in results for f in r.get("failures", ()) for n in f.get("thumbnails", ()))
+def thumbnail_names(results: Iterable[CapabilityResult]) -> list[str]:
+    """Every thumbnail file the results' failure examples name, once each, in order."""
+    names = (n for r in results for f in r.failures for n in f.thumbnails)
     return list(dict.fromkeys(names))
 
 

@@ -8,6 +8,7 @@ the JSON files the tool reads back.
 
 from pytest_vlcheck.results.capability import (
     MEASURED,
+    REPORTED_FIELDS,
     STATUSES,
     CapabilityResult,
     ExampleOutcome,
@@ -20,6 +21,7 @@ from pytest_vlcheck.results.capability import (
 
 __all__ = [
     "MEASURED",
+    "REPORTED_FIELDS",
     "STATUSES",
     "CapabilityResult",
     "ExampleOutcome",

@@ -85,15 +85,17 @@ class GateComparison:
     def from_json(cls, c: JsonChecker, raw: Mapping[str, Any], where: str) -> GateComparison:
         keys = (*cls._NUMBERS, "alpha_corrected", *cls._COUNTS, "regressed", "improved")
         _required(c, raw, (*keys, "baseline_model"), where)
-        numbers = {}
+        # fields by name, their types checked here at run time
+        numbers: dict[str, Any] = {}
         for key in (*cls._NUMBERS, "alpha_corrected"):
             number = c.number(raw[key], f"{where}.{key}")
             if number is None:
                 raise c.fail(f"{where}.{key}", "expected a number, got null")
             numbers[key] = number
+        counts: dict[str, Any] = {k: c.integer(raw[k], f"{where}.{k}") for k in cls._COUNTS}
         return cls(
             **numbers,
-            **{key: c.integer(raw[key], f"{where}.{key}") for key in cls._COUNTS},
+            **counts,
             regressed=_boolean(c, raw, "regressed", where),
             improved=_boolean(c, raw, "improved", where),
             min_detectable_drop_pts=c.number(
@@ -193,10 +195,12 @@ class PriorBlock:
         met = raw.get("hard_threshold_met")
         if met is not None and not isinstance(met, bool):
             raise c.fail(f"{where}.hard_threshold_met", "expected true, false or null")
+        # fields by name, their types checked here at run time
+        fields: dict[str, Any] = {k: c.integer(raw[k], f"{where}.{k}") for k in cls._COUNTS}
+        fields |= {k: c.number(raw.get(k), f"{where}.{k}") for k in cls._NUMBERS}
         return cls(
             priors=_texts(c, raw.get("priors", []), f"{where}.priors", "prior names"),
-            **{key: c.integer(raw[key], f"{where}.{key}") for key in cls._COUNTS},
-            **{key: c.number(raw.get(key), f"{where}.{key}") for key in cls._NUMBERS},
+            **fields,
             hard_threshold_met=met,
             grid=dict(c.mapping(raw.get("grid", {}), f"{where}.grid")),
         )

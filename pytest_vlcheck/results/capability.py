@@ -28,6 +28,28 @@ MEASURED: tuple[Status, ...] = ("passed", "failed", "xfailed", "xpassed")
 that failed or passed its threshold, pytest's words)."""
 
 
+REPORTED_FIELDS = (
+    "file",
+    "test",
+    "capability",
+    "task",
+    "model",
+    "status",
+    "criterion",
+    "n",
+    "passed",
+    "pass_rate",
+    "ci_low",
+    "ci_high",
+    "threshold",
+    "chance",
+    "ties",
+)
+"""The result's scalar fields that every flat output reports, in this order: the JUnit
+properties (``vlcheck_<field>``) and the leading columns of ``matrix.csv``. A new one goes
+here (and in ``docs/contract-changes.md``)."""
+
+
 class ResultFormatError(ValueError):
     """A result row that does not fit the contract; the message names the field."""
 
@@ -67,7 +89,7 @@ class ExampleOutcome:
     id: str
     correct: bool
     tie: bool
-    scores: list[list[float]]
+    scores: list[list[float | None]]  # None: a NaN score read back from samples.jsonl
 
     def to_json(self) -> dict[str, Any]:
         """The xdist transport's copy of the outcome."""
@@ -207,29 +229,22 @@ class CapabilityResult:
         """Validate a row (unknown keys are ignored: a newer writer may add fields)."""
         return _parse_result(JsonChecker("", ResultFormatError), raw, where)
 
-    def as_known_failure(self, reason: str) -> CapabilityResult:
-        """The result of a test expected to fail on this model (``known_failures``): a fail
-        is ``xfailed``, a pass ``xpassed`` (pytest's strict xfail: an xpass fails the run)."""
-        status = {"failed": "xfailed", "passed": "xpassed"}.get(self.status, self.status)
-        return replace(self, status=status, known_failure=reason)  # type: ignore[arg-type]
-
-    def with_status(self, status: Status, message: str = "") -> CapabilityResult:
-        """The same measurement under pytest's verdict (and a reason when there is none)."""
-        return replace(self, status=status, message=self.message or message)
-
 
 def _parse_result(c: JsonChecker, raw: Any, where: str) -> CapabilityResult:
     r = c.mapping(raw, where)
-    texts = {k: c.text(r, k, where) for k in ("file", "test", "capability", "task", "model")}
+    # fields by name, their types checked here at run time
+    texts: dict[str, Any] = {
+        k: c.text(r, k, where) for k in ("file", "test", "capability", "task", "model")
+    }
     status = c.text(r, "status", where)
     if status not in STATUSES:
         raise c.fail(f"{where}.status", f"expected one of {', '.join(STATUSES)}, got {status!r}")
-    counts = {}
+    counts: dict[str, Any] = {}
     for key in ("n", "passed"):
         if key not in r:
             raise c.fail(where, f"missing key {key!r}, expected an integer")
         counts[key] = c.integer(r[key], f"{where}.{key}")
-    numbers = {}
+    numbers: dict[str, Any] = {}
     for key in ("pass_rate", "ci_low", "ci_high", "threshold"):
         if key not in r:
             raise c.fail(where, f"missing key {key!r}, expected a number or null")
@@ -241,7 +256,7 @@ def _parse_result(c: JsonChecker, raw: Any, where: str) -> CapabilityResult:
         **texts,
         **counts,
         **numbers,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         chance=c.number(r.get("chance"), f"{where}.chance"),
         line=c.integer(r.get("line", 0), f"{where}.line"),
         criterion=c.text(r, "criterion", where, ""),

@@ -38,7 +38,12 @@ def _keyed_object(pairs: list[tuple[str, Any]]) -> KeyedObject:
     obj = KeyedObject(pairs)
     if len(obj) != len(pairs):
         seen: set[str] = set()
-        obj.repeated = tuple(k for k, _ in pairs if k in seen or seen.add(k))
+        repeats = []
+        for key, _ in pairs:
+            if key in seen:
+                repeats.append(key)
+            seen.add(key)
+        obj.repeated = tuple(repeats)
     return obj
 
 

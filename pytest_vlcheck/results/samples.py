@@ -17,10 +17,17 @@ from typing import Any
 
 from pytest_vlcheck.atomic import atomic_path
 from pytest_vlcheck.nesting import TOO_DEEP, json_too_deep
-from pytest_vlcheck.results.capability import CapabilityResult
+from pytest_vlcheck.results.capability import CapabilityResult, ExampleOutcome
 from pytest_vlcheck.results.json_checks import ReportFormatError
 
-__all__ = ["SampleRow", "outcomes_by_key", "read_samples", "sample_rows", "write_samples"]
+__all__ = [
+    "SampleRow",
+    "example_outcomes",
+    "outcomes_by_key",
+    "read_samples",
+    "sample_rows",
+    "write_samples",
+]
 
 Key = tuple[str, str, str]
 
@@ -137,3 +144,14 @@ def outcomes_by_key(rows: Iterable[SampleRow]) -> dict[Key, dict[str, bool]]:
     for row in rows:
         out.setdefault(row.key, {})[row.example] = row.correct
     return out
+
+
+def example_outcomes(rows: Iterable[SampleRow]) -> dict[Key, tuple[ExampleOutcome, ...]]:
+    """(file, test, model) -> the results' ``outcomes`` as ``samples.jsonl`` recorded them
+    (a report read back gets them again for pairing: ``merge``, ``compare``)."""
+    out: dict[Key, list[ExampleOutcome]] = {}
+    for row in rows:
+        scores = [list(line) for line in row.scores]
+        outcome = ExampleOutcome(row.example, row.correct, row.tie, scores)
+        out.setdefault(row.key, []).append(outcome)
+    return {key: tuple(outcomes) for key, outcomes in out.items()}

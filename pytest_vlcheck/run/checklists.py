@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_vlcheck.checklist import ChecklistTest, is_checklist_file, load_checklist
+from pytest_vlcheck.errors import SettingsError
 from pytest_vlcheck.parsing.yaml_lines import checklist_header_problem
-from pytest_vlcheck.run.settings import SettingsError
 
 SKIPPED_FOLDERS = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv")
 """pytest's default ``norecursedirs``."""
@@ -73,9 +73,11 @@ def selected(tests: list[ChecklistTest], select: Sequence[str] | None) -> list[C
     entries = [select] if isinstance(select, str) else list(select)
     for entry in entries:
         if not any(_matches(test, entry) for test in tests):
+            example = tests[0] if tests else None
+            ids = f"{example.id!r} or {example.capability!r}" if example else "a test's id"
             raise SettingsError(
                 f"select: {entry!r} is neither a test id nor a capability (prefix) of the "
-                "checklists; expected e.g. a test's id: or 'attribute/color'"
+                f"checklists; expected e.g. {ids}"
             )
     return [test for test in tests if any(_matches(test, entry) for entry in entries)]
 

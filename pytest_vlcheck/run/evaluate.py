@@ -14,14 +14,15 @@ from typing import Any
 
 from pytest_vlcheck.checklist import ChecklistTest
 from pytest_vlcheck.engine import unscored_result
-from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
+from pytest_vlcheck.errors import ModelLoadError, SettingsError, VlcheckUserError
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results.verdict import final
 from pytest_vlcheck.run.checklists import checklist_files, load_tests, selected
 from pytest_vlcheck.run.live_runners import LIVE_RUNNERS
 from pytest_vlcheck.run.outcome import Run
 from pytest_vlcheck.run.session import Settings, VlcheckSession
-from pytest_vlcheck.run.settings import KeywordOptions, SettingsError, build_settings
+from pytest_vlcheck.run.settings import KeywordOptions, build_settings
 from pytest_vlcheck.run.sinks import emit_all, file_sinks
 
 LogSpec = str | Callable[[dict[str, float], int | None], None]
@@ -133,12 +134,8 @@ def _judged(session: VlcheckSession, test: ChecklistTest, model: str) -> Capabil
         raise
     except VlcheckUserError as exc:
         empty = unscored_result(test, model, "error", session.settings.threshold)
-        message = str(exc).splitlines()[0]
-        return replace(empty, file=session.relative(test.file)).with_status("error", message)
-    known = test.known_failures.get(model, "")
-    if known:
-        return result.as_known_failure(known)
-    return result
+        return final(replace(empty, file=session.relative(test.file)), outcome="error", error=exc)
+    return final(result, known_failure=test.known_failures.get(model, ""))
 
 
 def _object_spec(name: str, model: Any) -> ModelSpec:

@@ -6,7 +6,7 @@ arguments (``run.settings.DEFAULTS``). Kept free of pytest, so the help text has
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pytest_vlcheck.engine.missing import MISSING_POLICIES
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
@@ -220,7 +220,7 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 """Each option's flag and its argparse keywords, in ``pytest --help`` order."""
 
-INI_TWINS: tuple[tuple[str, str], ...] = (
+INI_TWINS: tuple[tuple[str, Literal["linelist", "string", "bool"]], ...] = (
     ("model", "linelist"),
     ("prior", "linelist"),
     ("log", "linelist"),

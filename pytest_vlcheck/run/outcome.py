@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import GateComparison
+from pytest_vlcheck.results.verdict import passes
 from pytest_vlcheck.run.session import Settings
 from pytest_vlcheck.run.sharding import ShardPlan
 
@@ -38,9 +39,7 @@ class Run:
         """The ``matrix.json`` document (what ``--vl-report`` writes)."""
         from pytest_vlcheck.report import matrix_document
 
-        rows = [result.to_json() for result in self.results]
-        models = [dict(m) for m in self.models]
-        return matrix_document(models, rows, self.errors, run=self.run_block())
+        return matrix_document(self.models, self.results, self.errors, run_block=self.run_block())
 
     def run_block(self) -> dict[str, Any]:
         """``matrix.json``'s ``run``: how the run measured (the baseline's conditions), the
@@ -56,7 +55,7 @@ class Run:
     def passed(self) -> bool:
         """True when every test passed on every model (a known failure that failed counts as
         passed, as pytest's xfail does) and every checklist collected."""
-        return not self.errors and all(_passed(result) for result in self.results)
+        return not self.errors and all(passes(result.status) for result in self.results)
 
     @property
     def regressions(self) -> tuple[CapabilityResult, ...]:
@@ -90,8 +89,3 @@ class Run:
                 scalars = prefixed(spec.group or spec.name, scalars)
             logged.append((scalars, self.step if spec.step is None else spec.step))
         return logged
-
-
-def _passed(result: CapabilityResult) -> bool:
-    """pytest's view: an expected failure that failed is fine, one that passed is not."""
-    return result.status in ("passed", "skipped", "xfailed")

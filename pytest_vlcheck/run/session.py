@@ -7,7 +7,7 @@ plugin stores one ``VlcheckSession`` in the pytest config's stash.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -24,7 +24,8 @@ from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.results import CapabilityResult
-from pytest_vlcheck.results.blocks import Prior, PriorBlock, PriorNotApplicable
+from pytest_vlcheck.results.blocks import Prior, PriorNotApplicable
+from pytest_vlcheck.results.verdict import settled
 from pytest_vlcheck.run.sharding import ShardPlan
 
 if TYPE_CHECKING:  # the engine, priors and reports load numpy: imported where they are used,
@@ -154,14 +155,14 @@ class VlcheckSession:
                 else partial(write_thumbnails, directory=report_dir / THUMBNAIL_DIR)
             ),
         )
-        result = replace(
-            result,
-            file=self.relative(test.file),
-            content_hash=test.content_hash,
-            prior=self.prior_of(test, result),
+        result = settled(
+            replace(
+                result,
+                file=self.relative(test.file),
+                content_hash=test.content_hash,
+                prior=self.prior_of(test, result),
+            )
         )
-        if isinstance(result.prior, PriorBlock) and result.prior.hard_threshold_met is False:
-            result = replace(result, status="failed")
         conditions = run_conditions(self.settings.model_options)
         m = self.gated + self.python_gated
         return apply_gate(result, self.settings.gates, m=m, conditions=conditions)
@@ -188,7 +189,7 @@ class VlcheckSession:
             )
         return self._prior
 
-    def perplexity(self, texts: list[str]) -> np.ndarray:
+    def perplexity(self, texts: Sequence[str]) -> np.ndarray:
         """Averaged prior perplexities; each unique text is scored once per run."""
         import numpy as np
 
@@ -255,7 +256,7 @@ class VlcheckSession:
                 fingerprints.setdefault(result.model, result.fingerprint)
         models = []
         for spec in self.settings.specs:
-            model = {
+            model: dict[str, Any] = {
                 "name": spec.name,
                 "spec": spec.text,
                 "fingerprint": fingerprints.get(spec.name, ""),

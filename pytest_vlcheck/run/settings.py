@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from pytest_vlcheck import bounds
 from pytest_vlcheck.engine.missing import MISSING_POLICIES
-from pytest_vlcheck.errors import ModelSpecError, VlcheckUserError
+from pytest_vlcheck.errors import ModelSpecError, SettingsError
 from pytest_vlcheck.gates import Baseline, GateSettings
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
 from pytest_vlcheck.images.loading import set_max_image_pixels
@@ -55,10 +55,6 @@ DEFAULTS: dict[str, Any] = {
 
 
 T = TypeVar("T")
-
-
-class SettingsError(VlcheckUserError, ValueError):
-    """An option value that cannot run: ``str()`` names the option and what is expected."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +126,8 @@ def build_settings(source: OptionSource) -> Settings:
     if max_pixels is not None:  # Pillow's limit is process-wide: set it now
         set_max_image_pixels(max_pixels)
     threshold = _bounded(source.get("threshold"), bounds.finite_number, 0, 1)
+    cache_bytes = _bounded(source.get("cache_size"), bounds.size, bounds.MAX_CACHE_BYTES)
+    image_memory = _bounded(source.get("image_memory"), bounds.size, bounds.MAX_CACHE_BYTES)
     image_root = source.get("image_root").value
     specs = model_specs(source.get("model"))
     return Settings(
@@ -152,12 +150,8 @@ def build_settings(source: OptionSource) -> Settings:
         embedding_cache_dir=None
         if source.get("no_cache").value
         else _cache_root(source, "embeddings"),
-        embedding_cache_bytes=_bounded(
-            source.get("cache_size"), bounds.size, bounds.MAX_CACHE_BYTES
-        ),
-        image_memory_bytes=_bounded(
-            source.get("image_memory"), bounds.size, bounds.MAX_CACHE_BYTES
-        ),
+        embedding_cache_bytes=bounds.DEFAULT_CACHE_BYTES if cache_bytes is None else cache_bytes,
+        image_memory_bytes=bounds.DEFAULT_IMAGE_MEMORY if image_memory is None else image_memory,
         log_specs=_logger_specs(source.get("log")),
         step=_step(source.get("step"), specs),
     )

@@ -49,8 +49,7 @@ def matrix_segments(run: Run, width: int) -> list[list[Segment]]:
     """The capability matrix (capability rows x model columns) as coloured line segments."""
     from pytest_vlcheck.report import build_report, matrix_lines
 
-    rows = [result.to_json() for result in run.results]
-    report = build_report([dict(m) for m in run.models], rows, list(run.errors))
+    report = build_report(run.models, run.results, run.errors)
     return matrix_lines(report, width=width)
 
 
@@ -100,9 +99,9 @@ class ReportFiles:
         """Write the four files atomically."""
         from pytest_vlcheck.report import write_report
 
-        rows = [result.to_json() for result in run.results]
-        models = [dict(m) for m in run.models]
-        write_report(self.folder, models, rows, errors=run.errors, run=run.run_block())
+        write_report(
+            self.folder, run.models, run.results, errors=run.errors, run_block=run.run_block()
+        )
 
 
 @dataclass(frozen=True)

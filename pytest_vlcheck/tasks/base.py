@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from pytest_vlcheck import metrics
+from pytest_vlcheck.metrics.choice import ScoreRow
 from pytest_vlcheck.parsing.example_fields import ParseContext
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.protocol import GenerationRules, Judgement
@@ -46,7 +47,7 @@ class BaseTask:
 
 
 def choose_one(
-    true_scores: Sequence[float], other_scores: Sequence[Sequence[float]], ties: str = "fail"
+    true_scores: Sequence[float], other_scores: Sequence[ScoreRow], ties: str = "fail"
 ) -> Judgement:
     """The true candidate (listed first) must beat every other under the ``ties`` rule; NaN
     fails. ``Judgement.ties`` marks the examples an exact tie decided, under any rule.

@@ -133,7 +133,7 @@ class DirectionalTask(BaseTask):
         """Two images or two texts."""
         return (2, 1) if "changed_image" in raw else (1, 2)
 
-    def chance(self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, int]]) -> float:
+    def chance(self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, ...]]) -> float:
         """A coin flip: a blind scorer moves either way."""
         return CHANCE
 
@@ -177,10 +177,12 @@ class DirectionalTask(BaseTask):
 
     def rows(self, example: DirectionalExample) -> list[tuple[str, list[str], list[ImageRef]]]:
         """The original pair, then the change and its expected direction."""
-        if example.changed_image is not None:
-            change = ("changed image", [], [example.changed_image])
-        else:
-            change = ("changed text", [str(example.changed_text)], [])
+        Row = tuple[str, list[str], list[ImageRef]]
+        change: Row = (
+            ("changed image", [], [example.changed_image])
+            if example.changed_image is not None
+            else ("changed text", [str(example.changed_text)], [])
+        )
         return [
             ("original", [example.text], [example.image]),
             change,

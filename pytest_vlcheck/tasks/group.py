@@ -103,7 +103,7 @@ class GroupTask(BaseTask):
         """Always 2 x 2."""
         return 2, 2
 
-    def chance(self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, int]]) -> float:
+    def chance(self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, ...]]) -> float:
         """1/4 for the text or image score, 1/6 for the group score (Winoground)."""
         return metrics.GROUP_CHANCE[criterion_of(settings)]
 

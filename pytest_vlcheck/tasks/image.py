@@ -111,7 +111,7 @@ class ImageTask(BaseTask):
         text = raw.get("text")
         return 1 + len(raw["distractors"]), len(text) if isinstance(text, list) else 1
 
-    def chance(self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, int]]) -> float:
+    def chance(self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, ...]]) -> float:
         """Mean of 1/(k+1) over examples."""
         return mean_chance([images for images, _ in shapes])
 

@@ -174,7 +174,7 @@ class InvarianceTask(BaseTask):
         return 1 + len(kinds) - n_text, (1 + len(raw["negatives"])) * (1 + n_text)
 
     def chance(
-        self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, int]]
+        self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, ...]]
     ) -> float | None:
         """None: a model that ignores the image is perfectly consistent."""
         return None

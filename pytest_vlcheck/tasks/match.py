@@ -120,7 +120,7 @@ class MatchTask(BaseTask):
         """Always 1 x 1."""
         return 1, 1
 
-    def chance(self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, int]]) -> float:
+    def chance(self, settings: Mapping[str, Any], shapes: Sequence[tuple[int, ...]]) -> float:
         """A coin flip."""
         return metrics.MATCH_CHANCE
 

@@ -112,17 +112,33 @@ class CandidateSet:
 
 
 class Task(Protocol):
-    """One task kind. Implementations are stateless module-level singletons."""
+    """One task kind. Implementations are stateless module-level singletons; the values
+    below are read only (plain class attributes provide them)."""
 
-    name: str
-    example_keys: tuple[str, ...]
-    optional_example_keys: tuple[str, ...]
-    setting_keys: tuple[str, ...]
-    generation: GenerationRules
-    text_only: bool
-    """Scored texts against texts (the grid has no image): only a dual encoder serves it."""
-    example_schema: Mapping[str, Any]
-    """The JSON Schema of one example (``checklist.json_schema`` gathers every kind's)."""
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def example_keys(self) -> tuple[str, ...]: ...
+
+    @property
+    def optional_example_keys(self) -> tuple[str, ...]: ...
+
+    @property
+    def setting_keys(self) -> tuple[str, ...]: ...
+
+    @property
+    def generation(self) -> GenerationRules: ...
+
+    @property
+    def text_only(self) -> bool:
+        """Scored texts against texts (the grid has no image): only a dual encoder serves it."""
+        ...
+
+    @property
+    def example_schema(self) -> Mapping[str, Any]:
+        """The JSON Schema of one example (``checklist.json_schema`` gathers every kind's)."""
+        ...
 
     def parse_settings(self, fields: Fields) -> dict[str, Any]:
         """The test-level keys only this kind takes (``setting_keys``), validated."""
