@@ -77,3 +77,25 @@ def test_every_budget_gives_the_same_embeddings_and_recomputes_the_part_not_kept
         raw = model.encode_image(pixels).numpy()
     expected = _normalise(raw)
     assert all(np.array_equal(default[2][2][k], expected[i]) for i, k in enumerate(keys))
+
+
+def test_a_live_models_runner_goes_with_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The registry holds runners weakly by model; between calls a runner holds no scorer,
+    so a model the loop drops is freed with its runner and its image store."""
+    import gc
+    import weakref
+
+    from pytest_vlcheck import evaluate
+    from pytest_vlcheck.run.live_runners import LIVE_RUNNERS
+
+    write_colour_squares(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    model, preprocess, tokenizer = live_model()
+    evaluate(model, "checks.yaml", preprocess=preprocess, tokenizer=tokenizer)
+    runner = weakref.ref(LIVE_RUNNERS._held[model])
+    gone = weakref.ref(model)
+    del model
+    gc.collect()
+    assert gone() is None and runner() is None

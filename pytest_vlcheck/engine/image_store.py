@@ -33,11 +33,20 @@ class ImageStore:
 
     budget: int = 0
     held: int = 0
+    identity: str | None = None
+    """What made the items (a live scorer's architecture, preprocessing and precision)."""
     _items: dict[ImageKey, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __len__(self) -> int:
         return len(self._items)
+
+    def bind(self, identity: str | None) -> None:
+        """The items of the next call come from ``identity``: what another (or an unknown)
+        preprocessing made is forgotten."""
+        if identity is None or identity != self.identity:
+            self.forget()
+        self.identity = identity
 
     def recall(self, key: ImageKey) -> Any:
         """The kept item of ``key``, or None (thread-safe: the loader pool asks)."""

@@ -115,6 +115,7 @@ class ModelRunner:
         runner = cls(spec, options, load_image, cache, progress)
         runner.scores.source = ScorerSource(spec, options, cache, scorer)
         runner.images.store = ImageStore(image_memory)
+        runner.images.store.bind(getattr(scorer, "identity", None))
         return runner
 
     @property
@@ -141,11 +142,15 @@ class ModelRunner:
         computed stays while its fingerprint holds (``refresh``), preprocessed images while
         its ``identity`` (a live scorer's architecture, preprocessing and precision) holds; the
         stats start again."""
-        before = getattr(self.source.scorer, "identity", None)
-        if before is None or before != getattr(scorer, "identity", None):
-            self.images.store.forget()
+        self.images.store.bind(getattr(scorer, "identity", None))
         self.scores.source = ScorerSource(self.spec, self.options, self.cache, scorer)
         self.stats = self.scores.stats = self.images.stats = ScoringStats()
+
+    def release(self) -> None:
+        """Let go of the scorer between a live model's calls: the registry holds runners
+        weakly by model object, and a runner holding the model through its scorer would keep
+        both alive for ever. What was computed stays (``rebind`` gives the next call's)."""
+        self.scores.source = ScorerSource(self.spec, self.options, self.cache)
 
     def refresh(self) -> None:
         """Start a new call from the user (``vl_model.score``, a training loop's probe):

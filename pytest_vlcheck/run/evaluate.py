@@ -78,6 +78,8 @@ def evaluate(
         run = _measure(session, tests)
     finally:
         session.close()
+        if scorer is not None:
+            session.runners[settings.specs[0].name].release()
     emit_all(run, file_sinks(run))
     return run
 
