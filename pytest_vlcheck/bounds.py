@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import numbers
 import re
 from collections.abc import Callable
 from typing import Any
@@ -63,11 +64,14 @@ class BoundError(ValueError):
 
 
 def whole_number(value: Any, low: int, high: int) -> int:
-    """``value`` (an int, or its decimal digits as text) as an int in [low, high]."""
+    """``value`` (any integer, ``numbers.Integral``: a numpy integer from a training loop's
+    counter too, or its decimal digits as text) as an int in [low, high]; bools aside."""
     expected = f"expected a whole number from {low} to {_bound(high)}"
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
+    if _integer(value):
+        value = int(value)
+    elif not isinstance(value, str):
         raise BoundError(f"is {shown(value)}; {expected}")
-    if isinstance(value, str):
+    else:
         match = _WHOLE.fullmatch(value)
         if match is None or len(match.group(1).lstrip("0")) > _MAX_DIGITS:
             raise BoundError(f"is {shown(value)}; {expected}")
@@ -75,6 +79,12 @@ def whole_number(value: Any, low: int, high: int) -> int:
     if not low <= value <= high:
         raise BoundError(f"is {shown(value)}; {expected}")
     return value
+
+
+def _integer(value: Any) -> bool:
+    """An integer of any type (``int``, ``numpy.int64``: whatever ``numbers.Integral``
+    accepts), a bool aside: ``True`` is no count."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def finite_number(
@@ -87,8 +97,9 @@ def finite_number(
         expected = f"expected a finite number in {interval}"
     else:
         expected = f"expected a finite number from {low:g} to {high:g}"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise BoundError(f"is {shown(value)}; {expected}")
+    value = int(value) if _integer(value) else float(value)
     if isinstance(value, float) and not math.isfinite(value):
         raise BoundError(f"is {value}; {expected}")
     below = value <= low if open_low else value < low
@@ -102,12 +113,12 @@ def size(text: Any, high: int) -> int:
     """Bytes from ``500M``, ``2GB``, ``1.5GiB`` or a plain number (binary units), from 1 byte
     to ``high``."""
     expected = f"expected a size from 1 byte to {high // 1024**4}TB, e.g. 500MB or 2GB"
-    if isinstance(text, bool) or not isinstance(text, (int, str)):
+    if _integer(text):  # bytes, from Python
+        if not 1 <= int(text) <= high:
+            raise BoundError(f"is {shown(int(text))}; {expected}")
+        return int(text)
+    if not isinstance(text, str):
         raise BoundError(f"is {shown(text)}; {expected}")
-    if isinstance(text, int):  # bytes, from Python
-        if not 1 <= text <= high:
-            raise BoundError(f"is {shown(text)}; {expected}")
-        return text
     match = _SIZE.fullmatch(text)
     if match is None or len(match.group(1).partition(".")[0].lstrip("0")) > _MAX_DIGITS:
         raise BoundError(f"is {shown(text)}; {expected}")

@@ -11,7 +11,18 @@ import math
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TypeGuard
 
-__all__ = ["MISSING", "ci", "label", "pct", "points", "score", "truncate", "value"]
+__all__ = [
+    "MISSING",
+    "ci",
+    "label",
+    "pct",
+    "plural",
+    "points",
+    "score",
+    "truncate",
+    "value",
+    "with_article",
+]
 
 MISSING = "n/a"
 _ONE_PLACE = Decimal("0.1")
@@ -70,6 +81,18 @@ def value(x: float | int | None) -> str:
 def score(x: float | int | None) -> str:
     """A similarity score of a failure example (same precision as a metric)."""
     return value(x)
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """A count with its noun in the right number: ``1 test``, ``2 tests``, ``0 files``;
+    ``many`` for an irregular plural (``plural(n, "entry", "entries")``)."""
+    return f"{count} {noun if count == 1 else many or noun + 's'}"
+
+
+def with_article(word: str) -> str:
+    """``a dict``, ``an OrderedDict``, ``an int``: the article a reader expects before a
+    type's name (by its first letter: good enough for type names)."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
 def truncate(text: str, width: int) -> str:

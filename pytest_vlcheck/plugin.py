@@ -19,13 +19,19 @@ from pytest_vlcheck.engine.progress import stderr_writer
 from pytest_vlcheck.errors import SettingsError
 from pytest_vlcheck.interrupts import freeze_collected, thaw_earlier_session, trim_interrupt
 from pytest_vlcheck.items import SESSION_KEY, ChecklistFile, ChecklistItem, NotAChecklist
+from pytest_vlcheck.model_required import (
+    WORKER_KEY,
+    add_ini,
+    check_models_given,
+    stop_as_usage_error,
+)
 from pytest_vlcheck.pytest_options import PytestOptions
 from pytest_vlcheck.results import from_transport
 from pytest_vlcheck.run.options import COMMAND_LINE_OPTIONS, INI_TWINS
 from pytest_vlcheck.run.session import VlcheckSession
 from pytest_vlcheck.run.settings import DEFAULTS, build_settings
 from pytest_vlcheck.run.sharding import Shard, ShardSpecError, parse_shard, plan_shard
-from pytest_vlcheck.run.sinks import TerminalMatrix, emit_all, file_sinks
+from pytest_vlcheck.run.sinks import LoggingFailed, TerminalMatrix, emit_all, file_sinks
 
 # Every module imported above is light (no numpy, no model, no report): pytest imports this
 # plugin in every run, with checklists or not (benchmarks/fixed_costs.py).
@@ -43,6 +49,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         option = "--vl-" + key.replace("_", "-")
         help_text = f"default {option} values" if kind == "linelist" else f"default for {option}"
         parser.addini(f"vl_{key}", help_text, type=kind, default=_ini_default(key))
+    add_ini(parser)
 
 
 def _ini_default(key: str) -> Any:
@@ -133,13 +140,18 @@ class ItemHooks:
         self, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
         """Count m over the whole selection (after ``-k``/``-m``), then keep this shard's
-        items: every shard gates each item as the serial run would."""
+        items (every shard gates each item as the serial run would); items to run with no
+        model are a usage error."""
         self.state.count_gated(_model_items(items))
         self.state.count_python_gated(fixture.python_gate_keys(self.state, items))
-        if self.shard is None:
-            return
+        if self.shard is not None:
+            self._keep_shard(config, items, self.shard)
+        check_models_given(config, items)
+
+    def _keep_shard(self, config: pytest.Config, items: list[pytest.Item], shard: Shard) -> None:
+        """Deselect the items of other jobs."""
         groups = [(self._shard_group(i), _size(i)) for i in items]
-        runs, self.state.shard_plan = plan_shard(groups, self.shard)
+        runs, self.state.shard_plan = plan_shard(groups, shard)
         keep = [item for item, kept in zip(items, runs, strict=True) if kept]
         if len(keep) < len(items):
             kept_ids = {id(item) for item in keep}
@@ -221,11 +233,15 @@ class ReportHooks:
     def __init__(self, state: VlcheckSession) -> None:
         self.state = state
         self.user_interrupt = False
+        self.logging_failed = ""
+        self.no_model: str | None = None  # an xdist worker's "no model given"
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """Sum the stats each xdist worker sent, per model, for the controller's stats line."""
-        self.state.add_worker_output(getattr(node, "workeroutput", {}).get(STATS_KEY, {}))
+        output = getattr(node, "workeroutput", {})
+        self.state.add_worker_output(output.get(STATS_KEY, {}))
+        self.no_model = self.no_model or output.get(WORKER_KEY)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
@@ -248,12 +264,16 @@ class ReportHooks:
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int) -> None:
         """Print the capability matrix; a run that collected nothing says how checklists are
         recognised (items that -k or -m deselected were collected: they were recognised)."""
+        if exitstatus == pytest.ExitCode.USAGE_ERROR or self.no_model:  # one line, no matrix
+            return
         deselected = terminalreporter.stats.get("deselected")
         nothing = exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not deselected
         if nothing and self.state.settings.specs:
             terminalreporter.write_line(NOTHING_COLLECTED)
         width = shutil.get_terminal_size((100, 20)).columns
         TerminalMatrix(terminalreporter, width).emit(self.state.finished())
+        if self.logging_failed:
+            terminalreporter.write_line(self.logging_failed, red=True, bold=True)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Write the report files and the baseline, atomically; an interrupted run writes
@@ -261,11 +281,19 @@ class ReportHooks:
         nothing (``--collect-only``, a ``-k`` that selects nothing; an empty CI shard still
         writes its empty report for ``vlcheck merge``). A run stopped by collection errors
         writes a report that records them (and no baseline)."""
+        if self.no_model:
+            stop_as_usage_error(session, self.no_model)
+            return
         stopped_by_errors = bool(self.state.collection_errors) and not self.user_interrupt
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         options = session.config.option
         nothing_selected = exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not options.vl_shard
-        if options.collectonly or ((interrupted or nothing_selected) and not stopped_by_errors):
+        if options.collectonly or exitstatus == pytest.ExitCode.USAGE_ERROR:
+            return
+        if (interrupted or nothing_selected) and not stopped_by_errors:
             return
         run = self.state.finished()
-        emit_all(run, file_sinks(run, baseline=not interrupted))
+        try:
+            emit_all(run, file_sinks(run, baseline=not interrupted))
+        except LoggingFailed as exc:  # printed under the matrix, which comes after this hook
+            self.logging_failed = str(exc)

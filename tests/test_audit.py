@@ -131,7 +131,7 @@ def test_audit_flags_a_test_the_prior_solves_and_not_one_at_chance(
     assert "chance 50.0%" in balanced
     pairs = next(line for line in out if ": pairs (" in line)
     assert "pairs (group, n=1)" in pairs  # one example, two triplets
-    assert out[-1] == "vlcheck audit: 3 tests in 1 files, 2 flagged"
+    assert out[-1] == "vlcheck audit: 3 tests in 1 file, 2 flagged"
     assert main(["audit", str(path), "--prior", "py:red_prior:make"]) == 0
 
 

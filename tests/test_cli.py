@@ -29,7 +29,7 @@ def test_validate_reports_counts_and_file_line_errors(
     (tmp_path / "other.yaml").write_text("not: a checklist\n")
     assert main(["validate", str(tmp_path)]) == 1
     out, err = capsys.readouterr()
-    assert f"{tmp_path / 'good.yaml'}: 1 tests, 1 examples" in out
+    assert f"{tmp_path / 'good.yaml'}: 1 test, 1 example" in out
     assert f"{tmp_path / 'bad.yaml'}:6: 'threshold' is 2" in err
     assert "other.yaml" not in out + err
     assert main(["validate", str(tmp_path / "good.yaml")]) == 0
@@ -37,6 +37,17 @@ def test_validate_reports_counts_and_file_line_errors(
 
 def test_validate_without_checklists_is_an_error(tmp_path: Path) -> None:
     assert main(["validate", str(tmp_path)]) == 2
+
+
+def test_validate_of_a_missing_path_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "good.yaml").write_text("vlcheck: 1\ntests: []\n")
+    assert main(["validate", str(tmp_path / "good.yaml"), str(tmp_path / "gone.yaml")]) == 2
+    assert capsys.readouterr().err == (
+        f"vlcheck validate: {tmp_path / 'gone.yaml'}: no such file or folder; expected "
+        "checklist files or folders holding them\n"
+    )
 
 
 def test_report_re_renders_from_matrix_json(

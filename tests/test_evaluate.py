@@ -144,7 +144,7 @@ def test_bad_models_and_paths_are_one_line(project: pytest.Pytester) -> None:
         (("nope:x", "checks.yaml"), "model: "),
         (
             (object(), "checks.yaml"),
-            "model: a object object cannot be scored; expected an open_clip model",
+            "model: an object object cannot be scored; expected an open_clip model",
         ),
         (("py:colour_model:make", "absent"), "checklists: absent does not exist; expected"),
         (("py:colour_model:make", "colour_model.py"), "checklists: colour_model.py: not a"),

@@ -77,6 +77,9 @@ def test_formats_registry_names_every_format() -> None:
         "vismin",
         "whatsup",
         "mmvp",
+        "cola",
+        "spec",
+        "bivlc",
     }
 
 
@@ -661,8 +664,8 @@ def test_options_of_another_format_are_refused(tmp_path: Path, capsys) -> None:
     assert err == "vlcheck import: --crop applies to predicate-noun, not sugarcrepe"
     err = fails(capsys, tmp_path, "aro", FIXTURES / "aro", extra=("--criterion", "text"))
     assert err == (
-        "vlcheck import: --criterion applies to predicate-noun, winoground, colorswap, eqben "
-        "and vismin, not aro"
+        "vlcheck import: --criterion applies to predicate-noun, winoground, colorswap, eqben, "
+        "vismin, cola and bivlc, not aro"
     )
 
 

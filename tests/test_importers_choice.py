@@ -30,9 +30,22 @@ def test_negbench_the_answer_is_the_caption_the_rest_in_column_order(tmp_path: P
         "caption": "A tree but no bear.",
         "negatives": ["A bear and a tree.", "A bear but no grass.", "A bear and no tree."],
         "tags": {"template": "negative", "answer": "2"},
+        "position": 2,
     }
     first = examples_of(doc, NEGBENCH_TEST)["0"]
     assert first["negatives"][1] == "A room with a television, but no chairs."  # quoted cell
+    assert "position" not in first  # column 0 is the default place
+    assert test["ties"] == "order"  # answers in other columns than 0: argmax in column order
+
+
+def test_negbench_answers_all_in_column_0_read_ties_first(tmp_path: Path) -> None:
+    """The released files put every answer in column 0: ``ties: first`` is argmax there."""
+    rows = NEGBENCH.read_text(encoding="utf-8").splitlines()
+    released = tmp_path / "released.csv"
+    released.write_text("\n".join(rows[:2]) + "\n", encoding="utf-8")
+    (test,) = imported(tmp_path, "negbench", released)["tests"]
+    assert test["ties"] == "first"
+    assert all("position" not in example for example in test["examples"])
 
 
 @pytest.mark.parametrize(

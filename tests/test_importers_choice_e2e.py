@@ -35,14 +35,16 @@ def test_negbench_accuracy_by_hand(pytester: pytest.Pytester) -> None:
     scores = scores_for(checklist, rule, pytester.path / "s.jsonl")
     result, rows = run_scored(pytester, checklist, scores)
     row = rows[NEGBENCH_TEST]
-    # NegBench's accuracy is 3/4 (row 2's tie goes to its answer, the earlier column); here
-    # every tie is wrong: 2/4, positive 1/1, negative 1/2, hybrid 0/1, two ties.
-    assert (row["n"], row["passed"], row["ties"]) == (4, 2, 2)
+    # NegBench's accuracy (torch.argmax, the first maximum in column order) by hand: row 0
+    # right, row 1 wrong (its answer, column 2, ties column 1, which comes first), row 2 right
+    # (its answer, column 1, ties column 3, which comes after), row 3 right: 3/4, two rows
+    # decided by a tie; positive 1/1, negative 1/2, hybrid 1/1. (Every tie wrong gave 2/4.)
+    assert (row["n"], row["passed"], row["ties"]) == (4, 3, 2)
     templates = row["slices"]["template"]
     assert templates["positive"]["pass_rate"] == 1.0
     assert templates["negative"]["pass_rate"] == 0.5
-    assert templates["hybrid"]["pass_rate"] == 0.0
-    result.assert_outcomes(passed=1)  # 0.5 >= chance 0.25
+    assert templates["hybrid"]["pass_rate"] == 1.0
+    result.assert_outcomes(passed=1)  # 0.75 >= chance 0.25
 
 
 # s(cropped image, text): the caption first, then the hard negatives.

@@ -3,11 +3,14 @@ importer's field mapping; their fixtures, errors and scores worked out by hand."
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import pytest
 from test_importers import examples_of, fails, imported
 from test_importers_e2e import import_into, run_scored, scores_for
+
+from pytest_vlcheck.checklist import load_checklist
 
 FIXTURES = Path(__file__).parent / "fixtures" / "importers"
 COLORSWAP = FIXTURES / "colorswap" / "test.json"
@@ -55,9 +58,29 @@ def test_vismin_one_test_per_category(tmp_path: Path) -> None:
     ]
     assert examples_of(doc, "vismin-object")["e2"] == {
         "id": "e2",
-        "images": ["images/e2.jpg", "edited/e2.jpg"],
+        "images": ["original_images/images/e2.jpg", "edited_images/edited/e2.jpg"],
         "captions": ["a man holding a cup, smiling", "a man holding a book, smiling"],
     }
+
+
+def test_vismin_images_resolve_in_the_authors_layout(tmp_path: Path) -> None:
+    """The authors' loader: ROOT/original_images/PATH and ROOT/edited_images/PATH, a leading
+    '/' of PATH stripped (the fixture's e2 has one)."""
+    root = tmp_path / "vismin_data"
+    for row in csv.DictReader(VISMIN.read_text(encoding="utf-8").splitlines()):
+        for folder, key in (
+            ("original_images", "image_path"),
+            ("edited_images", "edited_image_path"),
+        ):
+            name = row[key]
+            image = root / folder / name.lstrip("/")
+            image.parent.mkdir(parents=True, exist_ok=True)
+            image.write_bytes(b"")
+    out = tmp_path / "vismin.yaml"
+    imported(tmp_path, "vismin", VISMIN)
+    checklist = load_checklist(out, image_root=root)
+    refs = [ref for test in checklist.tests for e in test.examples for ref in e.images]
+    assert len(refs) == 8 and all(Path(ref.location).is_file() for ref in refs)
 
 
 def test_group_pair_errors_name_the_source_line(tmp_path: Path, capsys) -> None:

@@ -17,6 +17,7 @@ from test_importers import FIXTURES, run
 
 from pytest_vlcheck.checklist import load_checklist
 from pytest_vlcheck.checklist.jsonl_writer import JSONL_ABOVE, split_examples
+from pytest_vlcheck.cli.import_command import CHANCE_THRESHOLDS
 from pytest_vlcheck.importers.common import SourceError, check_loads
 
 
@@ -44,6 +45,7 @@ def test_a_test_above_the_threshold_is_written_as_jsonl_with_the_same_examples(
     assert capsys.readouterr().out.splitlines() == [
         f"wrote {tmp_path / 'sc.swap_obj.jsonl'}: {JSONL_ABOVE + 1} examples of test 'swap_obj'",
         f"wrote {auto}: 1 test, {JSONL_ABOVE + 1} examples",
+        CHANCE_THRESHOLDS,
     ]
     (test,) = yaml.safe_load(auto.read_text(encoding="utf-8"))["tests"]
     assert test["examples"] == "sc.swap_obj.jsonl"
@@ -101,3 +103,13 @@ def test_a_bad_jsonl_output_is_located_at_its_own_line_and_nothing_is_written(
         check_loads([(jsonl_path, f"{good}\n{bad}\n"), (yaml_path, test)])
     assert str(caught.value).startswith(f"{jsonl_path}:2: the checklist built does not load (")
     assert not yaml_path.exists() and not jsonl_path.exists()
+
+
+def test_the_summary_says_when_thresholds_are_chance(tmp_path: Path, capsys) -> None:
+    source = sugarcrepe_source(tmp_path, 3)
+    assert run(["sugarcrepe", str(source), "-o", str(tmp_path / "a.yaml")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == CHANCE_THRESHOLDS
+    assert (
+        run(["sugarcrepe", str(source), "-o", str(tmp_path / "b.yaml"), "--threshold", "0.8"]) == 0
+    )
+    assert CHANCE_THRESHOLDS not in capsys.readouterr().out

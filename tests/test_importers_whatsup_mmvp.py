@@ -36,7 +36,12 @@ def test_whatsup_shape_and_tags(tmp_path: Path) -> None:
         "image": "controlled_images/mug_right_of_plate.jpeg",
         "caption": "A mug to the right of a plate",
         "negatives": ["A mug to the left of a plate", "A mug on a plate", "A mug under a plate"],
-        "tags": {"preposition": "right_of", "pair": "mug|plate|left-right", "set": "mug|plate"},
+        "tags": {
+            "preposition": "right_of",
+            "prepositions": "left-right",
+            "pair": "mug|plate|left-right",
+            "set": "mug|plate",
+        },
     }
     qa = examples_of(doc, "coco_qa_two_obj")
     assert qa["0"]["image"] == "val2017/000000000001.jpg"
@@ -55,6 +60,16 @@ def test_whatsup_accuracy_pair_and_set_by_hand(pytester: pytest.Pytester) -> Non
     assert controlled["metrics"]["all_of_set"] == pytest.approx(1 / 2)
     prepositions = controlled["slices"]["preposition"]
     assert prepositions["on"]["pass_rate"] == 0.5 and prepositions["right_of"]["pass_rate"] == 1
+    # pair accuracy per preposition group: left-right 2 of 2 pairs, on-under 1 of 2; a set
+    # holds both groups, so sets count under mixed (1 of 2)
+    pairs = controlled["all_of_slices"]["pair"]["prepositions"]
+    assert pairs == {
+        "left-right": {"groups": 2, "passed": 2, "rate": 1.0},
+        "on-under": {"groups": 2, "passed": 1, "rate": 0.5},
+    }
+    assert controlled["all_of_slices"]["set"]["prepositions"] == {
+        "mixed": {"groups": 2, "passed": 1, "rate": 0.5}
+    }
     qa = rows["coco_qa_two_obj"]
     assert (qa["n"], qa["passed"], qa["ties"]) == (3, 2, 1)
     result.assert_outcomes(passed=2)
@@ -111,6 +126,14 @@ def test_mmvp_statement_and_pair_accuracy_by_hand(pytester: pytest.Pytester) -> 
     assert row["metrics"]["all_of_pair"] == pytest.approx(1 / 3)
     assert row["slices"]["pattern"]["Orientation"]["pass_rate"] == 1.0
     assert row["slices"]["pattern"]["Color"]["pass_rate"] == 0.5
+    # the authors' output, pair accuracy per pattern: Orientation 1 of 1, Color 0 of 2
+    assert row["all_of_slices"]["pair"]["pattern"] == {
+        "Color": {"groups": 2, "passed": 0, "rate": 0.0},
+        "Orientation": {"groups": 1, "passed": 1, "rate": 1.0},
+    }
+    # every statement its own text, so its own cluster: the clustered interval is the plain one
+    assert (row["clusters"], row["design_effect"]) == (6, 1.0)
+    assert (row["ci_low_clustered"], row["ci_high_clustered"]) == (row["ci_low"], row["ci_high"])
     result.assert_outcomes(passed=1)
 
 

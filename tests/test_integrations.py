@@ -153,3 +153,35 @@ def test_the_lightning_callback_names_a_missing_model_attribute(checklist: Path)
     probe = VlcheckLightningCallback(checklist, model_attribute="clip", every_n_steps=1)
     with pytest.raises(VlcheckUserError, match="has no attribute 'clip'; expected the CLIP"):
         probe.on_train_batch_end(Trainer(), object(), None, None, 0)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"batch_sise": 32}, "batch_sise: not an evaluate keyword; did you mean 'batch_size'?"),
+        ({"step": 10}, "step=10: not a callback option; the callback logs each evaluation at"),
+        ({"name": "run-1"}, "name='run-1': not a callback option; the callback reports"),
+        ({"batch_size": 0}, "batch_size"),
+    ],
+)
+@pytest.mark.parametrize("callback", ["VlcheckCallback", "VlcheckLightningCallback"])
+def test_a_callback_refuses_a_bad_keyword_when_made(
+    checklist: Path, callback: str, arguments: dict, expected: str
+) -> None:
+    from pytest_vlcheck import integrations
+
+    with pytest.raises(VlcheckUserError) as refused:
+        getattr(integrations, callback)(checklist, **arguments)
+    assert str(refused.value).startswith(f"{callback}: ")
+    assert expected in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("callback", ["VlcheckCallback", "VlcheckLightningCallback"])
+def test_a_callback_refuses_a_missing_checklist_path_when_made(
+    tmp_path: Path, callback: str
+) -> None:
+    from pytest_vlcheck import integrations
+
+    with pytest.raises(VlcheckUserError, match=f"^{callback}: checklists: .*nope does not exist"):
+        getattr(integrations, callback)(tmp_path / "nope")

@@ -203,7 +203,31 @@ BAD = {
     "bad ties rule": (
         VALID.replace("    task: caption\n", "    task: caption\n    ties: random\n"),
         7,
-        "'ties' is 'random'; expected one of: fail, first, last",
+        "'ties' is 'random'; expected one of: fail, first, last, order",
+    ),
+    "ties order on a group test": (
+        VALID.replace("    task: group\n", "    task: group\n    ties: order\n"),
+        28,
+        "'ties' applies to caption, image, text tests only, not 'group'",
+    ),
+    "image position past the distractors": (
+        VALID.replace("        image: c.jpg\n", "        image: c.jpg\n        position: 3\n"),
+        24,
+        "'position' is 3; expected a number from 0 to 2",
+    ),
+    "position past the negatives": (
+        VALID.replace(
+            "negatives: [a green apple]", "negatives: [a green apple]\n        position: 2"
+        ),
+        12,
+        "'position' is 2; expected a number from 0 to 1",
+    ),
+    "position not whole": (
+        VALID.replace(
+            "negatives: [a green apple]", "negatives: [a green apple]\n        position: 0.5"
+        ),
+        12,
+        "'position' is 0.5; expected a whole number 0-1",
     ),
     "all_of twice": (
         VALID.replace("    task: caption\n", "    task: caption\n    all_of: [pair, pair]\n"),

@@ -80,10 +80,19 @@ def test_scalars_are_named_per_test_and_summarised_by_hand() -> None:
         "vlcheck/summary/tests": 2.0,
         "vlcheck/summary/tests_passed": 1.0,
         "vlcheck/summary/tests_failed": 1.0,
+        "vlcheck/summary/tests_errored": 1.0,
         "vlcheck/summary/mean_pass_rate": pytest.approx((0.75 + 0.2) / 2),
         "vlcheck/summary/gate_regressions": 1.0,
     }
-    assert model_scalars([_result("broken", "a", "error", 0, 0)]) == {}
+    # every test errored (a wrong tokenizer in a training loop): the summary still says so
+    assert model_scalars([_result("broken", "a", "error", 0, 0)]) == {
+        "vlcheck/summary/tests": 0.0,
+        "vlcheck/summary/tests_passed": 0.0,
+        "vlcheck/summary/tests_failed": 0.0,
+        "vlcheck/summary/tests_errored": 1.0,
+        "vlcheck/summary/gate_regressions": 0.0,
+    }
+    assert model_scalars([_result("skipped", "a", "skipped", 0, 0)]) == {}
 
 
 @pytest.mark.parametrize(

@@ -23,10 +23,19 @@ tests:
     capability: attribute/color
     task: caption
     threshold: 0.5
+    all_of: pair
     examples:
-      - {image: images/green.png, caption: green, negatives: [red]}
-      - {image: images/blue.png, caption: blue, negatives: [green]}
+      - {image: images/green.png, caption: green, negatives: [red], tags: {pair: p1, shade: light}}
+      - {image: images/green.png, caption: a green one, negatives: [a red one],
+         tags: {pair: p1, shade: light}}
+      - {image: images/blue.png, caption: a blue one, negatives: [one blue a],
+         tags: {pair: p2, shade: dark}}
+      - {image: images/blue.png, caption: blue sky, negatives: [sky blue],
+         tags: {pair: p2, shade: light}}
 """
+# green: both right on green.png; blue.png's two negatives reorder their captions' words, so
+# the colour model ties them (wrong). By hand: p = 1/2, per image S - m p = +1 and -1, DEFF =
+# 2 / (4 * 1/4) = 2; pair p1 (light) right, p2 (dark and light: mixed) wrong.
 
 
 @pytest.fixture
@@ -54,6 +63,23 @@ def test_merged_shards_equal_the_serial_run(runs: Path) -> None:
     assert main(["merge", "s1", "s2", "-o", "merged"]) == 0
     for name in ("matrix.json", "samples.jsonl", "matrix.md", "matrix.csv", "report.html"):
         assert (runs / "merged" / name).read_bytes() == (runs / "serial" / name).read_bytes(), name
+    # the fields of issue 34 survive the merge (the merged file equals the serial one)
+    rows = json.loads((runs / "merged" / "matrix.json").read_text())["results"]
+    green = next(r for r in rows if r["test"] == "green")
+    assert (green["passed"], green["clusters"], green["design_effect"]) == (2, 2, 2.0)
+    assert green["ci_low_clustered"] < green["ci_low"] and green["reordered_share"] == 0.5
+    assert green["all_of_slices"] == {
+        "pair": {
+            "shade": {
+                "light": {"groups": 1, "passed": 1, "rate": 1.0},
+                "mixed": {"groups": 1, "passed": 0, "rate": 0.0},
+            }
+        }
+    }
+    markdown = (runs / "merged" / "matrix.md").read_text()
+    assert "Slice by shade, pair all right:" in markdown
+    assert "50.0% of examples have a negative made of the true text's words" in markdown
+    assert "(clustered " in markdown
     assert main(["merge", "s2.json", "s1.json", "-o", "merged.json"]) == 0
     assert (runs / "merged.json").read_bytes() == (runs / "serial.json").read_bytes()
 

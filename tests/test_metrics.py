@@ -48,6 +48,36 @@ def test_beats_all_tie_rules() -> None:
         metrics.beats_all(true, others, ties="random")
 
 
+def test_beats_in_order_is_argmax_in_column_order() -> None:
+    # the columns of each row, the true one at `positions`: argmax picks the first maximum
+    true = np.array([0.5, 0.5, 0.5, 0.5, 0.5, np.nan], dtype=np.float32)
+    others = metrics.pad_rows(
+        [
+            [0.5, 0.1, 0.1],  # true at 0 ties column 1 (after it): argmax = 0, right
+            [0.5, 0.1, 0.1],  # true at 1 ties column 0 (before it): argmax = 0, wrong
+            [0.1, 0.1, 0.5],  # true at 1 ties column 3 (after it): argmax = 1, right
+            [0.1, 0.5],  # true at 2 (last) ties column 1: argmax = 1, wrong
+            [0.1, 0.6, 0.1],  # true at 3 below column 2: wrong whatever the order
+            [0.1, 0.1, 0.1],  # NaN: wrong
+        ]
+    )
+    positions = np.array([0, 1, 1, 2, 3, 0])
+    assert metrics.beats_in_order(true, others, positions).tolist() == [
+        True,
+        False,
+        True,
+        False,
+        False,
+        False,
+    ]
+    # position 0 everywhere is ties: first
+    zeros = np.zeros(6, dtype=int)
+    assert (
+        metrics.beats_in_order(true, others, zeros).tolist()
+        == metrics.beats_all(true, others, ties="first").tolist()
+    )
+
+
 def test_top_set_chance_is_one_over_the_binomial() -> None:
     # 1 true of 3: 1/3; 2 true of 4: 1/6; 3 true of 5: 1/10
     assert metrics.top_set_chance([3, 4, 5], [1, 2, 3]) == pytest.approx(

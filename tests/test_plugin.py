@@ -168,8 +168,8 @@ def test_selection_by_capability_marker_and_keyword(project: pytest.Pytester) ->
     result.assert_outcomes(passed=2)
 
 
-def test_without_a_model_items_skip_with_a_reason(project: pytest.Pytester) -> None:
-    result = project.runpytest("-rs")
+def test_without_a_model_items_skip_with_a_reason_when_allowed(project: pytest.Pytester) -> None:
+    result = project.runpytest("-rs", "--vl-allow-no-model")
     result.assert_outcomes(skipped=5)
     result.stdout.fnmatch_lines(["*no model given: pass --vl-model SPEC*"])
 

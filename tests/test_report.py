@@ -209,6 +209,14 @@ def test_pct(value, text):
     assert fmt.pct(value) == text
 
 
+def test_plural_and_article():
+    assert [fmt.plural(n, "test") for n in (0, 1, 2)] == ["0 tests", "1 test", "2 tests"]
+    assert fmt.plural(1, "entry", "entries") == "1 entry"
+    assert fmt.plural(3, "entry", "entries") == "3 entries"
+    assert fmt.with_article("OrderedDict") == "an OrderedDict"
+    assert fmt.with_article("dict") == "a dict"
+
+
 def test_ci_value_truncate_label():
     assert fmt.ci(0.5637, 0.6591) == "56.4-65.9"
     assert fmt.ci(None, 0.5) == "n/a"
@@ -309,16 +317,41 @@ def test_rows_labels_and_order():
     results = sample_results()
     results.append(result("clip", "color", "attribute/color", 4, 4, "passed", file="other.yaml"))
     matrix = build_matrix(MODELS, typed(results))
+    # grouped by capability (an area's capabilities together), file order within one
     assert [r.label for r in matrix.rows] == [
         "attribute/color (checklists/basic.yaml::color)",
-        "relation/spatial",
-        "object/size",
         "attribute/color (color-image)",
         "attribute/color (other.yaml::color)",
+        "relation/spatial",
+        "object/size",
     ]
     assert matrix.model_names == ["clip", "sig|lip"]
     assert set(matrix.rows[0].cells) == {"clip", "sig|lip"}
-    assert matrix.rows[1].shared("threshold") == 0.6
+    assert matrix.rows[3].shared("threshold") == 0.6
+
+
+def test_displayed_rows_group_capabilities_and_matrix_json_keeps_run_order(tmp_path):
+    rows = [
+        result("clip", "a", "object/existence", 10, 9, "passed"),
+        result("clip", "b", "attribute/color", 10, 9, "passed"),
+        result("clip", "c", "object/size", 10, 9, "passed", file="b.yaml"),
+        result("clip", "d", "object/existence", 10, 9, "passed", file="b.yaml"),
+        result("clip", "e", "attribute/color", 10, 9, "passed", file="c.yaml"),
+    ]
+    paths = write_report(tmp_path, MODELS[:1], typed(rows))
+    md = paths[1].read_text(encoding="utf-8")
+    table = [line.split(" | ")[0] for line in md.split("## Matrix")[1].splitlines()[4:9]]
+    assert table == [
+        "| object/existence (a)",
+        "| object/existence (d)",
+        "| object/size",
+        "| attribute/color (b)",
+        "| attribute/color (e)",
+    ]
+    html = paths[3].read_text(encoding="utf-8")
+    positions = [html.index(f"::{test}</code>") for test in "adcbe"]
+    assert positions == sorted(positions)
+    assert [r["test"] for r in json.loads(paths[0].read_text())["results"]] == list("abcde")
 
 
 def test_matrix_document_contract():
@@ -464,9 +497,9 @@ def test_format_matrix_full_width():
         "capability                     threshold  clip              sig|lip",
         "-----------------------------  ---------  ----------------  ----------------",
         "attribute/color (color)        75.0%       61.3% ✗ (n=400)   87.0% ✓ (n=400)",
+        "attribute/color (color-image)  50.0%       95.0% ✓ (n=20)    45.0% ✗ (n=20)",
         "relation/spatial               60.0%       80.0% ✓ (n=100)  ERROR",
         "object/size                    75.0%      skip*              80.0% ✓ (n=50)",
-        "attribute/color (color-image)  50.0%       95.0% ✓ (n=20)    45.0% ✗ (n=20)",
         "",
         "clip: 2 passed, 1 failed, 0 error, 1 skipped",
         "sig|lip: 2 passed, 1 failed, 1 error, 0 skipped",
@@ -589,12 +622,13 @@ def test_markdown_escapes_table_syntax():
 def test_csv_exact_and_metric_union():
     assert render_csv(build_report(*small_case())).splitlines() == [
         "file,test,capability,task,model,status,criterion,n,passed,pass_rate,ci_low,ci_high,"
-        "threshold,chance,ties,unscored,baseline_model,baseline_delta_pts,baseline_p_corrected,"
+        "ci_low_clustered,ci_high_clustered,design_effect,threshold,chance,ties,reordered_share,"
+        "unscored,baseline_model,baseline_delta_pts,baseline_p_corrected,"
         "reference_model,reference_delta_pts,reference_p_holm,metric.gap,metric.text_score",
         "checklists/basic.yaml,color,attribute/color,caption,clip,failed,,400,245,0.6125,0.5637,"
-        "0.6591,0.75,0.5,0,0,,,,,,,,0.6125",
-        "checklists/basic.yaml,size_1,object/size,caption,clip,skipped,,0,0,0.0,0.0,0.0,0.75,0.5,"
-        "0,0,,,,,,,-0.05,",
+        "0.6591,,,,0.75,0.5,0,,0,,,,,,,,0.6125",
+        "checklists/basic.yaml,size_1,object/size,caption,clip,skipped,,0,0,0.0,0.0,0.0,,,,0.75,"
+        "0.5,0,,0,,,,,,,-0.05,",
     ]
     header = render_csv(build_report(MODELS, typed(sample_results()))).splitlines()[0].split(",")
     assert header[-2:] == ["metric.image_score", "metric.text_score"]
@@ -624,7 +658,7 @@ def test_html_is_balanced_escaped_and_self_contained():
     assert f"img/{EVIL}.jpg" in text
     assert checker.counts["svg"] == 3  # one bar chart per model + the radar
     assert checker.counts["details"] == 1  # only the result that carries failure examples
-    assert "1 failure example (of 155 failing, failed)" in text
+    assert "clip: 1 of 155 failing examples shown (the test failed)" in text
     assert "✓ a red apple" in text  # the true caption is marked
     assert "missing image: 3" in text
 
@@ -744,3 +778,15 @@ def test_image_labels_name_what_a_scene_shows() -> None:
     )
     many = canonical_scene({"objects": [spec["objects"][0]] * 9})
     assert len(image_label("scene:" + many)) == MAX_LABEL
+
+
+def test_failure_heading_says_how_many_are_shown_and_how_the_test_went():
+    example = FailureExample(id="e", images=["a.jpg"], texts=["x", "y"], scores=[[0.1, 0.2]],
+                             detail="negative wins")  # fmt: skip
+    passed = result("clip", "t", "object/size", 20, 10, "passed", threshold=0.5,
+                    failures=[example] * 5)  # fmt: skip
+    html = render_html(build_report(MODELS[:1], typed([passed])))
+    assert "clip: 5 of 10 failing examples shown (the test passed)</summary>" in html
+    one = result("clip", "t", "object/size", 2, 1, "xfailed", failures=[example])
+    html = render_html(build_report(MODELS[:1], typed([one])))
+    assert "clip: 1 failing example (the test failed, as expected)</summary>" in html

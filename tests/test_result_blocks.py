@@ -38,6 +38,7 @@ GATE_COMPARISON = {
     "min_detectable_drop_pts": 15.0,
     "warnings": ["run conditions differ from the baseline: device cpu -> cuda"],
     "baseline_model": "base",
+    "test": "mcnemar_midp",
 }
 GATE_TOO_SMALL = GATE_COMPARISON | {
     "min_detectable_drop_pts": None,
@@ -150,6 +151,12 @@ def row(**blocks: Any) -> dict[str, Any]:
         "unscored": {},
         "message": "",
         **blocks,
+        "ci_low_clustered": 0.49,
+        "ci_high_clustered": 0.82,
+        "clusters": 31,
+        "design_effect": 1.1,
+        "all_of_slices": {"pair": {"pattern": {"mixed": {"groups": 2, "passed": 1, "rate": 0.5}}}},
+        "reordered_share": 0.25,
         "threshold_met": True,
     }
 

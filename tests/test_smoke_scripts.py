@@ -45,6 +45,7 @@ def _run(args: list[str], cwd: Path = ROOT) -> str:
             "rerun/empty",
         ),
         ("in_loop.py", ["--select", "color_image", "--repeats", "1"], "after update"),
+        ("vqa_throughput.py", ["--pairs", "8", "--images", "2", "--repeats", "1"], "pairs/s"),
         ("text_only_baseline.py", [str(BUNDLED_ATTRIBUTE)], "attribute.yaml::"),
         (
             "xdist_agreement.py",

@@ -68,6 +68,28 @@ def test_caption_ties_first_gives_the_tie_to_the_true_caption() -> None:
     assert last.ties.tolist() == [True, False, False]
 
 
+def test_caption_ties_order_reads_the_true_captions_position() -> None:
+    task = get_task("caption")
+    negatives = ("a blue circle", "a red square")
+    grid = np.array([[0.30, 0.30, 0.30]], dtype=np.float32)  # all tied
+    examples = [
+        CaptionExample(str(p), IMG, ("a red circle",), negatives, position=p) for p in range(3)
+    ]
+    judged = task.judge({"ties": "order"}, examples, [grid] * 3, Probabilities())
+    # the first column of the tie wins: the true caption only where it stands first
+    assert judged.correct.tolist() == [True, False, False]
+    assert judged.ties.tolist() == [True, True, True]
+
+
+def test_image_ties_order_reads_the_true_images_position() -> None:
+    task = get_task("image")
+    grid = np.array([[0.3], [0.3], [0.1]], dtype=np.float32)  # the true image ties the first
+    examples = [ImageExample(str(p), ("t",), IMG, (IMG2, IMG2), position=p) for p in range(3)]
+    judged = task.judge({"ties": "order"}, examples, [grid] * 3, Probabilities())
+    # argmax over the source's order: the true image wins only when it stands before the tie
+    assert judged.correct.tolist() == [True, False, False]
+
+
 def test_image_task_ties_first_on_the_prompt_mean() -> None:
     task = get_task("image")
     example = ImageExample("x", ("p1", "p2"), IMG, (IMG2,))

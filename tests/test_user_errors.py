@@ -216,7 +216,7 @@ def test_check_scorer_accepts_each_kind_of_scorer():
             return []
 
     check_scorer(Pairs(), "py:m:f")
-    with pytest.raises(ScorerProtocolError, match=r"gave a int object, which is not"):
+    with pytest.raises(ScorerProtocolError, match=r"gave an int object, which is not"):
         check_scorer(3, "py:m:f")
 
 

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.images.refs import ImageRef
+from pytest_vlcheck.metrics.word_order import words
 from pytest_vlcheck.tasks import get_task
 
-_WORD = re.compile(r"[a-z0-9']+")
-
-
-def words(text: str) -> list[str]:
-    """Lower-cased words with punctuation removed: what the text checks compare."""
-    return _WORD.findall(text.lower())
+__all__ = ["AuditSubject", "TextChoice", "audit_subject", "words"]
 
 
 @dataclass(frozen=True)

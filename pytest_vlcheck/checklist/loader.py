@@ -37,6 +37,7 @@ _TEST_KEYS = (
     "generate",
     "macro",
     "all_of",
+    "cluster",
 )
 """Keys every test takes; a task kind adds its own (``Task.setting_keys``)."""
 _SETTING_KEYS: dict[str, tuple[Task, ...]] = {}
@@ -130,6 +131,7 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
     description = given(fields.text, "description") or ""
     macro = errors.attempt(_parse_macro, context, fields) if fields.has("macro") else None
     all_of = errors.attempt(_parse_all_of, fields) if fields.has("all_of") else ()
+    cluster = given(fields.text, "cluster") or ""
     known = given(_parse_known_failures, "known_failures", context, fields) or {}
     if task_name is None:
         errors.raise_any()
@@ -141,6 +143,7 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
     if examples:
         wanted = [("macro", macro.tag)] if macro is not None else []
         wanted += [("all_of", tag) for tag in all_of or ()]
+        wanted += [("cluster", cluster)] if cluster else []
         errors.attempt(_tags_on_examples, fields, wanted, examples)
     errors.raise_any()
     # each of these is None only where its absence or mistake was recorded, and raised
@@ -159,6 +162,7 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
         settings=settings,
         macro=macro,
         all_of=all_of or (),
+        cluster=cluster,
         known_failures=known,
         content_hash=_content_hash(raw, source if source != context.path else None),
         examples_file=source if source != context.path else None,
@@ -168,8 +172,8 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
 def _tags_on_examples(
     fields: Fields, wanted: list[tuple[str, str]], examples: tuple[Example, ...]
 ) -> None:
-    """A ``macro`` or ``all_of`` tag no example carries would measure nothing: say so at
-    the key, with the tags the examples have."""
+    """A ``macro``, ``all_of`` or ``cluster`` tag no example carries would measure nothing:
+    say so at the key, with the tags the examples have."""
     present = {tag for example in examples for tag in example.tags}
     for key, tag in wanted:
         if tag not in present:

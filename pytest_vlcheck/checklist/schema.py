@@ -41,6 +41,9 @@ class ChecklistTest:
     macro: MacroSpec | None = None
     all_of: tuple[str, ...] = ()
     """Tags whose groups (examples sharing a value) count right only when all members are."""
+    cluster: str = ""
+    """The tag whose value clusters examples for the clustered interval and gate; empty: the
+    task kind's cluster (the image of a caption test ...)."""
     content_hash: str = ""
     hard_threshold: float | None = None
     known_failures: Mapping[str, str] = field(default_factory=dict)

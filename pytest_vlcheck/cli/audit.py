@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from pytest_vlcheck import bounds
+from pytest_vlcheck import bounds, fmt
 from pytest_vlcheck.audit import TestAudit, audit_subject, audit_test
 from pytest_vlcheck.checklist import ChecklistError, is_checklist_file, load_checklist
 from pytest_vlcheck.cli.help_examples import with_examples
@@ -130,5 +130,6 @@ def _audit(args: argparse.Namespace) -> int:
             print("\n".join(format_audit(audit)))
             tests += 1
             flagged += audit.flagged
-    print(f"vlcheck audit: {tests} tests in {len(checklists)} files, {flagged} flagged")
+    files = fmt.plural(len(checklists), "file")
+    print(f"vlcheck audit: {fmt.plural(tests, 'test')} in {files}, {flagged} flagged")
     return 1 if flagged and args.strict else 0

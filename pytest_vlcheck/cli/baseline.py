@@ -15,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path, PurePosixPath
 
+from pytest_vlcheck import fmt
 from pytest_vlcheck.checklist import ChecklistError, load_checklist
 from pytest_vlcheck.checklist.bundled import PREFIX, from_report_name
 from pytest_vlcheck.cli.help_examples import with_examples
@@ -122,7 +123,8 @@ def _prune(args: argparse.Namespace) -> int:
     for e in stale:
         print(f"stale: {e.file}::{e.test}[{e.model}]")
     verb = "would drop" if args.dry_run else "dropped"
-    summary = f"{args.file}: {verb} {len(stale)} of {len(baseline.entries)} entries"
+    entries = fmt.plural(len(baseline.entries), "entry", "entries")
+    summary = f"{args.file}: {verb} {len(stale)} of {entries}"
     kept = sum(is_python_test(e.file) and (e.file, e.test) in existing for e in baseline.entries)
     if kept:
         noun, its = ("entry", "its file exists") if kept == 1 else ("entries", "their files exist")

@@ -170,6 +170,12 @@ def _fraction(text: str) -> float:
     return value
 
 
+CHANCE_THRESHOLDS = (
+    "thresholds: each test's chance level (the default), so a model that guesses passes; "
+    "pass --threshold RATE for a real bar, or edit each test's threshold"
+)
+
+
 def run_import(args: argparse.Namespace) -> int:
     """The handler: convert, write each output atomically, print one line per file."""
     try:
@@ -184,8 +190,12 @@ def run_import(args: argparse.Namespace) -> int:
             for (_, doc), path in zip(outputs, targets, strict=True)
         ]
         check_loads([(path, text) for files in rendered for path, text, _ in files])
+        for write_extra in getattr(args, "_vl_extra_writers", ()):  # BiVLC's embedded images
+            write_extra(targets[0].parent)
         for (_, doc), files in zip(outputs, rendered, strict=True):
             _write(files, doc)
+        if args.threshold is None:
+            print(CHANCE_THRESHOLDS)
     except (SourceError, _UsageError, OutputPathError) as exc:
         print(f"vlcheck import: {exc}", file=sys.stderr)
         return 2

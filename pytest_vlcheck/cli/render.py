@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_vlcheck import bounds
+from pytest_vlcheck import bounds, fmt
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.cli.help_examples import with_examples
 from pytest_vlcheck.cli.output_paths import OutputPathError, check_output_folder
@@ -121,12 +121,13 @@ def run_render(args: argparse.Namespace) -> int:
     atomic_write_text(args.output / "index.md", _markdown(title, selected, shown))
     missing = sum(1 for s in shown.values() if s.error)
     print(
-        f"vlcheck render: {len(shown) - missing} images and index.html, index.md "
+        f"vlcheck render: {fmt.plural(len(shown) - missing, 'image')} and index.html, index.md "
         f"written to {args.output}"
     )
     if missing:
         print(
-            f"vlcheck render: {missing} images could not be loaded (see the index)", file=sys.stderr
+            f"vlcheck render: {fmt.plural(missing, 'image')} could not be loaded (see the index)",
+            file=sys.stderr,
         )
         return 1
     return 0
@@ -157,7 +158,7 @@ def _write_images(out: Path, refs: Iterator[ImageRef]) -> dict[tuple, _Shown]:
 def _test_heading(test: ChecklistTest, shown_count: int) -> str:
     return (
         f"{test.id}: {test.capability}, task {test.task}, threshold {test.threshold}, "
-        f"{shown_count} of {len(test.examples)} examples"
+        f"{shown_count} of {fmt.plural(len(test.examples), 'example')}"
     )
 
 

@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from pytest_vlcheck import bounds
+from pytest_vlcheck import bounds, fmt
 from pytest_vlcheck.checklist import Checklist, ChecklistError, is_checklist_file, load_checklist
 from pytest_vlcheck.cli.help_examples import with_examples
 from pytest_vlcheck.images.loading import ImageLoader, set_max_image_pixels
@@ -64,6 +64,14 @@ def _checklist_paths(paths: Sequence[Path]) -> Iterator[Path]:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    missing = [str(path) for path in args.paths if not path.exists()]
+    if missing:  # an input it cannot use: a usage error (2), not a problem found in a file (1)
+        print(
+            f"vlcheck validate: {', '.join(missing)}: no such file or folder; expected "
+            "checklist files or folders holding them",
+            file=sys.stderr,
+        )
+        return 2
     if args.max_image_pixels is not None:
         set_max_image_pixels(args.max_image_pixels)
     failures = 0
@@ -77,7 +85,9 @@ def _validate(args: argparse.Namespace) -> int:
             failures += 1
             continue
         examples = sum(len(test.examples) for test in checklist.tests)
-        summary = f"{path}: {len(checklist.tests)} tests, {examples} examples"
+        summary = (
+            f"{path}: {fmt.plural(len(checklist.tests), 'test')}, {fmt.plural(examples, 'example')}"
+        )
         if args.images:
             problems, checked = image_problems(checklist)
             for problem in problems:

@@ -14,7 +14,7 @@ scorer's fingerprint changes: ``refresh``).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,13 @@ from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.models.protocol import scorer_fingerprint
 
 Pair = tuple[ImageKey, str]
+Common = Callable[[Sequence[Hashable], set[Any]], set[Any]]
+"""Of the cache hits of some items, those to take (``BatchShare.common``: under
+``torch.distributed``, the ones every rank read, so every rank plans the same batches)."""
+
+
+def _all_hits(items: Sequence[Hashable], hits: set[Any]) -> set[Any]:
+    return hits
 
 
 @dataclass
@@ -84,10 +91,11 @@ class CachedScorer:
         finally:
             self.stats.model_seconds += time.perf_counter() - started
 
-    def texts_to_encode(self, texts: Iterable[str]) -> list[str]:
+    def texts_to_encode(self, texts: Iterable[str], common: Common = _all_hits) -> list[str]:
         """The unique ``texts`` neither in memory nor in the cache (those hits are loaded)."""
         todo = [t for t in dict.fromkeys(texts) if t not in self.memory.texts]
-        hits = self._from_cache("text", {t: text_key(t) for t in todo}, self.memory.texts)
+        keys = {t: text_key(t) for t in todo}
+        hits = common(todo, self._from_cache("text", keys, self.memory.texts))
         self.stats.texts_cached += len(hits)
         return [t for t in todo if t not in hits]
 
@@ -98,11 +106,13 @@ class CachedScorer:
         self._keep("text", batch, keys, vectors, self.memory.texts)
         self.stats.texts_encoded += len(batch)
 
-    def images_to_encode(self, refs: list[ImageRef], keys: dict[ImageKey, str]) -> list[ImageRef]:
+    def images_to_encode(
+        self, refs: list[ImageRef], keys: dict[ImageKey, str], common: Common = _all_hits
+    ) -> list[ImageRef]:
         """``refs`` (not in memory) whose vectors the cache does not hold under their content
         ``keys``."""
         found = {r.key: keys[r.key] for r in refs if r.key in keys}
-        hits = self._from_cache("image", found, self.memory.images)
+        hits = common(list(found), self._from_cache("image", found, self.memory.images))
         self.stats.images_cached += len(hits)
         return [r for r in refs if r.key not in hits]
 

@@ -14,6 +14,7 @@ import numpy as np
 from pytest_vlcheck import metrics
 from pytest_vlcheck.checklist.schema import ChecklistTest, MacroSpec
 from pytest_vlcheck.engine.missing import MissingImagesError, MissingPolicy
+from pytest_vlcheck.engine.result_extras import cluster_keys, result_extras
 from pytest_vlcheck.engine.scoring import ModelRunner, Unscorable, text_grid
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.images.refs import ImageRef
@@ -81,6 +82,8 @@ def evaluate_test(
             judged = extra.get("macro_average")
     for tag in test.all_of:
         extra.update(_all_of_metrics(tag, scored, lost, judgement.correct))
+    clusters = cluster_keys(test, task, scored)
+    unscored = [example for example, _ in lost]
     return CapabilityResult(
         file=str(test.file),
         test=test.id,
@@ -105,7 +108,8 @@ def evaluate_test(
         failures=_failures(task, scored, grids, judgement.correct, runner, thumbnails),
         unscored={"image unavailable": len(lost)} if lost else {},
         fingerprint=runner.fingerprint,
-        outcomes=_outcomes(scored, grids, judgement),
+        outcomes=_outcomes(scored, grids, judgement, clusters),
+        **result_extras(test, task, scored, unscored, judgement.correct, clusters),
     )
 
 
@@ -149,12 +153,15 @@ def _all_of_metrics(
 
 
 def _outcomes(
-    examples: Sequence[Example], grids: Sequence[np.ndarray], judgement: Judgement
+    examples: Sequence[Example],
+    grids: Sequence[np.ndarray],
+    judgement: Judgement,
+    clusters: Sequence[str],
 ) -> tuple[ExampleOutcome, ...]:
     return tuple(
-        ExampleOutcome(example.id, bool(ok), bool(tie), grid.tolist())
-        for example, grid, ok, tie in zip(
-            examples, grids, judgement.correct, judgement.ties, strict=True
+        ExampleOutcome(example.id, bool(ok), bool(tie), grid.tolist(), cluster)
+        for example, grid, ok, tie, cluster in zip(
+            examples, grids, judgement.correct, judgement.ties, clusters, strict=True
         )
     )
 

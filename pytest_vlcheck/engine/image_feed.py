@@ -171,7 +171,10 @@ def _cores() -> int:
 def loader_pool(threads: int = LOAD_THREADS) -> Iterator[ThreadPoolExecutor]:
     """The decoding threads. When the caller stops early (Ctrl-C, an error, a consumer that
     stops reading batches), what has not started is cancelled, not finished first: a run stops
-    within the images already being decoded, not the batches queued behind them."""
+    within the images already being decoded, not the batches queued behind them. Under
+    ``torchrun`` the threads are shared by the machine's ranks (``LOCAL_WORLD_SIZE``)."""
+    local_ranks = os.environ.get("LOCAL_WORLD_SIZE", "1")  # torchrun: processes on this machine
+    threads = max(1, threads // max(1, int(local_ranks))) if local_ranks.isdigit() else threads
     pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="vlcheck-load")
     try:
         yield pool

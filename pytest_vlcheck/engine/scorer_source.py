@@ -58,10 +58,16 @@ class KnownModel:
     sigmoid: tuple[float, float] | None = None
     own_match: bool = False
     """The scorer has a ``match_probability`` of its own (not a plain calibrated sigmoid)."""
+    exp: bool = False
+    """Its scores are log-probabilities and its match probability their ``exp``
+    (``match_is_exp``: a generative model's), known without building it."""
 
     def to_json(self) -> str:
         """The meta row's text."""
-        return json.dumps({"mode": self.mode, "sigmoid": self.sigmoid, "own_match": self.own_match})
+        return json.dumps(
+            {"mode": self.mode, "sigmoid": self.sigmoid, "own_match": self.own_match}
+            | ({"exp": True} if self.exp else {})
+        )
 
     @staticmethod
     def from_json(text: str | None) -> KnownModel | None:
@@ -74,7 +80,10 @@ class KnownModel:
             if sigmoid is not None:
                 scale, bias = (float(v) for v in sigmoid)
                 sigmoid = (scale, bias)
-            return KnownModel(data["mode"], sigmoid, data["own_match"])
+            exp = data.get("exp", False)
+            if not isinstance(exp, bool):
+                return None
+            return KnownModel(data["mode"], sigmoid, data["own_match"], exp)
         except (ValueError, TypeError, KeyError):
             return None
 
@@ -84,7 +93,8 @@ class KnownModel:
         calibration = getattr(scorer, "sigmoid_calibration", None)
         if calibration is not None:
             return KnownModel(mode, (float(calibration[0]), float(calibration[1])))
-        return KnownModel(mode, None, hasattr(scorer, "match_probability"))
+        exp = getattr(scorer, "match_is_exp", False) is True
+        return KnownModel(mode, None, hasattr(scorer, "match_probability"), exp)
 
 
 @dataclass
@@ -199,21 +209,26 @@ class ScorerSource:
         """Scores for a ``match`` decision and their kind (``probability`` or ``similarity``).
 
         Dual encoders that define ``match_probability`` (SigLIP's sigmoid) map similarities
-        to probabilities; cross-encoders and score files give their scores as they are.
+        to probabilities, as do pair scorers that define one (a generative model's mean
+        log-probability -> exp); other cross-encoders and score files give their scores as
+        they are.
         """
-        if self.mode != "dual":
+        if self.mode == "refs":
             return scores, "probability"
         known = self._name.known if self._built.scorer is None else None
         if known is not None and known.sigmoid is not None:
             return calibrated_sigmoid(scores, *known.sigmoid), "probability"
-        own = (
-            getattr(self.scorer, "match_probability", None)
-            if known is None or known.own_match
-            else None
-        )
+        if known is not None and known.exp:
+            return np.exp(scores.astype(np.float64)).astype(np.float32), "probability"
+        own = getattr(self.scorer, "match_probability", None) if self._own_match() else None
         if own is not None:
             return np.asarray(own(scores), dtype=np.float32), "probability"
-        return scores, "similarity"
+        return scores, "probability" if self.mode == "pairs" else "similarity"
+
+    def _own_match(self) -> bool:
+        """Whether the scorer maps its scores to match probabilities itself."""
+        known = self._name.known if self._built.scorer is None else None
+        return (known is None or known.own_match) and hasattr(self.scorer, "match_probability")
 
     def namespace(self, kind: str) -> str | None:
         """The cache namespace of ``kind`` for this model, or None when it cannot be cached:

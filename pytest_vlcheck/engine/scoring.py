@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pytest_vlcheck.engine.batch_share import BatchShare, WholeShare
 from pytest_vlcheck.engine.cached_scorer import CachedScorer, Pair, cosines
 from pytest_vlcheck.engine.embedding_width import EmbeddingWidth
 from pytest_vlcheck.engine.image_feed import ImageFeed, ImageLoad
@@ -87,6 +88,8 @@ class ModelRunner:
     stats: ScoringStats = field(default_factory=ScoringStats)
     scores: CachedScorer = field(init=False, repr=False)
     images: ImageFeed = field(init=False, repr=False)
+    share: BatchShare = field(default_factory=WholeShare, repr=False)
+    """Which of the planned batches this process encodes (``engine.batch_share``)."""
 
     def __post_init__(self) -> None:
         cache_file = None if self.cache is None else self.cache.path
@@ -227,14 +230,16 @@ class ModelRunner:
 
     def _texts(self, texts: list[str]) -> None:
         """Texts from the caches, the rest encoded in batches."""
-        for batch in self._batches(self.scores.texts_to_encode(texts)):
-            self.scores.encode_texts(batch)
+        batches = list(self._batches(self.scores.texts_to_encode(texts, self.share.common)))
+        with self.share.phase("texts", batches, self.scores.memory.texts) as mine:
+            for batch in mine:
+                self.scores.encode_texts(batch)
 
     def _images(self, refs: list[ImageRef]) -> None:
         """Images from the caches by content key, the rest decoded and encoded in batches."""
         self.images.key(refs)
         refs = [r for r in refs if r.key not in self.images.unavailable]
-        refs = self.scores.images_to_encode(refs, self.images.content_keys)
+        refs = self.scores.images_to_encode(refs, self.images.content_keys, self.share.common)
         if not refs:
             return
         scorer = self.source.scorer  # built before the loader pool starts
@@ -242,9 +247,13 @@ class ModelRunner:
         if not (callable(preprocess) and callable(getattr(scorer, "encode_preprocessed", None))):
             preprocess = None
         method = "encode_images" if preprocess is None else "encode_preprocessed"
-        with tracked(self.spec.name, len(refs), self.progress) as progress:
+        todo, memory = list(self._batches(refs)), self.scores.memory.images
+        with (
+            self.share.phase("images", todo, memory, self.images.unavailable) as mine,
+            tracked(self.spec.name, sum(map(len, mine)), self.progress) as progress,
+        ):
             for batch, inputs in self.images.loaded_batches(
-                list(self._batches(refs)),
+                mine,
                 preprocess,
                 self.source.user_code,
                 overlap=not _on_cpu(scorer),
@@ -261,7 +270,7 @@ class ModelRunner:
         self.images.key(list({key: images[key] for key, _ in pairs}.values()))
         pairs = [p for p in pairs if p[0] not in self.images.unavailable]
         content = self.images.content_keys
-        for batch in self._batches(self.scores.pairs_to_score(pairs, content)):
+        for batch in self._batches(by_image(self.scores.pairs_to_score(pairs, content))):
             refs = list({key: images[key] for key, _ in batch}.values())
             loaded = dict(zip((r.key for r in refs), self.images.load_all(refs), strict=True))
             batch = [p for p in batch if loaded[p[0]] is not None]
@@ -278,6 +287,16 @@ class ModelRunner:
             size = self.options.batch_size
         for start in range(0, len(items), size):
             yield list(items[start : start + size])
+
+
+def by_image(pairs: list[Pair]) -> list[Pair]:
+    """Pairs grouped by image, images in first-seen order: a batch then holds few unique
+    images, and a pair scorer that shares vision features within a batch (``vqa:``) runs
+    its vision tower once per unique image."""
+    order: dict[ImageKey, int] = {}
+    for key, _ in pairs:
+        order.setdefault(key, len(order))
+    return sorted(pairs, key=lambda pair: order[pair[0]])
 
 
 def text_grid(vectors: np.ndarray) -> np.ndarray:

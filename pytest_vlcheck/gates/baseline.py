@@ -43,7 +43,15 @@ __all__ = [
 ]
 
 BASELINE_VERSION = 1
-CONDITION_KEYS = ("precision", "device", "batch_size", "torch", "open_clip", "transformers")
+CONDITION_KEYS = (
+    "precision",
+    "device",
+    "batch_size",
+    "vqa",
+    "torch",
+    "open_clip",
+    "transformers",
+)
 NUMBER_KEYS = ("n", "passed", "pass_rate", "ci_low", "ci_high", "threshold")
 _TEXT_KEYS = ("file", "test", "model", "capability", "task", "spec", "content_hash")
 _OPTIONAL_TEXT_KEYS = ("fingerprint", "tool_version", "git_commit")

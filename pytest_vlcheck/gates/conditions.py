@@ -8,18 +8,21 @@ from typing import Any
 
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.torch_utils import computed_precision
+from pytest_vlcheck.models.vqa_prompt import VqaPrompt
 
 __all__ = ["run_conditions"]
 
 
 def run_conditions(options: ModelOptions) -> dict[str, Any]:
     """How a run measured: the precision computed in (fp16 on the CPU is fp32), the device
-    asked for, batch size and library versions (read from the installed metadata, so
+    asked for, batch size, what a generative model is asked (None: the default VQAScore
+    question) and library versions (read from the installed metadata, so
     nothing heavy is imported)."""
     conditions: dict[str, Any] = {
         "precision": computed_precision(options.precision, options.device),
         "device": options.device,
         "batch_size": "auto" if options.auto_batch else options.batch_size,
+        "vqa": None if options.vqa == VqaPrompt() else options.vqa.describe(),
     }
     for name, dist in (("torch", "torch"), ("open_clip", "open_clip_torch"), ("transformers",) * 2):
         try:

@@ -1,7 +1,8 @@
 """The gate decision: compare one item with its baseline entry and settle its verdict.
 
-Examples are paired by id; the change is tested with the exact McNemar mid-p, Bonferroni-
-corrected over ``m``, the items gated in the whole selection (``gates.counting``).
+Examples are paired by id; the change is tested with the exact McNemar mid-p (Durkalski's
+clustered McNemar when paired examples share a cluster, e.g. an image), Bonferroni-corrected
+over ``m``, the items gated in the whole selection (``gates.counting``).
 Bonferroni keeps each verdict a function of its own item, so serial runs, ``-n N`` and CI
 shards agree; Holm is for reports. An item regresses on a significant drop of more than
 ``max_drop_pts``. An item whose examples share no id with its entry cannot be paired, so it
@@ -19,8 +20,8 @@ from pytest_vlcheck.gates.baseline import CONDITION_KEYS, Baseline, BaselineEntr
 from pytest_vlcheck.metrics.paired import (
     bonferroni,
     discordant_pairs,
-    mcnemar_midp,
     min_detectable_discordant,
+    paired_p_value,
 )
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import GateComparison, GateWarning
@@ -81,17 +82,20 @@ def gate(
     max_drop_pts: float,
     content_hash: str | None = None,
     conditions: Mapping[str, object] | None = None,
+    clusters: Mapping[str, str] | None = None,
 ) -> GateComparison:
     """Compare one item with its baseline entry (examples paired by id).
 
     ``content_hash`` and ``conditions`` are the current run's; when given and different from
     the entry's they become warnings (a changed test, a bf16 run against an fp32 baseline).
     ``apply_gate`` calls it only when some example id pairs (otherwise it does not gate).
+    ``clusters`` (example id -> cluster) makes the test the clustered McNemar when two paired
+    examples share a cluster.
     """
     if m < 1:
         raise ValueError(f"m counts the items gated in the run, at least 1, got {m}")
     n_matched, b, c = discordant_pairs(entry.outcomes, current_outcomes)
-    p_mid = mcnemar_midp(b, c)
+    p_mid, test = paired_p_value(entry.outcomes, current_outcomes, clusters or {})
     alpha_corrected = alpha / m
     baseline_rate = entry.pass_rate if entry.pass_rate is not None else 0.0
     # rounded so that a drop of exactly max_drop_pts (0.48 vs 0.50) is not "more" by 2e-15
@@ -119,6 +123,7 @@ def gate(
         min_detectable_drop_pts=100.0 * d / n_matched if d <= n_matched else None,
         warnings=tuple(warnings),
         baseline_model=entry.model,
+        test=test,
     )
 
 
@@ -166,5 +171,6 @@ def apply_gate(
         max_drop_pts=settings.max_drop_pts,
         content_hash=result.content_hash,
         conditions=conditions,
+        clusters={o.id: o.cluster for o in result.outcomes if o.cluster},
     )
     return settled(dataclasses.replace(result, gate=measured), gate_only=settings.gate_only)

@@ -31,11 +31,13 @@ def pvalue(p: float) -> str:
 def gate_verdict(g: GateComparison) -> str:
     """The gate's verdict in words: ``regressed``, ``dropped N pts, not significant``,
     ``dropped N pts, less than --vl-max-drop``, ``improved`` or ``unchanged``, with the test
-    that decided it (the exact McNemar mid-p against alpha / m, m the items gated) and the
-    paired examples lost and gained, which are what significance depends on."""
+    that decided it (the exact McNemar mid-p, or the clustered McNemar's p when examples
+    share clusters, against alpha / m, m the items gated) and the paired examples lost and
+    gained, which are what significance depends on."""
     significant = g.p_mid < g.alpha_corrected
+    name = "clustered McNemar p" if g.test == "clustered_mcnemar" else "McNemar mid-p"
     test = (
-        f"McNemar mid-p {pvalue(g.p_mid)} {'<' if significant else '>='} alpha/m "
+        f"{name} {pvalue(g.p_mid)} {'<' if significant else '>='} alpha/m "
         f"{pvalue(g.alpha_corrected)}; {g.b} lost, {g.c} gained"
     )
     drop = f"{fmt.points(-g.delta_pts, signed=False)} pts"
@@ -112,6 +114,7 @@ def not_gated_warnings(
             has_entry = entry_of(settings, r.file, r.test, r.model) is not None
             (unpaired if has_entry else missing).append(r)
     lines = []
+    of_measured = fmt.plural(len(measured), "item")
     if missing:
         files = sorted({e.file for e in settings.baseline.entries} - {r.file for r in measured})
         hint = (
@@ -122,12 +125,12 @@ def not_gated_warnings(
             else ""
         )
         lines.append(
-            f"vlcheck: WARNING: no gate for {len(missing)} of {len(measured)} items: the "
+            f"vlcheck: WARNING: no gate for {len(missing)} of {of_measured}: the "
             f"baseline has no entry for {_named(missing)}{hint}"
         )
     if unpaired:
         lines.append(
-            f"vlcheck: WARNING: not gated: {len(unpaired)} of {len(measured)} items share no "
+            f"vlcheck: WARNING: not gated: {len(unpaired)} of {of_measured} share no "
             f"example id with their baseline entry: {_named(unpaired)}; the example ids "
             "changed since the baseline was saved: save a new baseline"
         )

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pytest_vlcheck.importers import (
     aro,
+    bivlc,
+    cola,
     colorswap,
     compun,
     crepe,
@@ -15,6 +17,7 @@ from pytest_vlcheck.importers import (
     mmvp,
     negbench,
     predicate_noun,
+    spec,
     sugarcrepe,
     sugarcrepe_pp,
     svo_probes,
@@ -45,6 +48,9 @@ FORMATS: dict[str, Importer] = {
         vismin,
         whatsup,
         mmvp,
+        cola,
+        spec,
+        bivlc,
     )
 }
 

@@ -279,6 +279,7 @@ def _vg_examples(
 def _order_examples(path: Path, data: list[Any], args: argparse.Namespace) -> list[dict[str, Any]]:
     examples = []
     dropped = 0
+    seen: dict[str, int] = {}
     for index, record in enumerate(data):
         if not isinstance(record, Mapping):
             raise SourceError(path, "expected a JSON object", record=index)
@@ -313,6 +314,11 @@ def _order_examples(path: Path, data: list[Any], args: argparse.Namespace) -> li
                 for number, caption in enumerate(captions)
             ]
         for example_id, (true, *shuffles) in cases:
+            if example_id in seen:  # found here, not in the built checklist's line
+                raise SourceError(
+                    path, f"id {example_id!r} repeats record {seen[example_id]}", record=index
+                )
+            seen[example_id] = index
             negatives = [s for s in shuffles if s != true]
             dropped += len(shuffles) - len(negatives)
             if not negatives:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from pytest_vlcheck.nesting import TOO_DEEP, json_too_deep
 from pytest_vlcheck.tasks import get_task
 
 Document = dict[str, Any]
@@ -193,18 +194,84 @@ def read_text(path: Path) -> str:
         raise SourceError(path, f"not UTF-8 text ({exc.reason})", line=line) from None
 
 
-def read_json(path: Path) -> Any:
-    """Parse a JSON file; a syntax error becomes ``FILE:LINE: ...``."""
+MAX_DIGITS = 100
+"""The most digits a whole number in a benchmark file may have: ids, indices and counts have
+a few; a wall of digits is a broken file, refused by name before ``int()`` (which gives up at
+4,300 digits with a ValueError) sees it."""
+
+_WHOLE = re.compile(rf"[0-9]{{1,{MAX_DIGITS}}}")
+
+
+class _LongNumber(ValueError):
+    """A JSON integer of more than ``MAX_DIGITS`` digits (raised inside the decoder)."""
+
+    def __init__(self, digits: str) -> None:
+        super().__init__(digits)
+        self.digits = digits
+
+
+def _json_int(digits: str) -> int:
+    if len(digits) > MAX_DIGITS + 1:  # a sign may lead
+        raise _LongNumber(digits)
+    return int(digits)
+
+
+_DECODER = json.JSONDecoder(parse_int=_json_int)
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def whole_number(text: str) -> int | None:
+    """``text`` as a whole number when it is ASCII digits (at most ``MAX_DIGITS``), else
+    None: ``²`` and ``٣`` pass ``str.isdigit()`` and are no index, and ``int()`` of 5,000
+    digits raises."""
+    return int(text) if _WHOLE.fullmatch(text) else None
+
+
+def capability_segment(path: Path, text: str, what: str, *, line: int | None = None) -> str:
+    """A free-form name (a category) as a capability segment, or a located ``SourceError``
+    when nothing of it is left (``???``, ``—``)."""
     try:
-        return json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
+        return capability(text)
+    except ValueError:
         raise SourceError(
-            path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno
+            path,
+            f"{what} {text!r} has no letter or digit; expected a name a capability can be "
+            "made of ([a-z0-9_])",
+            line=line,
         ) from None
 
 
-_JSON_SPACE = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
+def _check_json(path: Path, text: str, first_line: int = 1) -> None:
+    """Refuse JSON nested deeper than any benchmark needs before a parser recurses into it
+    (``RecursionError``), at the line where it gets too deep."""
+    deep = json_too_deep(text)
+    if deep is not None:
+        raise SourceError(path, TOO_DEEP, line=first_line + deep - 1)
+
+
+def _json_error(path: Path, text: str, exc: ValueError, first_line: int = 1) -> SourceError:
+    """A decoder's error at its line: bad syntax, or a number of too many digits."""
+    if isinstance(exc, _LongNumber):
+        line = first_line + text.count("\n", 0, max(text.find(exc.digits), 0))
+        message = (
+            f"a whole number of {len(exc.digits.lstrip('-'))} digits; expected at most {MAX_DIGITS}"
+        )
+        return SourceError(path, message, line=line)
+    if isinstance(exc, json.JSONDecodeError):
+        message = f"invalid JSON: {exc.msg} (column {exc.colno})"
+        return SourceError(path, message, line=first_line + exc.lineno - 1)
+    return SourceError(path, f"invalid JSON: {exc}", line=first_line)
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; a syntax error, a number of too many digits or nesting too deep
+    becomes ``FILE:LINE: ...``."""
+    text = read_text(path)
+    _check_json(path, text)
+    try:
+        return _DECODER.decode(text)
+    except ValueError as exc:
+        raise _json_error(path, text, exc) from None
 
 
 def read_json_records(path: Path) -> list[tuple[int, str | int, Any]]:
@@ -216,6 +283,7 @@ def read_json_records(path: Path) -> list[tuple[int, str | int, Any]]:
     the last one silently).
     """
     text = read_text(path)
+    _check_json(path, text)
     pos = _skip_space(text, 0)
     if not text.startswith(("{", "["), pos):
         raise SourceError(
@@ -261,10 +329,8 @@ def _json_value(path: Path, text: str, pos: int) -> tuple[Any, int]:
     """One JSON value starting at ``pos`` and the position after it."""
     try:
         return _DECODER.raw_decode(text, pos)
-    except json.JSONDecodeError as exc:
-        raise SourceError(
-            path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno
-        ) from None
+    except ValueError as exc:
+        raise _json_error(path, text, exc) from None
 
 
 def _expect(path: Path, text: str, pos: int, char: str) -> int:
@@ -284,12 +350,11 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
     for number, line in enumerate(read_text(path).split("\n"), start=1):
         if not line.strip():
             continue
+        _check_json(path, line, number)
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SourceError(
-                path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=number
-            ) from None
+            record = _DECODER.decode(line)
+        except ValueError as exc:
+            raise _json_error(path, line, exc, number) from None
         yield number, record
 
 

@@ -26,6 +26,7 @@ from pytest_vlcheck.importers.common import (
     files_under,
     make_test,
     read_csv,
+    whole_number,
 )
 
 CAPABILITY = "attribute/visual_pattern"
@@ -112,11 +113,12 @@ def _examples(path: Path) -> list[dict[str, Any]]:
 def _row(path: Path, line: int, row: dict[str, str], columns: list[str]) -> tuple[int, str, str]:
     """(question id, pattern type, statement) from the row's first three columns."""
     values = [(row.get(columns[i]) or "").strip() for i in range(3)]
-    if not values[0].isdigit():
-        raise SourceError(path, f"question id {values[0]!r} is not a number", line=line)
+    number = whole_number(values[0])
+    if number is None:
+        raise SourceError(path, f"question id {values[0]!r:.40} is not a number", line=line)
     if not values[1] or not values[2]:
         raise SourceError(path, "expected a pattern type and a statement", line=line)
-    return int(values[0]), values[1], values[2]
+    return number, values[1], values[2]
 
 
 IMPORTER = Importer(

@@ -4,8 +4,13 @@ correct_answer, correct_answer_template`` (the template ``positive``, ``negative
 
 One ``caption`` test per file: the option at ``correct_answer`` is the caption, the other
 options (in column order) its negatives; the template becomes the ``template`` slice, which
-gives NegBench's per-template accuracies. NegBench's figure is the accuracy of the argmax
-over the options in column order.
+gives NegBench's per-template accuracies.
+
+NegBench's figure is the accuracy of ``torch.argmax`` over the options in column order
+(``benchmarks/src/evaluation/mcq.py``): the first maximum wins. A file whose answers are all in
+column 0 (the released files) becomes ``ties: first``; any other becomes ``ties: order`` with
+each example's ``position`` (its answer's column, written when it is not 0), so the answer wins
+ties with later columns and loses them to earlier ones, as the authors count.
 """
 
 from __future__ import annotations
@@ -26,10 +31,11 @@ from pytest_vlcheck.importers.common import (
     read_csv,
     safe_test_id,
     text_field,
+    whole_number,
 )
 
 TEMPLATES = ("positive", "negative", "hybrid")
-_OPTION = re.compile(r"caption_(\d+)")
+_OPTION = re.compile(r"caption_([0-9]{1,9})")
 
 
 def add_arguments(parser: Any) -> None:
@@ -43,14 +49,17 @@ def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
         test_id = safe_test_id("negbench", path.stem)
         if test_id in tests:
             raise SourceError(path, f"a second file named {path.name}")
+        examples = _examples(path)
+        ordered = any("position" in example for example in examples)
         tests[test_id] = make_test(
             test_id,
             "negation/multiple_choice",
             "caption",
-            _examples(path),
+            examples,
             threshold=args.threshold,
+            settings={"ties": "order" if ordered else "first"},
             description=f"NegBench MCQ {path.stem}: the right option (affirmed, negated or "
-            "both) must score highest",
+            "both) must be the first maximum of the options in column order",
         )
     return [
         (
@@ -80,15 +89,16 @@ def _examples(path: Path) -> list[dict[str, Any]]:
                 + ", ".join(TEMPLATES),
                 line=line,
             )
-        examples.append(
-            {
-                "id": str(position),
-                "image": text_field(path, row, "image_path", None, line=line),
-                "caption": captions[answer],
-                "negatives": captions[:answer] + captions[answer + 1 :],
-                "tags": {"template": template, "answer": str(answer)},
-            }
-        )
+        example: dict[str, Any] = {
+            "id": str(position),
+            "image": text_field(path, row, "image_path", None, line=line),
+            "caption": captions[answer],
+            "negatives": captions[:answer] + captions[answer + 1 :],
+            "tags": {"template": template, "answer": str(answer)},
+        }
+        if answer:
+            example["position"] = answer  # ties: order reads the answer's column
+        examples.append(example)
     if not examples:
         raise SourceError(path, "no rows under the header")
     note_unwinnable(path, examples)
@@ -107,13 +117,14 @@ def _option_columns(path: Path, row: dict[str, str]) -> list[str]:
 
 def _answer(path: Path, row: dict[str, str], line: int, count: int) -> int:
     text = text_field(path, row, "correct_answer", None, line=line).strip()
-    if not text.isdigit() or int(text) >= count:
+    answer = whole_number(text)
+    if answer is None or answer >= count:
         raise SourceError(
             path,
-            f"'correct_answer' is {text!r}; expected an option index 0-{count - 1}",
+            f"'correct_answer' is {text!r:.40}; expected an option index 0-{count - 1}",
             line=line,
         )
-    return int(text)
+    return answer
 
 
 IMPORTER = Importer(

@@ -7,7 +7,10 @@ prepositions on controlled photos and on COCO / Visual Genome crops.
   (``left_of``, ``right_of``, ``on``, ``under`` in A; ``in-front_of``, ``behind`` and the
   same left/right in B). The authors' pair accuracy counts an object pair's two images of
   left/right (and of on/under in A, front/behind in B) right only when both are; set
-  accuracy needs all four. Here: tags ``pair`` and ``set`` with ``all_of: [pair, set]``.
+  accuracy needs all four. Here: tags ``pair`` and ``set`` with ``all_of: [pair, set]``,
+  and ``prepositions`` (``left-right``, ``on-under``, ``front-behind``), so the report gives
+  pair accuracy per preposition group (``all_of_slices``; a set, holding two groups, counts
+  under ``mixed``).
 - ``coco_qa_{one,two}_obj.json`` and ``vg_qa_{one,two}_obj.json``: a list of
   ``[image_id, true caption, false caption]``; COCO images are ``val2017/{id:012d}.jpg``,
   Visual Genome's ``vg_images/{id}.jpg`` (the authors' layout under one data folder).
@@ -114,6 +117,7 @@ def _controlled_test(path: Path, threshold: float | None) -> dict[str, Any]:
                 "negatives": options[1:],
                 "tags": {
                     "preposition": preposition,
+                    "prepositions": PAIRS[preposition],
                     "pair": f"{first}|{second}|{PAIRS[preposition]}",
                     "set": f"{first}|{second}",
                 },

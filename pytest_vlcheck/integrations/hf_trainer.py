@@ -4,8 +4,10 @@ It evaluates the model being trained (``kwargs["model"]`` of the callback events
 ``pytest_vlcheck.evaluate`` after each of the trainer's own evaluations, or every
 ``every_n_steps`` optimizer steps. Given the trainer, the run's scalars go through
 ``trainer.log``, so every ``report_to`` integration (TensorBoard, W&B, MLflow, ...) records
-them beside the loss; without it, pass ``log=`` as for ``evaluate``. Only the main process
-evaluates.
+them beside the loss (each from the main process only, as for the loss); without it, pass
+``log=`` as for ``evaluate``. Under ``torch.distributed`` every rank evaluates together
+(``evaluate`` is collective: each encodes a share) and keeps the same ``runs``; only rank 0
+writes and logs through ``log=``. Its arguments are checked when it is made.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from pytest_vlcheck.integrations.arguments import check_callback_arguments
 from pytest_vlcheck.integrations.schedule import Schedule
 from pytest_vlcheck.run.evaluate import evaluate
 from pytest_vlcheck.run.outcome import Run
@@ -37,6 +40,7 @@ class VlcheckCallback(TrainerCallback):
         self.checklists = checklists
         self.trainer = trainer
         self.schedule = Schedule(every_n_steps)
+        check_callback_arguments("VlcheckCallback", checklists, evaluate_options)
         self.options = evaluate_options
         self.runs: list[Run] = []
 
@@ -49,8 +53,6 @@ class VlcheckCallback(TrainerCallback):
             self._evaluate(state, kwargs.get("model"))
 
     def _evaluate(self, state: Any, model: Any) -> None:
-        if not state.is_world_process_zero:
-            return
         run = evaluate(model, self.checklists, step=state.global_step, **self.options)
         self.runs.append(run)
         if self.trainer is not None:

@@ -4,7 +4,10 @@ The CLIP model is the LightningModule's attribute ``model_attribute`` (``model``
 ``self.model = open_clip.create_model(...)`` in the module's ``__init__``). It is evaluated
 with ``pytest_vlcheck.evaluate`` after each validation epoch, or every ``every_n_steps``
 optimizer steps, and the run's scalars go to every logger of the trainer
-(``logger.log_metrics(scalars, step=trainer.global_step)``). Only global rank 0 evaluates.
+(``logger.log_metrics(scalars, step=trainer.global_step)``; Lightning's loggers write from
+global rank 0 only). Under ``torch.distributed`` every rank evaluates together (``evaluate``
+is collective: each encodes a share) and keeps the same ``runs``. Its arguments are checked
+when it is made.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 from lightning.pytorch.callbacks import Callback
 
 from pytest_vlcheck.errors import VlcheckUserError
+from pytest_vlcheck.integrations.arguments import check_callback_arguments
 from pytest_vlcheck.integrations.schedule import Schedule
 from pytest_vlcheck.run.evaluate import evaluate
 from pytest_vlcheck.run.outcome import Run
@@ -37,6 +41,7 @@ class VlcheckLightningCallback(Callback):
         self.checklists = checklists
         self.model_attribute = model_attribute
         self.schedule = Schedule(every_n_steps)
+        check_callback_arguments("VlcheckLightningCallback", checklists, evaluate_options)
         self.options = evaluate_options
         self.runs: list[Run] = []
 
@@ -51,8 +56,6 @@ class VlcheckLightningCallback(Callback):
             self._evaluate(trainer, pl_module)
 
     def _evaluate(self, trainer: Any, pl_module: Any) -> None:
-        if not trainer.is_global_zero:
-            return
         model = getattr(pl_module, self.model_attribute, None)
         if model is None:
             raise VlcheckUserError(

@@ -9,6 +9,7 @@ a logger that still cannot start costs no report (the files are written first).
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import netrc
 import os
@@ -81,16 +82,57 @@ def _check_folder(spec: str, argument: str, where: str) -> None:
     path = Path(argument)
     if path.exists() and not path.is_dir():
         raise LoggerSpecError(f"{where} {spec}: {path} is a file; expected a folder for events")
+    problem = _unwritable(path)
+    if problem:
+        raise LoggerSpecError(f"{where} {spec}: {problem}; expected a folder events can go in")
+    try:
+        importlib.import_module("tensorboard")
+    except Exception as exc:  # an install that is there but broken: say so now, not at the end
+        raise LoggerSpecError(
+            f"{where} {spec}: the tensorboard package cannot be imported ({first_line(exc)}); "
+            "expected a working install: pip install 'pytest-vlcheck[loggers]'"
+        ) from None
 
 
 def _check_file(spec: str, argument: str, where: str) -> None:
     path = Path(argument)
     if path.is_dir():
         raise LoggerSpecError(f"{where} {spec}: {path} is a folder; expected a file to append to")
-    if not path.parent.is_dir():
+    if path.is_symlink() and not path.exists():
+        raise LoggerSpecError(
+            f"{where} {spec}: {path} is a symbolic link to {os.readlink(path)}, which does not "
+            "exist; expected a file to append to, or nothing there"
+        )
+    if path.exists() and not os.access(path, os.W_OK):
+        raise LoggerSpecError(f"{where} {spec}: {path} is read-only; expected a file to append to")
+    if not path.parent.exists():
         raise LoggerSpecError(
             f"{where} {spec}: folder {path.parent} does not exist; expected an existing folder"
         )
+    problem = _unwritable(path.parent)
+    if problem:
+        raise LoggerSpecError(f"{where} {spec}: {problem}; expected a folder to write the file in")
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why ``folder`` (made, with its missing parents, when the logger starts) cannot hold
+    new files: the nearest folder that exists is a file, a dangling link or read-only."""
+    existing = folder
+    while not existing.exists():
+        if existing.is_symlink():
+            return f"{existing} is a symbolic link to {os.readlink(existing)}, which does not exist"
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is read-only"
+    return None
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception as one line: its type, and its message's first line."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
 def _check_wandb(spec: str, argument: str, where: str) -> None:
@@ -131,8 +173,8 @@ def open_logger(spec: Any, where: str) -> Logger:
     except LoggerSpecError:
         raise
     except Exception as exc:  # the logger library's own failure, told in one line
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise LoggerSpecError(f"{where} {spec}: cannot start the logger: {first}") from None
+        reason = first_line(exc)
+        raise LoggerSpecError(f"{where} {spec}: cannot start the logger: {reason}") from None
 
 
 def _start(kind: str, argument: str) -> Logger:

@@ -1,8 +1,8 @@
 """Pure metric functions over fp32 score arrays and outcome vectors, one module per family.
 
 ``choice``: the task metrics (caption, image, group, match), Wilson intervals and slices.
-Further families (paired statistics, aggregates, prior metrics) live beside it and are
-imported from their own modules. The names below are imported on first use
+Further families (paired statistics, aggregates, clustered intervals, prior metrics) live
+beside it and are imported from their own modules. The names below are imported on first use
 (``pytest_vlcheck.lazy``), so that importing one family does not load numpy for the others.
 """
 
@@ -12,9 +12,11 @@ _EXPORTS = dict.fromkeys(
     [
         "GROUP_CHANCE",
         "MATCH_CHANCE",
+        "ORDERED_TIE_RULES",
         "TIE_RULES",
         "Z95",
         "beats_all",
+        "beats_in_order",
         "choice_chance",
         "decided_by_tie",
         "group_caption_choices",
@@ -26,6 +28,7 @@ _EXPORTS = dict.fromkeys(
         "slice_rates",
         "top_set_chance",
         "wilson_interval",
+        "wilson_interval_at",
     ],
     "pytest_vlcheck.metrics.choice",
 )

@@ -4,13 +4,15 @@ ARO's VG-Relation and VG-Attribution tables are means of per-relation / per-attr
 accuracies over the groups with enough examples, not the share of all examples right (the
 micro pass rate). ``macro_average`` computes that mean from per-example outcomes so both
 figures can be reported side by side. What'sUp's pair and set accuracies count a group of
-examples (sharing a tag value) right only when every member is right: ``all_of_rate``.
+examples (sharing a tag value) right only when every member is right: ``all_of_rate``, and
+per slice (MMVP's pair accuracy per pattern) ``all_of_slices``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -100,3 +102,47 @@ def all_of_rate(
     counted = [ok for value, ok in right.items() if value not in unscored]
     rate = sum(counted) / len(counted) if counted else None
     return AllOfRate(rate, len(counted), len(right) - len(counted))
+
+
+MIXED = "mixed"
+"""The slice value of an ``all_of`` group whose members carry different values of the tag."""
+
+
+def all_of_slices(
+    correct: np.ndarray,
+    groups: Sequence[str | None],
+    tags: Sequence[Mapping[str, str]],
+    unscored: Collection[str] = (),
+    skip: Collection[str] = (),
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """``all_of_rate`` per slice: ``{tag: {value: {groups, passed, rate}}}``.
+
+    A group falls under a tag's value when every member carries that value (MMVP's pair
+    under its pattern), under ``MIXED`` when its members differ (or only some carry the
+    tag); a tag none of a group's members carries leaves the group out of that tag. Tags in
+    ``skip`` (the ``all_of`` tags themselves) and groups in ``unscored`` are not counted.
+    """
+    outcomes = np.asarray(correct, dtype=bool)
+    if not len(groups) == len(tags) == len(outcomes):
+        raise ValueError(f"{len(groups)} groups and {len(tags)} tag sets for {len(outcomes)}")
+    members: dict[str, list[int]] = {}
+    for index, group in enumerate(groups):
+        if group is not None and group not in unscored:
+            members.setdefault(group, []).append(index)
+    counts: dict[str, dict[str, list[int]]] = {}
+    for indices in members.values():
+        right = bool(outcomes[indices].all())
+        names = {name for i in indices for name in tags[i]} - set(skip)
+        for name in names:
+            values = {tags[i].get(name) for i in indices}
+            value = next(iter(values)) if len(values) == 1 else MIXED
+            cell = counts.setdefault(name, {}).setdefault(value or MIXED, [0, 0])
+            cell[0] += 1
+            cell[1] += int(right)
+    return {
+        name: {
+            value: {"groups": n, "passed": passed, "rate": passed / n}
+            for value, (n, passed) in sorted(values.items())
+        }
+        for name, values in sorted(counts.items())
+    }

@@ -23,18 +23,31 @@ TIE_RULES = ("fail", "first", "last")
 """How an exact tie among candidates reads: ``fail`` (a tie is wrong), ``first`` (the candidate
 listed first wins, as ``np.argmax`` picks), ``last`` (the one listed last wins)."""
 
+ORDERED_TIE_RULES = (*TIE_RULES, "order")
+"""Caption and image tests add ``order``: the candidates stand in the source's order, the true
+one at its example's ``position``, and the first maximum wins (``torch.argmax`` over the
+columns, NegBench's and SPEC's rule): the true candidate wins ties with the others after it
+and loses them to those before it."""
+
 
 def wilson_interval(passed: int, n: int, z: float = Z95) -> tuple[float, float]:
     """The Wilson score interval for a binomial proportion; (0, 1) when n is 0."""
     if n == 0:
         return 0.0, 1.0
-    p = passed / n
+    return wilson_interval_at(passed / n, n, z)
+
+
+def wilson_interval_at(p: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """The Wilson interval of a proportion ``p`` at a size ``n`` that may be fractional (an
+    effective size n / DEFF); a bound at 0 or 1 is exact when ``p`` is."""
+    if n <= 0:
+        return 0.0, 1.0
     z2 = z * z
     denominator = 1 + z2 / n
     centre = (p + z2 / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
-    low = 0.0 if passed == 0 else max(0.0, centre - half)
-    high = 1.0 if passed == n else min(1.0, centre + half)
+    low = 0.0 if p == 0 else max(0.0, centre - half)
+    high = 1.0 if p == 1 else min(1.0, centre + half)
     return low, high
 
 
@@ -70,6 +83,27 @@ def beats_all(
         raise ValueError("each example needs at least one negative")
     beats = np.greater_equal if ties == "first" else np.greater
     return np.all(beats(true_scores[:, None], other_scores), axis=1)
+
+
+def beats_in_order(
+    true_scores: np.ndarray, other_scores: np.ndarray, positions: np.ndarray
+) -> np.ndarray:
+    """Whether each true candidate is the first maximum of its row in column order.
+
+    Row i's true candidate stands at column ``positions[i]`` among ``other_scores[i]`` (the
+    others in their column order, padded with -inf): it must be above every other before it
+    and at least equal to every other after it, as ``argmax`` (first maximum) picks. A NaN
+    anywhere in a row fails it. Position 0 is ``beats_all(..., ties="first")``.
+    """
+    true_scores = np.asarray(true_scores, dtype=np.float32)
+    other_scores = np.asarray(other_scores, dtype=np.float32)
+    positions = np.asarray(positions, dtype=np.int64)
+    if other_scores.shape[1] == 0:
+        raise ValueError("each example needs at least one negative")
+    before = np.arange(other_scores.shape[1])[None, :] < positions[:, None]
+    above = np.greater(true_scores[:, None], other_scores)
+    level = np.greater_equal(true_scores[:, None], other_scores)
+    return np.all(np.where(before, above, level), axis=1)
 
 
 def decided_by_tie(true_scores: np.ndarray, other_scores: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ __all__ = [
     "holm",
     "mcnemar_midp",
     "min_detectable_discordant",
+    "paired_p_value",
 ]
 
 
@@ -51,6 +52,21 @@ def mcnemar_midp(b: int, c: int) -> float:
         tail += term
     # 2 * P(X <= k) - P(X = k), with every probability counted in units of 2**-n
     return float(min(Fraction(1), Fraction(2 * tail - term, 2**n)))
+
+
+def paired_p_value(
+    reference: Mapping[str, bool], other: Mapping[str, bool], clusters: Mapping[str, str]
+) -> tuple[float, str]:
+    """The p-value of the change between two runs paired by example, and the test used:
+    Durkalski's clustered McNemar (``clustered_mcnemar``) when two paired examples share a
+    cluster (``clusters``: example id -> cluster), else the exact mid-p (``mcnemar_midp``)."""
+    from pytest_vlcheck.metrics.clustered import clustered_mcnemar, has_shared_clusters
+
+    paired = [i for i in other if i in reference]
+    if has_shared_clusters(clusters, paired):
+        return clustered_mcnemar(reference, other, clusters), "clustered_mcnemar"
+    _, lost, gained = discordant_pairs(reference, other)
+    return mcnemar_midp(lost, gained), "mcnemar_midp"
 
 
 def bonferroni(p: float, m: int) -> float:

@@ -5,12 +5,19 @@ spec per match, in natural order (``epoch_2`` before ``epoch_10``), named ``GROU
 (``run@epoch_2``), where GROUP is the spec's name, shared by the checkpoints as their scalar
 prefix (one curve per scalar), and with the training step read from the file name: the last
 number in it (``epoch_12`` -> 12, ``checkpoint-500`` -> 500; none -> None).
+
+A glob whose checkpoints would share a column name (``a b`` and ``a-b``, ``runs/*/model``) or
+a step (``epoch_1`` and ``run_1``) is refused naming both files: two points at one step, or
+two columns under one name, would mix two checkpoints. Checkpoints without a step are
+measured; ``unstepped`` names them for the warning (and a logger's refusal: a curve needs
+steps).
 """
 
 from __future__ import annotations
 
 import glob
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -64,9 +71,27 @@ def expand_checkpoints(spec: ModelSpec) -> list[ModelSpec]:
             "expected weights files (or hf checkpoint folders) that exist"
         )
     members = []
+    by_name: dict[str, str] = {}
+    by_step: dict[int, str] = {}
     for match in matches:
         stem = Path(match.rstrip("/")).name.removesuffix(".safetensors")
         name = f"{spec.name}@{_NOT_IN_NAME.sub('-', stem)}"
+        step = step_of(match)
+        if name in by_name:
+            raise ModelSpecError(
+                f"{spec.text!r}: checkpoints {by_name[name]} and {match} would both be the "
+                f"column {name!r}; expected file names that differ in letters, digits or "
+                "'_.+-' (rename one), or a glob matching one of them"
+            )
+        if step is not None and step in by_step:
+            raise ModelSpecError(
+                f"{spec.text!r}: checkpoints {by_step[step]} and {match} both have step {step} "
+                "(the last number in the name); expected one checkpoint per step (a glob "
+                "matching one of them, or files renamed)"
+            )
+        by_name[name] = match
+        if step is not None:
+            by_step[step] = match
         body = f"{kept}{match}{after}"
         members.append(
             replace(
@@ -75,7 +100,23 @@ def expand_checkpoints(spec: ModelSpec) -> list[ModelSpec]:
                 text=f"{spec.scheme}:{body}",
                 body=body,
                 group=spec.name,
-                step=step_of(match),
+                step=step,
             )
         )
     return members
+
+
+def unstepped(specs: Sequence[ModelSpec]) -> str | None:
+    """The glob checkpoints whose names hold no step, as one line, or None."""
+    files = [
+        weights_part(spec.scheme, spec.body)[1]
+        for spec in specs
+        if spec.group is not None and spec.step is None
+    ]
+    if not files:
+        return None
+    shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+    return (
+        f"checkpoint glob: {shown} hold no step in their names (no number); expected names "
+        "like epoch_3 or checkpoint-500 for a curve over steps"
+    )

@@ -247,6 +247,7 @@ def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:
         config = transformers.AutoConfig.from_pretrained(source, **hub_kwargs)
     except Exception as exc:  # OSError offline, ValueError for an unknown model type
         raise _fetch_error(spec, local, offline, "its config", exc) from exc
+    _refuse_generative(spec, body, config)
     architectures = list(getattr(config, "architectures", None) or [])
     itm_name = next((a for a in architectures if a.endswith("ForImageTextRetrieval")), None)
     model_class = getattr(transformers, itm_name, None) if itm_name else transformers.AutoModel
@@ -261,13 +262,7 @@ def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:
         )
     except Exception as exc:
         raise _fetch_error(spec, local, offline, "the model", exc) from exc
-    missing = sorted(info.get("missing_keys") or [])
-    if missing:
-        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
-        raise ModelLoadError(
-            f"{spec}: the checkpoint has no weights for {len(missing)} parameter(s) of "
-            f"{type(model).__name__} ({shown}); they would be random, so the model is refused"
-        )
+    refuse_missing_weights(spec, model, info)
     dual = hasattr(model, "get_image_features") and hasattr(model, "get_text_features")
     if not (itm_name or dual):
         raise ModelLoadError(
@@ -296,6 +291,30 @@ def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:
         return HfDualScorer(**common)
     scale, bias = calibration
     return HfSigmoidScorer(logit_scale=scale, logit_bias=bias, **common)
+
+
+def refuse_missing_weights(spec: str, model: Any, info: dict[str, Any]) -> None:
+    """A checkpoint that leaves parameters of ``model`` uninitialised is refused: scores from
+    random weights would look like results."""
+    missing = sorted(info.get("missing_keys") or [])
+    if missing:
+        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+        raise ModelLoadError(
+            f"{spec}: the checkpoint has no weights for {len(missing)} parameter(s) of "
+            f"{type(model).__name__} ({shown}); they would be random, so the model is refused"
+        )
+
+
+def _refuse_generative(spec: str, body: str, config: Any) -> None:
+    """A generative VLM (LLaVA, Qwen2-VL, ...) is scored by the ``vqa:`` backend."""
+    from pytest_vlcheck.models.vqa_backend import is_generative_class
+
+    generative = [a for a in getattr(config, "architectures", None) or [] if is_generative_class(a)]
+    if generative:
+        raise ModelLoadError(
+            f"{spec}: a {generative[0]} is a generative image-text-to-text model, which hf: "
+            f"cannot score; expected vqa:{body} (VQAScore: the probability it answers Yes)"
+        )
 
 
 def _dtype_kwargs(transformers: Any, dtype: Any) -> dict[str, Any]:
@@ -344,7 +363,7 @@ def _processors(
 ) -> tuple[Any, Any]:
     """The tokenizer and PIL image processor, from the model's source or from ``#BASE``."""
     if processor_body is not None:
-        source, local = _resolve_source(processor_body, spec)
+        source, local = _resolve_source(processor_body, spec, PROCESSOR_FILES)
     offline = None if local else hub_unreachable_reason()
     kwargs: dict[str, Any] = {"local_files_only": True} if local or offline else {}
     try:
@@ -367,21 +386,34 @@ def _processor_part(processor_body: str | None) -> str:
     """What ``#BASE`` adds to the fingerprint: the base's own (its tokenizer files count)."""
     if processor_body is None:
         return ""
-    source, local = _resolve_source(processor_body, f"hf:#{processor_body}")
+    source, local = _resolve_source(processor_body, f"hf:#{processor_body}", PROCESSOR_FILES)
     return "#" + _fingerprint(processor_body, source, local)
 
 
-def _resolve_source(body: str, spec: str) -> tuple[str, bool]:
-    """(what from_pretrained gets, whether it is a local directory)."""
+PROCESSOR_FILES = (
+    "config.json",
+    "processor_config.json",
+    "preprocessor_config.json",
+    "tokenizer_config.json",
+)
+"""What marks a ``#BASE`` folder: a model's, or a processor's ``save_pretrained`` output
+(which writes no ``config.json``)."""
+
+
+def _resolve_source(
+    body: str, spec: str, markers: tuple[str, ...] = ("config.json",)
+) -> tuple[str, bool]:
+    """(what from_pretrained gets, whether it is a local directory); a local directory
+    must hold one of ``markers``."""
     text = body.strip()
     if not text:
         raise ModelLoadError(f"{spec}: empty spec; expected hf:HUB_NAME or hf:PATH/TO/DIRECTORY")
     path = Path(text).expanduser()
     if path.is_dir():
-        if not (path / "config.json").is_file():
+        if not any((path / marker).is_file() for marker in markers):
             raise ModelLoadError(
-                f"{spec}: {path} has no config.json; expected a directory written by "
-                "save_pretrained (model, tokenizer and image processor)"
+                f"{spec}: {path} has no {' or '.join(markers)}; expected a directory written "
+                "by save_pretrained (model, tokenizer and image processor)"
             )
         return str(path.resolve()), True
     if path.exists():

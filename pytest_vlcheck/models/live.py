@@ -17,6 +17,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, Any
 
+from pytest_vlcheck import fmt
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.models.live_fingerprint import weights_checksum
 from pytest_vlcheck.models.live_guard import live_forward
@@ -45,7 +46,9 @@ FINGERPRINT_PREFIX = "live:"
 _EXPECTED = (
     "expected an open_clip model (CLIP, CustomTextCLIP, CoCa) with preprocess= and "
     "tokenizer= from open_clip.create_model_and_transforms / get_tokenizer, a transformers "
-    "CLIP-family or SigLIP model with preprocess=its processor, or a scorer object "
+    "CLIP-family or SigLIP model with preprocess=its processor, a transformers "
+    "image-text-to-text model (LLaVA, Qwen2-VL, PaliGemma) with preprocess=its processor, or "
+    "a scorer object "
     "(encode_images + encode_texts, score_pairs or score_refs)"
 )
 
@@ -67,12 +70,7 @@ class LiveScorer:
     def fingerprint(self) -> str:
         """``live:`` + sha256 of the identity, the model's repr and the keyed checksum of its
         current weights and buffers: it changes with every change to them."""
-        import hashlib
-
-        digest = hashlib.sha256(self.identity.encode("utf-8"))
-        digest.update(_without_addresses(repr(self.model)).encode("utf-8"))
-        digest.update(weights_checksum(self.model).encode("ascii"))
-        return FINGERPRINT_PREFIX + digest.hexdigest()
+        return live_fingerprint(self.identity, self.model)
 
     @property
     def truncated_texts(self) -> set[str]:
@@ -94,6 +92,17 @@ class LiveScorer:
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         """Raw fp32 text embeddings [M, D]; over-long texts are truncated with a warning."""
         return self.encoder.encode_texts(texts)
+
+
+def live_fingerprint(identity: str, model: Any) -> str:
+    """``live:`` + sha256 of the identity, the model's repr and the keyed checksum of its
+    current weights and buffers."""
+    import hashlib
+
+    digest = hashlib.sha256(identity.encode("utf-8"))
+    digest.update(_without_addresses(repr(model)).encode("utf-8"))
+    digest.update(weights_checksum(model).encode("ascii"))
+    return FINGERPRINT_PREFIX + digest.hexdigest()
 
 
 class LiveSigmoidScorer(LiveScorer):
@@ -124,8 +133,8 @@ def live_scorer(
     if isinstance(model, (RefScorer, DualEncoder, PairScorer)):
         if preprocess is not None or tokenizer is not None:
             raise VlcheckUserError(
-                f"model: a {type(model).__name__} is already a scorer, so it takes no "
-                "preprocess= or tokenizer=; expected them only with a torch model"
+                f"model: {fmt.with_article(type(model).__name__)} is already a scorer, so it "
+                "takes no preprocess= or tokenizer=; expected them only with a torch model"
             )
         return model
     kind = _model_kind(model)
@@ -133,15 +142,21 @@ def live_scorer(
         return _open_clip_scorer(model, preprocess, tokenizer, options)
     if kind == "transformers":
         return _transformers_scorer(model, preprocess, tokenizer, options)
+    if kind == "generative":
+        from pytest_vlcheck.models.vqa_live import live_vqa_scorer
+
+        return live_vqa_scorer(model, preprocess, tokenizer, options)
     inner = getattr(model, "module", None)  # DistributedDataParallel, DataParallel
     hint = " (it wraps one: pass its .module)" if _model_kind(inner) else ""
     raise VlcheckUserError(
-        f"model: a {type(model).__name__} object cannot be scored{hint}; {_EXPECTED}"
+        f"model: {fmt.with_article(type(model).__name__)} object cannot be scored{hint}; "
+        f"{_EXPECTED}"
     )
 
 
 def _model_kind(model: Any) -> str | None:
-    """open_clip (encode_image/encode_text), transformers (get_*_features) or neither."""
+    """open_clip (encode_image/encode_text), transformers (get_*_features), generative (a
+    transformers image-text-to-text class) or neither."""
     try:
         import torch
     except ImportError:
@@ -152,6 +167,11 @@ def _model_kind(model: Any) -> str | None:
         getattr(model, "encode_text", None)
     ):
         return "open_clip"
+    if type(model).__module__.startswith("transformers."):
+        from pytest_vlcheck.models.vqa_backend import is_generative_class
+
+        if is_generative_class(type(model).__name__):
+            return "generative"
     if callable(getattr(model, "get_image_features", None)) and callable(
         getattr(model, "get_text_features", None)
     ):

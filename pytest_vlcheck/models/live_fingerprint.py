@@ -20,7 +20,10 @@ the tensors at each access, on each tensor's own device:
   chunk, every chunk's sums are kept in order), so the keys take a fixed 64 MiB per
   device. Only the small tensor of sums crosses to the host.
 
-sha256 then joins every tensor's name, dtype, shape and digest. The keys are fixed (derived
+A tensor sharded by FSDP2 (a ``DTensor``) is read whole (``full_tensor()``, which gathers it
+from every rank: all ranks compute the fingerprint together), so a sharded model has the
+checksum of the same weights unsharded. sha256 then joins every tensor's name, dtype, shape
+and digest. The keys are fixed (derived
 from ``KEY_SEED``), so one set of weights has one fingerprint in every process: weights that
 a training run produces do not depend on them.
 """
@@ -57,6 +60,9 @@ def weights_checksum(module: Any) -> str:
             if not isinstance(tensor, torch.Tensor):  # extra state some modules keep
                 described.update(f"{name}={tensor!r}\n".encode())
                 continue
+            whole = getattr(tensor, "full_tensor", None)  # a DTensor: FSDP2 shards
+            if callable(whole):
+                tensor = whole()  # collective: every rank reads the tensors in the same order
             described.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}\n".encode())
             if tensor.device.type == "cpu":
                 host_bytes.append(_words(tensor.detach()).view(torch.uint8).numpy())

@@ -13,10 +13,12 @@ method, instead of a numpy error deep inside the engine.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
 
+from pytest_vlcheck import fmt
 from pytest_vlcheck.errors import ScorerProtocolError, VlcheckUserError
+from pytest_vlcheck.models.vqa_prompt import VqaPrompt
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -38,13 +40,15 @@ class ModelOptions:
     ``precision`` is ``fp32``, ``fp16`` or ``bf16`` for the forward pass (decisions are
     always made on fp32 scores). ``auto_batch`` (``--vl-batch-size=auto``, the default) lets
     a backend size its batches to the device it loads on; ``batch_size`` is then the size
-    for a CPU (see ``torch_utils.device_batch_size``).
+    for a CPU (see ``torch_utils.device_batch_size``). ``vqa`` is what a generative model
+    (``vqa:``, a live image-text-to-text model) is asked (``--vl-vqa-*``).
     """
 
     device: str = "auto"
     batch_size: int = 64
     precision: Precision = "fp32"
     auto_batch: bool = False
+    vqa: VqaPrompt = field(default_factory=VqaPrompt)
 
 
 @dataclass(frozen=True)
@@ -122,8 +126,8 @@ def check_scorer(scorer: object, spec: str) -> None:
     has = [m for m in ("encode_images", "encode_texts") if callable(getattr(scorer, m, None))]
     found = f" (it has only {has[0]})" if has else ""
     raise ScorerProtocolError(
-        f"model '{spec}' gave a {type(scorer).__name__} object{found}, which is not a "
-        f"scorer; expected an object with {_METHODS}"
+        f"model '{spec}' gave {fmt.with_article(type(scorer).__name__)} object{found}, which "
+        f"is not a scorer; expected an object with {_METHODS}"
     )
 
 

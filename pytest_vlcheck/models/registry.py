@@ -1,7 +1,7 @@
 """Model specs (``--vl-model``): parse them, name them, and load the scorer behind them.
 
 A spec is ``[NAME=]SPEC`` where SPEC is an alias (``clip``, ``tiny``), ``SCHEME:BODY`` for a
-built-in scheme (open_clip, hf, scores, py), or ``ENTRY[:BODY]`` for a model a third-party
+built-in scheme (open_clip, hf, vqa, scores, py), or ``ENTRY[:BODY]`` for a model a third-party
 package registers in the ``pytest_vlcheck.models`` entry-point group (a callable taking
 ``(body, options)`` and returning a scorer). Backends are imported only when loaded.
 """
@@ -18,6 +18,7 @@ from typing import Any
 from pytest_vlcheck.errors import ModelLoadError, ModelSpecError, UserCodeError, VlcheckUserError
 from pytest_vlcheck.models.checkpoints import expand_checkpoints, is_glob
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity, ModelOptions, check_scorer
+from pytest_vlcheck.models.spec_files import check_spec_files
 from pytest_vlcheck.models.torch_utils import computed_precision
 
 __all__ = ["ModelLoadError", "ModelSpec", "ModelSpecError", "load_scorer", "parse_spec"]
@@ -26,12 +27,13 @@ ENTRY_POINT_GROUP = "pytest_vlcheck.models"
 BACKENDS = {
     "open_clip": "pytest_vlcheck.models.open_clip_backend",
     "hf": "pytest_vlcheck.models.hf_backend",
+    "vqa": "pytest_vlcheck.models.vqa_backend",
     "scores": "pytest_vlcheck.models.scores_backend",
     "py": "pytest_vlcheck.models.custom_backend",
 }
-BUILTIN_BACKENDS = frozenset({"open_clip", "hf", "scores"})
+BUILTIN_BACKENDS = frozenset({"open_clip", "hf", "vqa", "scores"})
 """Schemes whose code is vlcheck's own (``py:`` and entry points run the user's code)."""
-TORCH_BACKENDS = frozenset({"open_clip", "hf"})
+TORCH_BACKENDS = frozenset({"open_clip", "hf", "vqa"})
 CLIP_SPEC = "open_clip:ViT-B-32-quickgelu@openai"
 _NAME = re.compile(r"[A-Za-z0-9_.@+-]+")
 
@@ -59,10 +61,12 @@ def aliases() -> dict[str, str]:
 
 def parse_specs(texts: list[str]) -> list[ModelSpec]:
     """Parse every ``--vl-model`` value, a checkpoint glob into one spec per file
-    (``models.checkpoints``); names must come out unique."""
+    (``models.checkpoints``); names must come out unique, and every local file a spec names
+    must exist (``models.spec_files``, before any backend is imported)."""
     specs = [member for text in texts for member in expand_checkpoints(parse_spec(text))]
     seen: set[str] = set()
     for spec in specs:
+        check_spec_files(spec.text, spec.scheme, spec.body)
         if spec.name in seen:
             raise ModelSpecError(
                 f"two --vl-model values are both named '{spec.name}'; name "
@@ -82,7 +86,7 @@ def parse_spec(text: str) -> ModelSpec:
     if not text:
         raise ModelSpecError(
             "an empty --vl-model value; expected e.g. clip, tiny, "
-            "open_clip:ARCH@WEIGHTS, hf:DIR, scores:FILE or py:MODULE:FACTORY"
+            "open_clip:ARCH@WEIGHTS, hf:DIR, vqa:DIR, scores:FILE or py:MODULE:FACTORY"
         )
     alias_table = aliases()
     expanded = alias_table.get(text, text)
@@ -108,7 +112,7 @@ def _default_name(scheme: str, body: str) -> str:
             *([_stem(pretrained)] if pretrained and not is_glob(pretrained) else []),
         ]
         name = "@".join(parts)
-    elif scheme == "hf":
+    elif scheme in ("hf", "vqa"):
         parts = body.rstrip("/").split("/")
         name = parts[-2] if is_glob(parts[-1]) and len(parts) > 1 else parts[-1]
     elif scheme == "scores":

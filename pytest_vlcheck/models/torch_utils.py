@@ -41,6 +41,7 @@ FINGERPRINT_SUFFIXES = frozenset(
         ".txt",
         ".model",
         ".gz",
+        ".jinja",  # chat templates: they make a generative model's prompt
     }
 )
 
@@ -132,7 +133,8 @@ def run_in_batches(
 def resolve_device(name: str) -> str:
     """Turn ``--vl-device`` into a torch device string that is usable on this machine.
 
-    ``auto`` picks cuda (one GPU per xdist worker, round robin), then mps, then cpu. An
+    ``auto`` picks cuda (under ``torchrun`` the rank's ``LOCAL_RANK``; else one GPU per
+    xdist worker, round robin), then mps, then cpu. An
     explicit device that does not exist here is an error rather than a silent fallback, so a
     CI job asking for a GPU never runs on the CPU.
     """
@@ -141,6 +143,9 @@ def resolve_device(name: str) -> str:
     text = (name or "").strip()
     if text in ("", "auto"):
         if torch.cuda.is_available():
+            local = os.environ.get("LOCAL_RANK", "")
+            if local.isdigit():
+                return f"cuda:{int(local) % torch.cuda.device_count()}"
             worker = os.environ.get("PYTEST_XDIST_WORKER")
             return auto_cuda_device(torch.cuda.device_count(), worker)
         if _mps_available(torch):

@@ -11,15 +11,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.metrics.priors import mean_perplexity
 from pytest_vlcheck.priors.protocol import TextPrior
+
+
+class PriorOutputError(VlcheckUserError, ValueError):
+    """A prior that broke the protocol (the wrong number of NLLs): the user's code, told in
+    one line naming the prior, never a traceback."""
 
 
 def checked_nll(prior: TextPrior, texts: list[str]) -> np.ndarray:
     """The prior's NLLs of ``texts`` as float64, one per text (else a clear error)."""
     values = np.asarray(prior.text_nll(texts), dtype=np.float64).reshape(-1)
     if values.shape[0] != len(texts):
-        raise ValueError(
+        raise PriorOutputError(
             f"prior {getattr(prior, 'name', type(prior).__name__)!r} returned "
             f"{values.shape[0]} NLLs for {len(texts)} texts; expected one per text"
         )

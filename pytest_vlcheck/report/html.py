@@ -35,7 +35,8 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: 
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #e5e7eb; }
 h3 { font-size: 15px; margin: 24px 0 4px; }
 table { border-collapse: collapse; margin: 8px 0 12px; }
-th, td { border: 1px solid #e5e7eb; padding: 3px 8px; text-align: left; vertical-align: top; }
+th, td { border: 1px solid #e5e7eb; padding: 3px 8px; text-align: left; vertical-align: top;
+  overflow-wrap: anywhere; }
 th { background: #f3f4f6; font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 code { font-size: 12px; background: #f3f4f6; padding: 0 3px; border-radius: 3px; }
@@ -72,6 +73,20 @@ _MARK = {
     "skipped": "skip",
     "xfailed": "✗ xfail",
     "xpassed": "✓ XPASS",
+}
+
+
+SHOWN_FINGERPRINT = 24
+"""Characters of a model's fingerprint the Models table shows (all of it on hover, and in
+``matrix.json``): enough to tell checkpoints apart, short enough for a 1280-px window."""
+
+_STATUS_WORDS = {
+    "passed": "passed",
+    "failed": "failed",
+    "xfailed": "failed, as expected",
+    "xpassed": "passed, unexpectedly",
+    "error": "errored",
+    "skipped": "was skipped",
 }
 
 
@@ -115,12 +130,22 @@ def _models_section(report: Report) -> list[str]:
             [
                 _td(swatch + _e(m["name"])),
                 _td(f"<code>{_e(m.get('spec') or '-')}</code>"),
-                _td(f"<code>{_e(m.get('fingerprint') or '-')}</code>"),
+                _td(_shortened(m.get("fingerprint") or "-", SHOWN_FINGERPRINT)),
                 *(_td(str(c[s]), "num") for s in report.status_columns),
             ]
         )
     header = ["model", "spec", "fingerprint", *report.status_columns]
     return ["<h2>Models</h2>", *_table(header, rows)]
+
+
+def _shortened(text: str, width: int) -> str:
+    """``text`` as code cut to ``width`` characters in its middle (a fingerprint's scheme
+    and its hash's last digits stay), the whole of it on hover."""
+    if len(text) <= width:
+        return f"<code>{_e(text)}</code>"
+    head = (width - 1) // 2
+    short = text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+    return f'<code title="{_e(text)}">{_e(short)}</code>'
 
 
 def _delta(d: Delta) -> str:
@@ -273,10 +298,13 @@ def _example(task: str, example: FailureExample, thumbnails: Mapping[str, str] |
 
 def _failures(failures: Failures, thumbnails: Mapping[str, str] | None) -> list[str]:
     shown = len(failures.examples)
+    examples = fmt.plural(failures.failing, "failing example")
+    if shown < failures.failing:
+        examples = f"{shown} of {examples} shown"
     out = [
         "<details open>" if failures.status == "failed" else "<details>",
-        f"<summary>{_e(failures.model)}: {shown} failure example{'s' if shown != 1 else ''} "
-        f"(of {failures.failing} failing, {_e(failures.status)})</summary>",
+        f"<summary>{_e(failures.model)}: {examples} (the test {_STATUS_WORDS[failures.status]})"
+        "</summary>",
     ]
     for example in failures.examples:
         out += _example(failures.task, example, thumbnails)

@@ -56,7 +56,7 @@ class Row:
 
 @dataclass(frozen=True)
 class Matrix:
-    """Models (column order) and rows (first-seen order of capability, file, test)."""
+    """Models (column order) and rows (grouped by capability, file order within one)."""
 
     models: list[dict[str, Any]]
     rows: list[Row]
@@ -81,15 +81,30 @@ def _suffixes(keys: list[tuple[str, str, str]]) -> list[str]:
     return suffixes
 
 
+def _grouped(keys: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """The rows of one capability together, and capabilities of one area (the name's first
+    segment: ``attribute``, ``object``) together, each in the order it first appears; the
+    rows of a capability keep their order (the run's: file, line). A reader looks a
+    capability up once, wherever its tests sit in the files."""
+    areas: dict[str, int] = {}
+    capabilities: dict[str, int] = {}
+    for capability, _, _ in keys:
+        areas.setdefault(capability.split("/")[0], len(areas))
+        capabilities.setdefault(capability, len(capabilities))
+    order = {key: index for index, key in enumerate(keys)}
+    return sorted(keys, key=lambda k: (areas[k[0].split("/")[0]], capabilities[k[0]], order[k]))
+
+
 def build_matrix(
     models: Sequence[Mapping[str, Any]], results: Sequence[CapabilityResult]
 ) -> Matrix:
-    """Group results into rows keyed by (capability, file, test), keeping first-seen order."""
+    """Group results into rows keyed by (capability, file, test), grouped by capability
+    (``_grouped``) and in first-seen order (file order) within one."""
     cells: dict[tuple[str, str, str], dict[str, CapabilityResult]] = {}
     for r in results:
         key = (r.capability, r.file, r.test)
         cells.setdefault(key, {})[r.model] = r
-    keys = list(cells)
+    keys = _grouped(list(cells))
     rows = [
         Row(cap, file, test, label=cap + suffix, suffix=suffix, cells=cells[(cap, file, test)])
         for (cap, file, test), suffix in zip(keys, _suffixes(keys), strict=True)

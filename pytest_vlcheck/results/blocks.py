@@ -55,7 +55,9 @@ class GateComparison:
     ``b``: examples lost, ``c``: examples gained.
 
     ``min_detectable_drop_pts`` is None when even every matched example flipping to wrong
-    could not reach significance (the test is too small to gate on at this m).
+    could not reach significance (the test is too small to gate on at this m). ``test`` names
+    the paired test behind ``p_mid``: ``mcnemar_midp`` (exact mid-p) or ``clustered_mcnemar``
+    (Durkalski's, when paired examples share a cluster).
     """
 
     delta_pts: float
@@ -74,6 +76,7 @@ class GateComparison:
     min_detectable_drop_pts: float | None
     warnings: tuple[str, ...] = ()
     baseline_model: str = ""
+    test: str = "mcnemar_midp"
 
     _NUMBERS: ClassVar = ("delta_pts", "baseline_rate", "current_rate", "p_mid", "p_corrected")
     _COUNTS: ClassVar = ("n_matched", "b", "c", "added", "removed")
@@ -103,6 +106,7 @@ class GateComparison:
             ),
             warnings=_texts(c, raw.get("warnings", []), f"{where}.warnings", "warnings"),
             baseline_model=c.text(raw, "baseline_model", where),
+            test=c.text(raw, "test", where, "mcnemar_midp"),
         )
 
 

@@ -41,9 +41,13 @@ REPORTED_FIELDS = (
     "pass_rate",
     "ci_low",
     "ci_high",
+    "ci_low_clustered",
+    "ci_high_clustered",
+    "design_effect",
     "threshold",
     "chance",
     "ties",
+    "reordered_share",
 )
 """The result's scalar fields that every flat output reports, in this order: the JUnit
 properties (``vlcheck_<field>``) and the leading columns of ``matrix.csv``. A new one goes
@@ -84,12 +88,14 @@ class FailureExample:
 
 @dataclass(frozen=True)
 class ExampleOutcome:
-    """One example's verdict: what ``samples.jsonl``, baselines and gates compare."""
+    """One example's verdict: what ``samples.jsonl``, baselines and gates compare.
+    ``cluster`` is what it shares with other examples (its image ...; the clustered gate)."""
 
     id: str
     correct: bool
     tie: bool
     scores: list[list[float | None]]  # None: a NaN score read back from samples.jsonl
+    cluster: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The xdist transport's copy of the outcome."""
@@ -98,6 +104,7 @@ class ExampleOutcome:
             "correct": self.correct,
             "tie": self.tie,
             "scores": [list(row) for row in self.scores],
+            "cluster": self.cluster,
         }
 
 
@@ -111,6 +118,13 @@ class CapabilityResult:
     ``ties`` counts examples an exact tie decided (under the test's ``ties:`` rule);
     ``judged`` names the number the threshold judged (``pass_rate``, or ``macro_average``
     from ``metrics``).
+    ``ci_low_clustered``/``ci_high_clustered`` are the Wilson interval at n / ``design_effect``
+    over ``clusters`` clusters (``metrics.clustered``; the plain interval when every cluster
+    is one example); ``all_of_slices`` maps an ``all_of`` tag to its group rates per slice
+    (``{tag: {slice tag: {value: {groups, passed, rate}}}}``, ``mixed`` for a group whose
+    members differ); ``reordered_share`` is the share of examples with a competing text made
+    of the true text's words (a word-order-blind model can only tie there; None without a
+    choice among texts).
     ``criterion`` is a group test's pass criterion; ``score_kind`` says whether the decisive
     scores were similarities or match probabilities; ``message`` says why an errored or
     skipped test has no measurement; ``known_failure`` is the test's reason for expecting
@@ -153,6 +167,12 @@ class CapabilityResult:
     gate: Gate | None = None
     prior: Prior | None = None
     reference: ReferenceDelta | None = None
+    ci_low_clustered: float | None = None
+    ci_high_clustered: float | None = None
+    clusters: int = 0
+    design_effect: float | None = None
+    all_of_slices: dict[str, dict[str, dict[str, dict[str, Any]]]] = field(default_factory=dict)
+    reordered_share: float | None = None
     fingerprint: str = field(default="", compare=False)
     content_hash: str = field(default="", compare=False)
     outcomes: tuple[ExampleOutcome, ...] = field(default=(), compare=False, repr=False)
@@ -216,6 +236,20 @@ class CapabilityResult:
         ):
             if block is not None:
                 row[key] = block.to_json()
+        row.update(
+            ci_low_clustered=self.ci_low_clustered,
+            ci_high_clustered=self.ci_high_clustered,
+            clusters=self.clusters,
+            design_effect=self.design_effect,
+            all_of_slices={
+                group: {
+                    tag: {value: dict(cell) for value, cell in cells.items()}
+                    for tag, cells in tags.items()
+                }
+                for group, tags in self.all_of_slices.items()
+            },
+            reordered_share=self.reordered_share,
+        )
         if self.content_hash:
             row["content_hash"] = self.content_hash
         row["threshold_met"] = self.threshold_met
@@ -265,6 +299,12 @@ def _parse_result(c: JsonChecker, raw: Any, where: str) -> CapabilityResult:
         judged=c.text(r, "judged", where, "pass_rate"),
         metrics={k: c.number(v, f"{where}.metrics[{k!r}]") for k, v in metrics.items()},
         slices=_slices(c, r.get("slices", {}), f"{where}.slices"),
+        all_of_slices=_all_of_slices(c, r.get("all_of_slices", {}), f"{where}.all_of_slices"),
+        ci_low_clustered=c.number(r.get("ci_low_clustered"), f"{where}.ci_low_clustered"),
+        ci_high_clustered=c.number(r.get("ci_high_clustered"), f"{where}.ci_high_clustered"),
+        clusters=c.integer(r.get("clusters", 0), f"{where}.clusters"),
+        design_effect=c.number(r.get("design_effect"), f"{where}.design_effect"),
+        reordered_share=c.number(r.get("reordered_share"), f"{where}.reordered_share"),
         failures=[_failure(c, f, f"{where}.failures[{i}]") for i, f in enumerate(failures)],
         unscored={k: c.integer(v, f"{where}.unscored[{k!r}]") for k, v in unscored.items()},
         message=c.text(r, "message", where, ""),
@@ -296,6 +336,29 @@ def _slices(c: JsonChecker, raw: Any, where: str) -> dict[str, dict[str, dict[st
                 cell[key] = c.integer(cell[key], f"{cell_where}.{key}")
             cell["pass_rate"] = c.number(cell.get("pass_rate"), f"{cell_where}.pass_rate")
             out[tag][value] = cell
+    return out
+
+
+def _all_of_slices(
+    c: JsonChecker, raw: Any, where: str
+) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+    """``{all_of tag: {slice tag: {value: {groups, passed, rate}}}}``."""
+    out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for group, tags in c.mapping(raw, where).items():
+        group_where = f"{where}[{group!r}]"
+        out[group] = {}
+        for tag, values in c.mapping(tags, group_where).items():
+            tag_where = f"{group_where}[{tag!r}]"
+            out[group][tag] = {}
+            for value, cell in c.mapping(values, tag_where).items():
+                cell_where = f"{tag_where}[{value!r}]"
+                cell = dict(c.mapping(cell, cell_where))
+                for key in ("groups", "passed"):
+                    if key not in cell:
+                        raise c.fail(cell_where, f"missing key {key!r}, expected an integer")
+                    cell[key] = c.integer(cell[key], f"{cell_where}.{key}")
+                cell["rate"] = c.number(cell.get("rate"), f"{cell_where}.rate")
+                out[group][tag][value] = cell
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,15 @@ from pytest_vlcheck.errors import ModelLoadError, SettingsError, VlcheckUserErro
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.verdict import final
+from pytest_vlcheck.run.arguments import check_arguments, warn_unstepped
 from pytest_vlcheck.run.checklists import checklist_files, load_tests, selected
+from pytest_vlcheck.run.distributed import collective, on_rank_zero, run_digest
+from pytest_vlcheck.run.distributed_evaluate import for_ranks, shared_run
 from pytest_vlcheck.run.live_runners import LIVE_RUNNERS
 from pytest_vlcheck.run.outcome import Run
 from pytest_vlcheck.run.session import Settings, VlcheckSession
 from pytest_vlcheck.run.settings import KeywordOptions, build_settings
-from pytest_vlcheck.run.sinks import emit_all, file_sinks
+from pytest_vlcheck.run.sinks import emit_all_warning_on_loggers, file_sinks
 
 LogSpec = str | Callable[[dict[str, float], int | None], None]
 
@@ -41,6 +45,8 @@ def evaluate(
     baseline: str | Path | None = None,
     bundled: bool = False,
     select: str | Sequence[str] | None = None,
+    distributed: bool = True,
+    distributed_timeout: float | None = None,
     **options: Any,
 ) -> Run:
     """Score ``checklists`` on ``model`` and return the run's typed results.
@@ -55,14 +61,25 @@ def evaluate(
     the ``--vl-report`` files, ``baseline`` gates against a baseline, ``log`` sends each
     model's scalars (``Run.scalars``) at ``step`` to loggers. A mistake in any argument
     raises one ``VlcheckUserError`` naming it, before any scoring.
+
+    Under ``torch.distributed`` (a process group of several ranks) the call is collective:
+    every rank calls it with the same arguments, encodes a share and returns the same
+    ``Run``; only rank 0 writes and logs (``run.distributed``; ``distributed=False``: this
+    rank's own whole evaluation; ``distributed_timeout``: seconds a rank waits for the others).
     """
+    check_arguments(model, name=name, select=select)
+    group = collective(distributed, distributed_timeout)
+    model, lockstep = (model, False) if group is None else for_ranks(model)
     given = {"report_dir": report_dir, "baseline": baseline, "log": log, "step": step}
     source = KeywordOptions({**options, **given})
     if isinstance(model, str):
         source.values["model"] = model
     settings, scorer = _with_model(build_settings(source), model, preprocess, tokenizer, name)
+    warn_unstepped(settings)
     paths = _paths(checklists, bundled)
     tests = selected(load_tests(checklist_files(paths), settings.image_root), select)
+    if group is not None:
+        group.handshake(run_digest(settings, tests, select))
     session = VlcheckSession(settings)
     if scorer is not None:
         (spec,) = settings.specs
@@ -74,13 +91,15 @@ def evaluate(
             settings.url_cache_dir,
             image_memory=settings.image_memory_bytes,
         )
+    measure = partial(_measure, session, tests)
     try:
-        run = _measure(session, tests)
+        run = measure() if group is None else shared_run(group, session, measure, lockstep, scorer)
     finally:
         session.close()
         if scorer is not None:
             session.runners[settings.specs[0].name].release()
-    emit_all(run, file_sinks(run))
+    outputs = partial(emit_all_warning_on_loggers, run, file_sinks(run))
+    outputs() if group is None else on_rank_zero(group, outputs)
     return run
 
 
@@ -99,10 +118,12 @@ def _with_model(
     else:
         name = name or "model"
         from pytest_vlcheck.models.live import live_scorer
+        from pytest_vlcheck.models.live_check import check_live_inputs
 
         scorer = live_scorer(
             model, preprocess=preprocess, tokenizer=tokenizer, options=settings.model_options
         )
+        check_live_inputs(model, preprocess, tokenizer)  # one tiny input, before any scoring
         settings = replace(settings, specs=(_object_spec(name, model),))
     if name is not None:
         if len(settings.specs) > 1:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pytest_vlcheck.engine.missing import MISSING_POLICIES
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
 from pytest_vlcheck.models.protocol import PRECISIONS
+from pytest_vlcheck.models.vqa_prompt import DEFAULT_ANSWER, DEFAULT_QUESTION, VQA_MODES
 
 COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     (
@@ -20,7 +21,7 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "default": [],
             "metavar": "SPEC",
             "help": "model to test, repeatable: clip, tiny, open_clip:ARCH[@PRETRAINED], "
-            "hf:NAME_OR_DIR, scores:FILE, py:MODULE:FACTORY; NAME=SPEC names it",
+            "hf:NAME_OR_DIR, vqa:NAME_OR_DIR, scores:FILE, py:MODULE:FACTORY; NAME=SPEC names it",
         },
     ),
     ("--vl-device", {"default": None, "help": "auto (cuda, mps, cpu), cpu, cuda:0, ..."}),
@@ -39,6 +40,32 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "choices": PRECISIONS,
             "default": None,
             "help": "forward-pass precision; decisions always use fp32 scores",
+        },
+    ),
+    (
+        "--vl-vqa-question",
+        {
+            "default": DEFAULT_QUESTION,
+            "metavar": "TEMPLATE",
+            "help": "what a generative model (vqa:) is asked, {} standing for the text "
+            "(default: VQAScore's question)",
+        },
+    ),
+    (
+        "--vl-vqa-answer",
+        {
+            "default": DEFAULT_ANSWER,
+            "metavar": "TEXT",
+            "help": "the answer whose probability is a generative model's score (default Yes)",
+        },
+    ),
+    (
+        "--vl-vqa-mode",
+        {
+            "choices": VQA_MODES,
+            "default": "answer",
+            "help": "answer: P(answer | image, question) (VQAScore); caption: the text's own "
+            "likelihood given the image",
         },
     ),
     (
@@ -109,6 +136,15 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "default": False,
             "help": "also collect the checklists shipped with pytest-vlcheck (only "
             "them when no paths are given)",
+        },
+    ),
+    (
+        "--vl-allow-no-model",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "without --vl-model, skip checklist items and vl_model tests instead of "
+            "stopping with a usage error",
         },
     ),
     (

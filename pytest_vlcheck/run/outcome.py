@@ -34,6 +34,8 @@ class Run:
     stats: Mapping[str, ScoringStats] = field(default_factory=dict)
     step: int | None = None
     shard: ShardPlan | None = None
+    ranks: tuple[Mapping[str, ScoringStats], ...] = ()
+    """Under ``torch.distributed``: each rank's stats, in rank order (``stats`` sums them)."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``matrix.json`` document (what ``--vl-report`` writes)."""

@@ -22,8 +22,15 @@ from pytest_vlcheck.errors import ModelSpecError, SettingsError
 from pytest_vlcheck.gates import Baseline, GateSettings
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
 from pytest_vlcheck.images.loading import set_max_image_pixels
+from pytest_vlcheck.models.checkpoints import unstepped
 from pytest_vlcheck.models.protocol import PRECISIONS, ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec, parse_specs
+from pytest_vlcheck.models.vqa_prompt import (
+    DEFAULT_ANSWER,
+    DEFAULT_QUESTION,
+    VqaPrompt,
+    VqaPromptError,
+)
 from pytest_vlcheck.results.json_checks import ReportFormatError
 from pytest_vlcheck.run.session import Settings
 
@@ -32,6 +39,9 @@ DEFAULTS: dict[str, Any] = {
     "device": "auto",
     "batch_size": "auto",
     "precision": "fp32",
+    "vqa_question": DEFAULT_QUESTION,
+    "vqa_answer": DEFAULT_ANSWER,
+    "vqa_mode": "answer",
     "image_root": None,
     "threshold": None,
     "missing": "error",
@@ -141,6 +151,7 @@ def build_settings(source: OptionSource) -> Settings:
             batch_size=batch_size,
             precision=precision.value,
             auto_batch=auto_batch,
+            vqa=_vqa_prompt(source),
         ),
         image_root=Path(image_root).resolve() if image_root else None,
         threshold=threshold,
@@ -152,14 +163,31 @@ def build_settings(source: OptionSource) -> Settings:
         else _cache_root(source, "embeddings"),
         embedding_cache_bytes=bounds.DEFAULT_CACHE_BYTES if cache_bytes is None else cache_bytes,
         image_memory_bytes=bounds.DEFAULT_IMAGE_MEMORY if image_memory is None else image_memory,
-        log_specs=_logger_specs(source.get("log")),
+        log_specs=_logger_specs(source.get("log"), specs),
         step=_step(source.get("step"), specs),
     )
 
 
-def _logger_specs(raw: Raw) -> tuple[Any, ...]:
-    """Logger specs (one, or a list), each checked cheaply now: a bad one costs no scoring."""
+def _vqa_prompt(source: OptionSource) -> VqaPrompt:
+    """What a generative model is asked, checked now (a template without ``{}`` is refused
+    before any scoring)."""
+    raws = [source.get(f"vqa_{key}") for key in ("question", "answer", "mode")]
+    for raw in raws:
+        if not isinstance(raw.value, str):
+            raise SettingsError(f"{raw.where} is {raw.value!r}; expected a string")
+    prompt = VqaPrompt(*(raw.value for raw in raws))
+    try:
+        prompt.check([raw.where for raw in raws])
+    except VqaPromptError as exc:
+        raise SettingsError(str(exc)) from None
+    return prompt
+
+
+def _logger_specs(raw: Raw, models: tuple[ModelSpec, ...]) -> tuple[Any, ...]:
+    """Logger specs (one, or a list), each checked cheaply now, and the models' scalar
+    prefixes told apart: a bad one costs no scoring."""
     from pytest_vlcheck.loggers import LoggerSpecError, check_logger_spec
+    from pytest_vlcheck.loggers.scalars import ScalarNameError, check_prefixes
 
     specs = tuple(raw.value) if isinstance(raw.value, (list, tuple)) else (raw.value,)
     try:
@@ -167,6 +195,14 @@ def _logger_specs(raw: Raw) -> tuple[Any, ...]:
             check_logger_spec(spec, raw.where)
     except LoggerSpecError as exc:
         raise SettingsError(str(exc)) from None
+    try:
+        if specs and len(models) > 1:
+            check_prefixes(model.group or model.name for model in models)
+    except ScalarNameError as exc:
+        raise SettingsError(f"{raw.where}: {exc}") from None
+    no_step = unstepped(models)
+    if specs and no_step:
+        raise SettingsError(f"{raw.where}: {no_step}; a logger's curve needs them")
     return specs
 
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pytest_vlcheck.errors import VlcheckUserError
+
 if TYPE_CHECKING:  # numpy: the plugin imports the sinks in every pytest run
     from pytest_vlcheck.engine.scoring import ScoringStats
     from pytest_vlcheck.run.outcome import Run
@@ -64,6 +66,7 @@ class TerminalMatrix:
     def emit(self, run: Run) -> None:
         """Print the run's summary (nothing when it has no results)."""
         from pytest_vlcheck.gates.wording import gate_lines, not_gated_warnings
+        from pytest_vlcheck.models.checkpoints import unstepped
 
         if not run.results:
             return
@@ -77,6 +80,9 @@ class TerminalMatrix:
             if line is not None:
                 self.out.line(line)
         settings = run.settings
+        no_step = unstepped(settings.specs)
+        if no_step:
+            self.out.line(no_step, yellow=True, bold=True)
         gated = gate_lines(run.results)
         if gated:
             self.out.write_sep("-", "vlcheck gate")
@@ -135,25 +141,49 @@ class BaselineFile:
         save_baseline(self.path, baseline_entries(run.results, specs, conditions, commit))
 
 
+class LoggingFailed(VlcheckUserError):
+    """A logger that could not take the run's numbers (one line per logger); raised after
+    every logger was tried, the files having been written before."""
+
+
 @dataclass(frozen=True)
 class Loggers:
     """Every logger of the run (``--vl-log``, ``log=``): started, handed each model's
     scalars at the checkpoint's step (else the run's), flushed. Emitted after the files, so
-    a logger that cannot start or fails costs no report."""
+    a logger that cannot start or fails costs no report; a failure is one line, not the
+    logger library's traceback."""
 
     specs: tuple[Any, ...]
 
     def emit(self, run: Run) -> None:
-        """Log the run's numbers."""
-        from pytest_vlcheck.loggers import open_logger
+        """Log the run's numbers; raise ``LoggingFailed`` naming each logger that failed."""
+        failures = [line for spec in self.specs if (line := _logged(spec, run))]
+        if failures:
+            raise LoggingFailed("; ".join(failures))
 
-        for spec in self.specs:
-            logger = open_logger(spec, "logger")
-            try:
-                for scalars, step in run.scalars_per_model():
-                    logger.log(scalars, step)
-            finally:
-                logger.close()
+
+def _logged(spec: Any, run: Run) -> str | None:
+    """Log ``run`` with the logger ``spec`` names; None, or why it could not."""
+    from pytest_vlcheck.loggers import LoggerSpecError, open_logger
+    from pytest_vlcheck.loggers.specs import first_line
+
+    shown = spec if isinstance(spec, str) else getattr(spec, "__name__", type(spec).__name__)
+    try:
+        logger = open_logger(spec, "logger")
+    except LoggerSpecError as exc:
+        return str(exc)
+    try:
+        try:
+            for scalars, step in run.scalars_per_model():
+                logger.log(scalars, step)
+        finally:
+            logger.close()
+    except Exception as exc:  # the logger library's or the filesystem's: one line
+        return (
+            f"logger {shown}: could not log the run's numbers ({first_line(exc)}); expected a "
+            "logger that can write (the report files were written)"
+        )
+    return None
 
 
 def file_sinks(run: Run, *, baseline: bool = True) -> list[Sink]:
@@ -174,3 +204,18 @@ def emit_all(run: Run, sinks: list[Sink]) -> None:
     """Hand the run to every sink, in order."""
     for sink in sinks:
         sink.emit(run)
+
+
+class LoggingFailedWarning(UserWarning):
+    """``evaluate``'s word that a logger could not take the numbers: the run it returns is
+    whole and its files are written, so a training loop goes on."""
+
+
+def emit_all_warning_on_loggers(run: Run, sinks: list[Sink]) -> None:
+    """``emit_all``, a logger's failure a one-line ``LoggingFailedWarning``."""
+    import warnings
+
+    try:
+        emit_all(run, sinks)
+    except LoggingFailed as exc:
+        warnings.warn(LoggingFailedWarning(str(exc)), stacklevel=3)

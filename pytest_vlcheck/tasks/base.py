@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from pytest_vlcheck import metrics
+from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.metrics.choice import ScoreRow
 from pytest_vlcheck.parsing.example_fields import ParseContext
 from pytest_vlcheck.parsing.fields import Fields
@@ -36,6 +37,10 @@ class BaseTask:
         """No choice among texts by default."""
         return []
 
+    def cluster_key(self, example: Any) -> str | None:
+        """Each example its own cluster by default."""
+        return None
+
     def parse_plain_examples(
         self, context: ParseContext, test_id: str, raws: Sequence[Any], lines: Sequence[int]
     ) -> tuple[Any, ...] | None:
@@ -59,16 +64,40 @@ def choose_one(
 
 
 def choose_by_rules(
-    true_scores: Sequence[float], other_scores: Sequence[Sequence[float]], rules: Sequence[str]
+    true_scores: Sequence[float],
+    other_scores: Sequence[ScoreRow],
+    rules: Sequence[str],
+    positions: Sequence[int] | None = None,
 ) -> Judgement:
     """``choose_one`` with a tie rule per example (an example may override its test's). The
     true candidate is listed first, so ``first`` lets it win a tie and ``fail`` and ``last``
-    do not."""
+    do not; ``order`` puts it at ``positions[i]`` among the others (the first maximum wins)."""
     strict = choose_one(true_scores, other_scores, "fail")
     lenient = choose_one(true_scores, other_scores, "first")
     wins_ties = np.array([rule == "first" for rule in rules], dtype=bool)
     correct = np.where(wins_ties, lenient.correct, strict.correct)
+    ordered = np.array([rule == "order" for rule in rules], dtype=bool)
+    if ordered.any():
+        at = np.asarray(positions if positions is not None else [0] * len(rules))
+        in_order = metrics.beats_in_order(
+            np.asarray(true_scores, dtype=np.float32), metrics.pad_rows(other_scores), at
+        )
+        correct = np.where(ordered, in_order, correct)
     return Judgement(correct=correct, ties=strict.ties, chance=0.0)
+
+
+def image_cluster(ref: ImageRef) -> str:
+    """An image's cluster: where its pixels come from (crops of one file share it)."""
+    return f"{ref.kind}:{ref.location}"
+
+
+def position_of(fields: Fields, others: int) -> int:
+    """``position`` (``ties: order``): the true candidate's place among the others in the
+    source's order, a whole number from 0 (before every other) to their count."""
+    value = fields.number("position", low=0, high=others)
+    if value != int(value):
+        fields.fail(f"'position' is {value:g}; expected a whole number 0-{others}", "position")
+    return int(value)
 
 
 def parse_ties(fields: Fields) -> dict[str, Any]:

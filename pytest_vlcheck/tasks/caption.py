@@ -4,8 +4,11 @@ s(I, caption) > max_j s(I, negative_j), strictly (VL-CheckList, ARO, SugarCrepe)
 ``captions: [...]`` (several true captions) every true caption must outscore every negative:
 min_i s(I, caption_i) > max_j s(I, negative_j). The true captions are listed before the
 negatives, so ``ties: first`` lets a true caption win a tie with a negative and ``ties: last``
-(like ``fail``) gives it to the negative; ties among true captions decide nothing. Chance is
-the mean of 1/C(n, t) for t true captions among n texts (1/(k+1) with one).
+(like ``fail``) gives it to the negative; ties among true captions decide nothing. ``ties:
+order`` reads the candidates in the source's column order with the true caption(s) at the
+example's ``position`` (default 0): the first maximum wins, so the true caption wins ties with
+the negatives after it and loses them to those before it (``torch.argmax`` over NegBench's
+columns). Chance is the mean of 1/C(n, t) for t true captions among n texts (1/(k+1) with one).
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from pytest_vlcheck.parsing.example_fields import ParseContext, image_at
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.base import (
     BaseTask,
+    choose_by_rules,
     choose_one,
+    image_cluster,
     mapping_of,
-    parse_ties,
+    position_of,
     scored_texts,
 )
 from pytest_vlcheck.tasks.caption_plain import plain_caption_examples
@@ -41,6 +46,9 @@ class CaptionExample:
     negatives: tuple[str, ...]
     tags: Mapping[str, str] = field(default_factory=dict)
     line: int = 0
+    position: int = 0
+    """Where the true caption stood among the negatives in the source's columns (0: before
+    all); only ``ties: order`` reads it."""
 
 
 EXAMPLE_SCHEMA: dict[str, Any] = {
@@ -61,6 +69,12 @@ EXAMPLE_SCHEMA: dict[str, Any] = {
             "minItems": 1,
             "description": "captions that must score below the true one",
         },
+        "position": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "ties: order: the true caption's place among the negatives in the "
+            "source's column order (default 0, before every negative)",
+        },
         "id": {"$ref": "#/$defs/example_id"},
         "tags": {"$ref": "#/$defs/tags"},
     },
@@ -77,13 +91,13 @@ class CaptionTask(BaseTask):
     name = "caption"
     example_schema = EXAMPLE_SCHEMA
     example_keys = ("image", "negatives")
-    optional_example_keys = ("caption", "captions")
+    optional_example_keys = ("caption", "captions", "position")
     setting_keys = ("ties",)
     generation = GenerationRules(text_negatives=True)
 
     def parse_settings(self, fields: Fields) -> dict[str, Any]:
-        """``ties``: which of tied candidates wins."""
-        return parse_ties(fields)
+        """``ties``: which of tied candidates wins (``order``: the first in column order)."""
+        return {"ties": fields.choice("ties", metrics.ORDERED_TIE_RULES, "fail")}
 
     def parse_example(
         self,
@@ -93,7 +107,8 @@ class CaptionTask(BaseTask):
         tags: Mapping[str, str],
         line: int,
     ) -> CaptionExample:
-        """``image``, ``caption`` (or a list of true ``captions``) and ``negatives``."""
+        """``image``, ``caption`` (or a list of true ``captions``), ``negatives`` and the
+        optional ``position`` of the true caption(s) among them."""
         if fields.has("caption") == fields.has("captions"):
             fields.fail(f"{fields.where} needs exactly one of 'caption' or 'captions'")
         image = image_at(context, fields, "image")
@@ -101,7 +116,9 @@ class CaptionTask(BaseTask):
             captions = fields.strings("captions")
         else:
             captions = (fields.text("caption"),)
-        return CaptionExample(example_id, image, captions, fields.strings("negatives"), tags, line)
+        negatives = fields.strings("negatives")
+        position = position_of(fields, len(negatives)) if fields.has("position") else 0
+        return CaptionExample(example_id, image, captions, negatives, tags, line, position)
 
     def grid(self, example: CaptionExample) -> Grid:
         """One image x (true captions..., negatives...)."""
@@ -125,11 +142,14 @@ class CaptionTask(BaseTask):
     ) -> Judgement:
         """The lowest true caption (the first columns) must beat every negative."""
         counts = [len(e.captions) for e in examples]
-        outcome = choose_one(
-            [np.min(g[0, :t]) for g, t in zip(grids, counts, strict=True)],
-            [g[0, t:] for g, t in zip(grids, counts, strict=True)],
-            mapping_of(settings, "ties", "fail"),
-        )
+        true = [np.min(g[0, :t]) for g, t in zip(grids, counts, strict=True)]
+        others = [g[0, t:] for g, t in zip(grids, counts, strict=True)]
+        rule = mapping_of(settings, "ties", "fail")
+        if rule == "order":
+            positions = [e.position for e in examples]
+            outcome = choose_by_rules(true, others, [rule] * len(examples), positions)
+        else:
+            outcome = choose_one(true, others, rule)
         shapes = [(1, g.shape[1], t) for g, t in zip(grids, counts, strict=True)]
         chance = self.chance(settings, shapes)
         return Judgement(outcome.correct, outcome.ties, {}, chance)
@@ -158,6 +178,10 @@ class CaptionTask(BaseTask):
     def text_choices(self, example: CaptionExample) -> list[tuple[str, tuple[str, ...]]]:
         """Each true caption against the negatives."""
         return [(caption, example.negatives) for caption in example.captions]
+
+    def cluster_key(self, example: CaptionExample) -> str:
+        """The image the captions are about."""
+        return image_cluster(example.image)
 
     def generate(self, candidates: CandidateSet) -> list[dict[str, Any]]:
         """The true member's scene and caption; the others' captions plus word shuffles."""

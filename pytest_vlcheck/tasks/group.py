@@ -18,7 +18,7 @@ from pytest_vlcheck import metrics
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.parsing.example_fields import ParseContext, image_list
 from pytest_vlcheck.parsing.fields import Fields
-from pytest_vlcheck.tasks.base import BaseTask
+from pytest_vlcheck.tasks.base import BaseTask, image_cluster
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
 
 GroupCriterion = Literal["text", "image", "group"]
@@ -147,6 +147,10 @@ class GroupTask(BaseTask):
         """Each image's triplet: its caption against the other caption."""
         first, second = example.captions
         return [(first, (second,)), (second, (first,))]
+
+    def cluster_key(self, example: GroupExample) -> str:
+        """The two images, in either order."""
+        return " | ".join(sorted(image_cluster(ref) for ref in example.images))
 
     def generate(self, candidates: CandidateSet) -> list[dict[str, Any]]:
         """The base scene and caption with its one scene negative."""

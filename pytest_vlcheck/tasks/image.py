@@ -21,7 +21,7 @@ from pytest_vlcheck.tasks.base import (
     choose_by_rules,
     mapping_of,
     mean_chance,
-    parse_ties,
+    position_of,
 )
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
 
@@ -40,6 +40,9 @@ class ImageExample:
     tags: Mapping[str, str] = field(default_factory=dict)
     line: int = 0
     ties: str | None = None
+    position: int = 0
+    """Where the true image stood among the distractors in the source's order (0: before
+    all); only ``ties: order`` reads it."""
     """This example's tie rule when it differs from the test's (MMVP: a tie picks image 2,
     which is the true one for half the statements)."""
 
@@ -59,8 +62,14 @@ EXAMPLE_SCHEMA: dict[str, Any] = {
         "id": {"$ref": "#/$defs/example_id"},
         "tags": {"$ref": "#/$defs/tags"},
         "ties": {
-            "enum": list(metrics.TIE_RULES),
+            "enum": list(metrics.ORDERED_TIE_RULES),
             "description": "this example's tie rule, instead of the test's ties:",
+        },
+        "position": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "ties: order: the true image's place among the distractors in the "
+            "source's order (default 0, before every distractor)",
         },
     },
     "required": ["text", "image", "distractors"],
@@ -75,13 +84,14 @@ class ImageTask(BaseTask):
     name = "image"
     example_schema = EXAMPLE_SCHEMA
     example_keys = ("text", "image", "distractors")
-    optional_example_keys = ("ties",)
+    optional_example_keys = ("ties", "position")
     setting_keys = ("ties",)
     generation = GenerationRules(takes_prompts=True)
 
     def parse_settings(self, fields: Fields) -> dict[str, Any]:
-        """``ties``: which of tied candidates wins."""
-        return parse_ties(fields)
+        """``ties``: which of tied candidates wins (``order``: the first in the source's
+        order)."""
+        return {"ties": fields.choice("ties", metrics.ORDERED_TIE_RULES, "fail")}
 
     def parse_example(
         self,
@@ -99,8 +109,9 @@ class ImageTask(BaseTask):
             texts = (fields.text("text"),)
         distractors = image_list(context, fields, "distractors")
         image = image_at(context, fields, "image")
-        ties = fields.choice("ties", metrics.TIE_RULES) if fields.has("ties") else None
-        return ImageExample(example_id, texts, image, distractors, tags, line, ties)
+        ties = fields.choice("ties", metrics.ORDERED_TIE_RULES) if fields.has("ties") else None
+        position = position_of(fields, len(distractors)) if fields.has("position") else 0
+        return ImageExample(example_id, texts, image, distractors, tags, line, ties, position)
 
     def grid(self, example: ImageExample) -> Grid:
         """(true image, distractors...) x prompts."""
@@ -129,6 +140,7 @@ class ImageTask(BaseTask):
             [s[0] for s in per_image],
             [s[1:] for s in per_image],
             [getattr(e, "ties", None) or rule for e in examples],
+            [getattr(e, "position", 0) for e in examples],
         )
         chance = self.chance(settings, [g.shape for g in grids])
         return Judgement(outcome.correct, outcome.ties, {}, chance)
@@ -152,6 +164,10 @@ class ImageTask(BaseTask):
             ("text", list(example.texts), [example.image]),
             ("distractors", [], list(example.distractors)),
         ]
+
+    def cluster_key(self, example: ImageExample) -> str:
+        """The text (its prompts) the images are chosen for."""
+        return "text:" + "\n".join(example.texts)
 
     def generate(self, candidates: CandidateSet) -> list[dict[str, Any]]:
         """The true member's text (its prompts when given) against the others' scenes."""

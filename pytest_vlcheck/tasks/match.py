@@ -19,7 +19,7 @@ from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.parsing.example_fields import ParseContext, image_at
 from pytest_vlcheck.parsing.fields import Fields
-from pytest_vlcheck.tasks.base import BaseTask
+from pytest_vlcheck.tasks.base import BaseTask, image_cluster
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
 
 DEFAULT_CUTOFF = 0.5
@@ -163,6 +163,10 @@ class MatchTask(BaseTask):
         types = "+".join(example.neg_types) or "untyped"
         label = "match" if example.label else f"no_match ({types})"
         return [(label, [example.caption], [example.image])]
+
+    def cluster_key(self, example: MatchExample) -> str:
+        """The image the caption is matched with."""
+        return image_cluster(example.image)
 
     def generate(self, candidates: CandidateSet) -> list[dict[str, Any]]:
         """The true pair, then each other member's caption on the true scene."""

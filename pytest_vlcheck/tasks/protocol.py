@@ -211,3 +211,8 @@ class Task(Protocol):
     def verdict_notes(self, score_kind: str) -> list[str]:
         """Extra lines for a verdict's details."""
         ...
+
+    def cluster_key(self, example: Any) -> str | None:
+        """What examples of one cluster share for the clustered interval and gate (the image
+        a caption test asks about, ...); None: the example is a cluster of its own."""
+        ...

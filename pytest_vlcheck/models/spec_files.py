@@ -1,0 +1,98 @@
+"""Every local file a model spec names, checked before torch is imported.
+
+A missing config, weights file, model folder or scores file is the user's typo: found at
+parse time it is one usage error in a fraction of a second (exit 4 from pytest, a
+``SettingsError`` from ``evaluate``), not an errored item per test after torch, open_clip or
+transformers took tens of seconds to import. Each scheme registers one small function that
+returns what is missing (None when nothing is); the backends keep their own checks for what
+needs the library (a hub name, a registry architecture, a folder's contents).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pytest_vlcheck.errors import ModelSpecError
+
+FileCheck = Callable[[str], "str | None"]
+"""A scheme's check: the spec's body in, a "what is missing; what is expected" text out."""
+
+FILE_CHECKS: dict[str, FileCheck] = {}
+
+
+class SpecFileNotFoundError(ModelSpecError, FileNotFoundError):
+    """A local file or folder a ``--vl-model`` spec names does not exist."""
+
+
+def register_file_check(scheme: str) -> Callable[[FileCheck], FileCheck]:
+    """Decorator: ``check`` looks at the local files of ``scheme:`` specs."""
+
+    def register(check: FileCheck) -> FileCheck:
+        FILE_CHECKS[scheme] = check
+        return check
+
+    return register
+
+
+def check_spec_files(text: str, scheme: str, body: str) -> None:
+    """Raise ``SpecFileNotFoundError`` naming the spec when a local file it names is missing
+    (schemes without a registered check name no local file vlcheck can check)."""
+    check = FILE_CHECKS.get(scheme)
+    problem = check(body) if check else None
+    if problem is not None:
+        raise SpecFileNotFoundError(f"{text}: {problem}")
+
+
+def _looks_local(text: str) -> bool:
+    """A path, not a hub name (``ORG/NAME``): as the backends decide it."""
+    return text.startswith((".", "/", "~")) or "\\" in text or text.count("/") > 1
+
+
+@register_file_check("open_clip")
+def _open_clip(body: str) -> str | None:
+    from pytest_vlcheck.models.open_clip_backend import WEIGHT_SUFFIXES, split_spec
+
+    arch, pretrained = split_spec(body, lambda name: Path(name).is_file())
+    if arch.startswith("local-dir:"):
+        folder = Path(arch[len("local-dir:") :]).expanduser()
+        if not folder.is_dir():
+            return f"directory not found: {folder}; expected a folder with open_clip_config.json"
+    elif arch.endswith(".json") and not Path(arch).expanduser().is_file():
+        return (
+            f"open_clip model config not found: {arch}; expected an existing model-config "
+            ".json or a name from open_clip.list_models()"
+        )
+    if pretrained is None or Path(pretrained).expanduser().is_file():
+        return None
+    if Path(pretrained).suffix in WEIGHT_SUFFIXES or "/" in pretrained or "\\" in pretrained:
+        return (
+            f"weights file not found: {pretrained}; expected an existing weights file "
+            "(.safetensors preferred) or a pretrained tag"
+        )
+    return None
+
+
+@register_file_check("hf")
+def _hf(body: str) -> str | None:
+    model, _, base = body.partition("#")
+    for part, what in ((model.strip(), "model directory"), (base.strip(), "#BASE directory")):
+        # a #BASE folder may hold only a processor (save_pretrained of a processor)
+        if part and _looks_local(part) and not Path(part).expanduser().exists():
+            return (
+                f"{what} not found: {part}; expected a directory written by save_pretrained, "
+                "or a hub name ORG/NAME"
+            )
+    return None
+
+
+@register_file_check("scores")
+def _scores(body: str) -> str | None:
+    path = Path(body).expanduser()
+    if path.is_file():
+        return None
+    found = "is a directory" if path.is_dir() else "not found"
+    return (
+        f"scores file {found} (looked for {path.absolute()}); expected a JSON Lines file of "
+        "{image, text, score} lines"
+    )

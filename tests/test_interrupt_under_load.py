@@ -1,0 +1,111 @@
+"""Ctrl-C while a slow scorer is inside its forward pass, on a loaded machine: the run stops
+within 3 s, exits as interrupted, and leaves the earlier report and baseline byte-identical.
+
+The forward pass is a Python sleep loop (Python delivers SIGINT between bytecodes; a long
+native call would finish first), eight calls of 4 s each: a run that ignored the signal would
+take half a minute and replace the report. A busy-loop process beside it takes a core, as a
+CI machine's other jobs do. Its own xdist group: it times a run, so it should not share a
+worker with other heavy tests (``-n 2 --dist loadgroup``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from colour_scorer import SOURCE
+from PIL import Image
+
+IMAGES = 8
+CHECKLIST = "vlcheck: 1\ntests:\n  - id: shades\n    capability: attribute/color\n" + (
+    "    task: caption\n    threshold: 0.0\n    examples:\n"
+    + "".join(
+        f"      - {{image: red{i}.png, caption: red, negatives: [blue]}}\n" for i in range(IMAGES)
+    )
+)
+
+SLOW = (
+    SOURCE
+    + '''
+import os, time
+
+
+class Slow(ColourScorer):
+    """Scores like ColourScorer; with a file named 'block' present each forward pass is a
+    4 s Python loop, and the first says it has started."""
+
+    def encode_images(self, images):
+        if os.path.exists("block"):
+            open("scoring", "a").close()
+            deadline = time.monotonic() + 4
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+        return super().encode_images(images)
+
+
+def slow():
+    return Slow()
+'''
+)
+ARGS = (
+    "-p",
+    "no:cacheprovider",
+    "--vl-model=py:slow_model:slow",
+    "--vl-batch-size=1",
+    "--vl-report=rep",
+    "--vl-save-baseline=base.json",
+    "--vl-no-cache",
+)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+
+
+@pytest.mark.xdist_group("interrupt")
+def test_ctrl_c_inside_a_slow_forward_pass_stops_within_3_s(tmp_path: Path) -> None:
+    for i in range(IMAGES):
+        Image.new("RGB", (8, 8), (200 + i, 20, 20)).save(tmp_path / f"red{i}.png")
+    (tmp_path / "slow_model.py").write_text(SLOW)
+    (tmp_path / "checks.yaml").write_text(CHECKLIST)
+    command = [sys.executable, "-m", "pytest", *ARGS]
+    good = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert good.returncode == 0, good.stdout + good.stderr
+    (tmp_path / "block").touch()
+    before = _files(tmp_path)
+    assert {"rep/matrix.json", "base.json"} <= set(before)
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    run = subprocess.Popen(
+        command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "scoring").exists():
+            assert run.poll() is None and time.monotonic() < deadline, "scoring never started"
+            time.sleep(0.02)
+        time.sleep(0.5)  # well inside the first forward pass
+        interrupted = time.monotonic()
+        run.send_signal(signal.SIGINT)
+        output, _ = run.communicate(timeout=60)
+        stopped = time.monotonic() - interrupted
+    finally:
+        for process in (run, busy):
+            if process.poll() is None:
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait()
+    assert run.returncode == 2, output  # pytest's "interrupted"
+    assert "KeyboardInterrupt" in output
+    assert stopped < 3, f"{stopped:.1f} s to stop"
+    after = _files(tmp_path)
+    assert after.pop("scoring") == b""
+    assert after == before  # report and baseline byte-identical, nothing new anywhere
