@@ -87,7 +87,12 @@ def _variants(
         distributed=False,
         **extra,
     )
-    seen: dict[str, Any] = {}
+    seen: dict[str, Any] = {
+        "alone": {  # distributed=False: this rank's whole evaluation, as outside a group
+            "ranks": len(single.ranks),
+            "encoded": [s.images_encoded + s.texts_encoded for s in single.stats.values()],
+        }
+    }
     for variant in ("plain", "ddp", "fsdp2", "fsdp1"):
         model, extra = build()
         logged: list[tuple[dict, int | None]] = []
@@ -141,8 +146,8 @@ def _spec_model(rank: int, work: Path) -> dict[str, Any]:
 
 
 def _error_cases(rank: int, work: Path, build: Callable[[], tuple[Any, dict]]) -> dict[str, Any]:
-    """A tokenizer failing on rank 1 only; a logger failing on rank 0 (the only one that
-    logs); ``evaluate`` called on rank 0 alone."""
+    """A tokenizer failing on rank 1 only (an errored test on every rank); a model failing to
+    load on rank 1 only (every rank raises); ``evaluate`` called on rank 0 alone."""
     from pytest_vlcheck import evaluate
 
     checklist = work / "checks.yaml"
@@ -153,14 +158,11 @@ def _error_cases(rank: int, work: Path, build: Callable[[], tuple[Any, dict]]) -
     run = evaluate(model, checklist, batch_size=BATCH, no_cache=True, **extra)
     seen["tokenizer"] = sorted({r.message for r in run.results})
 
-    def failing_logger(scalars: dict, step: int | None) -> None:
-        raise RuntimeError("the logger is down")
-
     model, extra = build()
-    seen["logger"] = _raised(
-        lambda: evaluate(
-            model, checklist, batch_size=BATCH, no_cache=True, log=failing_logger, **extra
-        )
+    if rank == 1:
+        extra["tokenizer"] = _unloadable
+    seen["fatal"] = _raised(
+        lambda: evaluate(model, checklist, batch_size=BATCH, no_cache=True, **extra)
     )
     if rank == 0:
         model, extra = build()
@@ -173,7 +175,27 @@ def _error_cases(rank: int, work: Path, build: Callable[[], tuple[Any, dict]]) -
 
 
 def _failing(texts: Any) -> Any:
-    raise ValueError("this tokenizer fails on rank 1")
+    """A tokenizer that passes evaluate's one-text check, then fails on rank 1's share."""
+    if any("shade" in text for text in texts):
+        raise ValueError("this tokenizer fails on rank 1")
+    return _tokenize(texts)
+
+
+def _unloadable(texts: Any) -> Any:
+    from pytest_vlcheck.errors import ModelLoadError
+
+    if any("shade" in text for text in texts):
+        raise ModelLoadError("the text tower's weights are missing on rank 1")
+    return _tokenize(texts)
+
+
+def _tokenize(texts: Any) -> Any:
+    """The tiny model's own tokenizer."""
+    import open_clip
+
+    from pytest_vlcheck.tiny import CONTEXT_LENGTH
+
+    return open_clip.tokenizer.SimpleTokenizer(context_length=CONTEXT_LENGTH)(texts)
 
 
 def _raised(call: Callable[[], Any]) -> list[Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,6 +45,14 @@ def test_every_rank_returns_the_single_process_results(
     for seen in ranks:
         assert seen[family][variant]["same_results"]
         assert "error" not in seen[family][variant]["statuses"]
+
+
+@pytest.mark.parametrize("family", ["open_clip", "transformers"])
+def test_distributed_false_runs_the_whole_evaluation_on_each_rank(
+    ranks: list[Any], family: str
+) -> None:
+    for seen in ranks:
+        assert seen[family]["alone"] == {"ranks": 0, "encoded": [48]}
 
 
 @pytest.mark.parametrize("family", ["open_clip", "transformers"])
@@ -89,14 +98,12 @@ def test_a_scorer_failing_on_one_rank_is_the_same_error_row_on_every_rank(
     assert message.startswith("rank 1: ") and "this tokenizer fails on rank 1" in message
 
 
-def test_an_output_failing_on_rank_0_ends_every_rank_with_the_same_line(
+def test_a_model_failing_on_one_rank_ends_every_rank_with_the_same_line(
     ranks: list[Any],
 ) -> None:
-    lines = {tuple(seen["errors"]["logger"][:2]) for seen in ranks}
-    assert lines == {
-        ("CollectiveError", "evaluate failed on rank 0: RuntimeError: the logger is down")
-    }
-    assert all(seen["errors"]["logger"][2] < TIMEOUT for seen in ranks)
+    lines = {tuple(seen["errors"]["fatal"][:2]) for seen in ranks}
+    assert lines == {("ModelLoadError", "rank 1: the text tower's weights are missing on rank 1")}
+    assert all(seen["errors"]["fatal"][2] < TIMEOUT for seen in ranks)
 
 
 def test_evaluate_on_rank_0_alone_fails_with_the_hint(ranks: list[Any]) -> None:
@@ -140,3 +147,38 @@ def test_torchrun_ranks_share_the_image_threads(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "16")
     with loader_pool(8) as pool:
         assert pool._max_workers == 1
+
+
+def test_every_rank_raises_the_first_failed_ranks_error() -> None:
+    from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
+    from pytest_vlcheck.run.distributed import CollectiveError, describe, raise_agreed
+
+    ok: dict[str, Any] = {}
+    user = {"error": describe(VlcheckUserError("images: 3 missing\nmore"), 1)}
+    with pytest.raises(VlcheckUserError, match=r"^rank 1: images: 3 missing$"):
+        raise_agreed([ok, user, ok])
+    with pytest.raises(VlcheckUserError, match=r"^images: 3 missing$"):  # every rank: no prefix
+        raise_agreed([user, user])
+    with pytest.raises(ModelLoadError, match=r"^rank 0: gone$"):
+        raise_agreed([{"error": describe(ModelLoadError("gone"), 0)}, ok])
+    crash = {"error": describe(RuntimeError("CUDA out of memory"), 2)}
+    with pytest.raises(CollectiveError, match=r"^evaluate failed on rank 2: RuntimeError: CUDA"):
+        raise_agreed([ok, ok, crash])
+    raise_agreed([ok, {"rows": 3}])  # nothing failed
+
+
+def test_the_handshake_digest_ignores_the_ranks_device_and_callables(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from pytest_vlcheck.run.checklists import checklist_files, load_tests
+    from pytest_vlcheck.run.distributed import run_digest
+    from pytest_vlcheck.run.settings import KeywordOptions, build_settings
+
+    tests = load_tests(checklist_files([write_checklist(tmp_path)]), None)
+    settings = build_settings(KeywordOptions({"step": 3, "log": [print]}))
+    mine = run_digest(settings, tests, None)
+    other = replace(settings, model_options=replace(settings.model_options, device="cuda:1"))
+    assert run_digest(replace(other, log_specs=(len,)), tests, None) == mine
+    assert run_digest(replace(settings, step=4), tests, None) != mine
+    assert run_digest(settings, tests[:1], None) != mine
+    assert run_digest(settings, tests, ["shades0"]) != mine

@@ -88,7 +88,9 @@ def test_formats_registry_names_every_format() -> None:
 
 def test_sugarcrepe_one_test_per_set_with_source_ids(tmp_path: Path, capsys) -> None:
     doc = imported(tmp_path, "sugarcrepe", FIXTURES / "sugarcrepe")
-    assert capsys.readouterr().out.strip().endswith("sugarcrepe.yaml: 2 tests, 5 examples")
+    wrote, thresholds = capsys.readouterr().out.strip().splitlines()
+    assert wrote.endswith("sugarcrepe.yaml: 2 tests, 5 examples")
+    assert thresholds.startswith("thresholds") and "--threshold RATE" in thresholds
     assert [(t["id"], t["capability"], t["task"], t["threshold"]) for t in doc["tests"]] == [
         ("replace_att", "attribute/replace", "caption", 0.5),
         ("swap_obj", "object/swap", "caption", 0.5),

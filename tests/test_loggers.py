@@ -123,7 +123,7 @@ def test_several_models_are_prefixed() -> None:
     ("spec", "message"),
     [
         ("tensorbored:x", "unknown logger 'tensorbored'; expected one of tensorboard:DIR"),
-        ("tensorboard", "no path; expected tensorboard:PATH"),
+        ("tensorboard", "no DIR given; expected tensorboard:DIR"),
         ("wandb:project", "wandb takes no argument"),
         (42, "42: not a logger"),
         ("jsonl:missing/folder/x.jsonl", "folder missing/folder does not exist"),
@@ -197,7 +197,7 @@ def test_pytest_refuses_a_bad_step_and_logger_as_usage_errors(project: pytest.Py
     )
     result = project.runpytest("--vl-model=py:colour_model:make", "--vl-log=tensorboard")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--vl-log tensorboard: no path; expected tensorboard:PATH*"])
+    result.stderr.fnmatch_lines(["*--vl-log tensorboard: no DIR given; expected tensorboard:DIR*"])
 
 
 def test_tensorboard_events_hold_every_scalar_at_its_step(project: pytest.Pytester) -> None:

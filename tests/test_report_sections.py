@@ -25,7 +25,8 @@ from pytest_vlcheck.report.matrix import build_matrix
 from pytest_vlcheck.report.svg import radar_chart
 from pytest_vlcheck.results import CapabilityResult, FailureExample
 from pytest_vlcheck.results.blocks import GateComparison, ReferenceDelta
-from pytest_vlcheck.run.session import Settings, VlcheckSession
+from pytest_vlcheck.run.session import VlcheckSession
+from pytest_vlcheck.run.settings import Settings
 
 MODELS = [
     {"name": "old", "spec": "py:m:old", "fingerprint": "f1"},

@@ -1,28 +1,45 @@
 """The shape of the package, checked: the layering rules of the design brief as tests.
 
-Folder imports point one way (no cycle between the package's folders), the engine renders
-nothing, the plugin stays a thin layer of hooks, and no class or function grows past what a
-reader takes in at once. Only task modules branch on a task kind's name.
+Imports point one way (no cycle between the package's folders, nor between its files), the
+engine renders nothing, the plugin stays a thin layer of hooks, and no class or function
+grows past what a reader takes in at once. Only task modules branch on a task kind's name.
+The Layout (``docs/layout.md``, else README's section) names every part of the package.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import importlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from pytest_vlcheck.tasks import TASK_NAMES
 
-PACKAGE = Path(__file__).resolve().parent.parent / "pytest_vlcheck"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "pytest_vlcheck"
 MAX_FUNCTION_LINES = 80
-MAX_CLASS_LINES = 300
+MAX_CLASS_LINES = 250
 MAX_PLUGIN_LINES = 300
+CLASS_LINE_EXCEPTIONS = {
+    # ModelRunner is being slimmed (issue 30 item 3); until then it may keep its size. Remove
+    # this entry when it is under MAX_CLASS_LINES.
+    "engine/scoring.py:ModelRunner": 300,
+}
+
+
+@functools.cache
+def _parsed() -> tuple[tuple[Path, ast.Module], ...]:
+    """Every module of the package, parsed once for all the checks here."""
+    return tuple(
+        (path, ast.parse(path.read_text(encoding="utf-8")))
+        for path in sorted(PACKAGE.rglob("*.py"))
+    )
 
 
 def _modules() -> Iterator[tuple[Path, ast.Module]]:
-    for path in sorted(PACKAGE.rglob("*.py")):
-        yield path, ast.parse(path.read_text(encoding="utf-8"))
+    yield from _parsed()
 
 
 def _unit(path: Path) -> str:
@@ -79,6 +96,85 @@ def test_the_package_folders_import_each_other_one_way() -> None:
     assert _cycle(_graph()) is None
 
 
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return (getattr(test, "id", None) or getattr(test, "attr", None)) == "TYPE_CHECKING"
+
+
+def _outside_type_checking(tree: ast.Module) -> Iterator[ast.AST]:
+    """Every node but those under ``if TYPE_CHECKING:`` (imports for annotations only)."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            stack.extend(child.orelse if _is_type_checking(child) else [child])
+
+
+def _lazy_exports(package: str) -> dict[str, str]:
+    """Name -> module of a package that resolves names on first use (``lazy``): importing
+    one of those names imports that module, not the package's others."""
+    return dict(getattr(importlib.import_module(package), "_EXPORTS", {}))
+
+
+def _imported_modules(
+    tree: ast.Module, modules: set[str], lazy: dict[str, dict[str, str]]
+) -> set[str]:
+    """The ``modules`` a module imports, at its top or inside a function; a name a package
+    exports lazily (``lazy``: package -> name -> module) leads to the module defining it."""
+    targets: set[str] = set()
+    for node in _outside_type_checking(tree):
+        if isinstance(node, ast.Import):
+            targets |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            exports = lazy.get(node.module, {})
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                targets.add(full if full in modules else exports.get(alias.name, node.module))
+    return targets & modules
+
+
+@functools.cache
+def _file_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports."""
+    trees = {_module_name(path): (path, tree) for path, tree in _modules()}
+    packages = {name for name, (path, _) in trees.items() if path.name == "__init__.py"}
+    lazy = {package: _lazy_exports(package) for package in packages}
+    return {
+        name: _imported_modules(tree, set(trees), lazy) - {name}
+        for name, (_, tree) in trees.items()
+    }
+
+
+def test_no_two_files_import_each_other_even_through_others() -> None:
+    """Imports inside functions count (a circle there is a type in the wrong file, kept
+    working by a late import); imports for annotations only do not."""
+    assert _cycle(_file_graph()) is None
+
+
+def test_the_file_graph_sees_late_imports_and_skips_annotation_ones() -> None:
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "import p.e\n"
+        "from p.a import x\n"
+        "from p import c\n"
+        "if TYPE_CHECKING:\n"
+        "    from p.b import y\n"
+        "else:\n"
+        "    from p.f import y\n"
+        "def late():\n"
+        "    from p import lazy_name, plain\n"
+    )
+    modules = {"p", "p.a", "p.b", "p.c", "p.d", "p.e", "p.f"}
+    found = _imported_modules(tree, modules, {"p": {"lazy_name": "p.d"}})
+    assert found == {"p", "p.a", "p.c", "p.d", "p.e", "p.f"}
+
+
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
@@ -102,8 +198,12 @@ def _long_definitions() -> Iterator[str]:
                 ast.FunctionDef: MAX_FUNCTION_LINES,
                 ast.AsyncFunctionDef: MAX_FUNCTION_LINES,
             }.get(type(node))
-            if limit and node.end_lineno - node.lineno + 1 > limit:
-                yield f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}"
+            if not limit:
+                continue
+            where = path.relative_to(PACKAGE).as_posix()
+            limit = CLASS_LINE_EXCEPTIONS.get(f"{where}:{node.name}", limit)
+            if node.end_lineno - node.lineno + 1 > limit:
+                yield f"{where}:{node.lineno} {node.name}"
 
 
 def test_no_class_or_function_outgrows_a_reading() -> None:
@@ -166,3 +266,32 @@ def _untyped_result_parameters() -> Iterator[str]:
 
 def test_reports_and_commands_take_typed_results() -> None:
     assert list(_untyped_result_parameters()) == []
+
+
+def _layout_block() -> str:
+    """The package tree of the Layout: ``docs/layout.md`` when it exists, else README's
+    ``## Layout`` section; its first fenced block."""
+    page = ROOT / "docs" / "layout.md"
+    if page.exists():
+        text = page.read_text(encoding="utf-8")
+    else:
+        readme = (ROOT / "README.md").read_text(encoding="utf-8")
+        text = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    return text.split("```", 2)[1]
+
+
+def _package_parts() -> set[str]:
+    """The root modules (``plugin.py``) and folders (``run/``) of the package."""
+    return {
+        p.name if p.is_file() else p.name + "/"
+        for p in PACKAGE.iterdir()
+        if (p.suffix == ".py" and p.is_file()) or (p.is_dir() and (p / "__init__.py").exists())
+    }
+
+
+def test_the_layout_names_every_root_module_and_folder() -> None:
+    block = _layout_block()
+    named = set(re.findall(r"(?<![\w/.])(\w+(?:\.py|/))", block))
+    assert sorted(_package_parts() - named) == []
+    stale = {n for n in named if n.endswith(".py")} - _package_parts()
+    assert sorted(stale) == []

@@ -14,11 +14,12 @@ from PIL import Image
 from test_merge import MODELS, SECOND
 from test_plugin import CHECKLIST, COLOURS
 
-from pytest_vlcheck.engine.scoring import ScoringStats
+from pytest_vlcheck.engine.stats import ScoringStats
 from pytest_vlcheck.models.registry import parse_spec
 from pytest_vlcheck.plugin import STATS_KEY, ReportHooks
 from pytest_vlcheck.results import CapabilityResult
-from pytest_vlcheck.run.session import Settings, VlcheckSession
+from pytest_vlcheck.run.session import VlcheckSession
+from pytest_vlcheck.run.settings import Settings
 from pytest_vlcheck.run.sharding import ShardPlan
 
 ROOT = Path(__file__).resolve().parents[1]

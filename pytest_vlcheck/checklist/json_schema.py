@@ -4,7 +4,8 @@ The shipped ``checklist.schema.json`` describes what every checklist shares (the
 test's common keys, images, boxes, perturbations); the task kinds fill in the rest: the
 ``task`` enum, each kind's example schema (``Task.example_schema``), which examples a test of
 each kind holds, and which kinds take each test-level setting (``Task.setting_keys``). Adding
-a kind is its module and one registry line; the schema follows.
+a kind is its module and one registry line (or an installed package's entry point); the
+schema follows.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def checklist_schema() -> dict[str, Any]:
             }
         )
     for key, kinds in _setting_owners().items():
-        if key not in test["properties"]:
+        if key not in test["properties"] and all(TASKS.is_builtin(kind) for kind in kinds):
             raise ValueError(f"the schema describes no test key {key!r} that a task kind takes")
+        test["properties"].setdefault(key, {"description": f"a setting of {', '.join(kinds)}"})
         allowed = {"const": kinds[0]} if len(kinds) == 1 else {"enum": kinds}
         rules.append({"if": {"required": [key]}, "then": {"properties": {"task": allowed}}})
     test["allOf"] = rules

@@ -40,10 +40,16 @@ _TEST_KEYS = (
     "cluster",
 )
 """Keys every test takes; a task kind adds its own (``Task.setting_keys``)."""
-_SETTING_KEYS: dict[str, tuple[Task, ...]] = {}
-for _task in TASKS.values():
-    for _key in _task.setting_keys:
-        _SETTING_KEYS[_key] = (*_SETTING_KEYS.get(_key, ()), _task)
+
+
+def _setting_keys() -> dict[str, tuple[Task, ...]]:
+    """Each test-level key a task kind takes, and the kinds that take it (installed
+    packages' kinds included)."""
+    owners: dict[str, tuple[Task, ...]] = {}
+    for task in TASKS.values():
+        for key in task.setting_keys:
+            owners[key] = (*owners.get(key, ()), task)
+    return owners
 
 
 def is_checklist_file(path: Path) -> bool:
@@ -109,7 +115,7 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
     errors = ErrorCollector()
     with errors.guard():
         fields.check_keys(
-            (*_TEST_KEYS, *_SETTING_KEYS), required=("id", "capability", "task", "threshold")
+            (*_TEST_KEYS, *_setting_keys()), required=("id", "capability", "task", "threshold")
         )
 
     def given(parse: Callable[..., T], key: str, *args: Any, **kwargs: Any) -> T | None:
@@ -187,7 +193,7 @@ def _tags_on_examples(
 
 def _parse_settings(fields: Fields, task: Task) -> dict[str, Any]:
     """The test-level keys of ``task``'s kind; another kind's keys are errors."""
-    for key, owners in _SETTING_KEYS.items():
+    for key, owners in _setting_keys().items():
         if fields.has(key) and task not in owners:
             kinds = ", ".join(owner.name for owner in owners)
             fields.fail(f"'{key}' applies to {kinds} tests only, not '{task.name}'", key)

@@ -1,57 +1,59 @@
 """Importers: benchmark files (VL-CheckList, SugarCrepe, ARO, ...) -> checklist YAML documents.
 
-``FORMATS`` maps each ``vlcheck import FORMAT`` name to its ``Importer``; the command lives in
-``pytest_vlcheck.cli.import_command``.
+``FORMATS`` maps each ``vlcheck import FORMAT`` name to its ``Importer``: the built-in
+formats, then those installed packages register in the ``pytest_vlcheck.importers``
+entry-point group (docs/extending.md). The command lives in ``pytest_vlcheck.cli.import_command``.
 """
 
 from __future__ import annotations
 
-from pytest_vlcheck.importers import (
-    aro,
-    bivlc,
-    cola,
-    colorswap,
-    compun,
-    crepe,
-    eqben,
-    mmvp,
-    negbench,
-    predicate_noun,
-    spec,
-    sugarcrepe,
-    sugarcrepe_pp,
-    svo_probes,
-    valse,
-    vismin,
-    vl_checklist,
-    whatsup,
-    winoground,
-)
-from pytest_vlcheck.importers.common import Importer, SourceError
+from typing import Any
 
-FORMATS: dict[str, Importer] = {
-    module.IMPORTER.name: module.IMPORTER
-    for module in (
-        vl_checklist,
-        sugarcrepe,
-        sugarcrepe_pp,
-        predicate_noun,
-        compun,
-        svo_probes,
-        aro,
-        winoground,
-        valse,
-        negbench,
-        crepe,
-        colorswap,
-        eqben,
-        vismin,
-        whatsup,
-        mmvp,
-        cola,
-        spec,
-        bivlc,
-    )
-}
+from pytest_vlcheck.importers.common import Importer, SourceError
+from pytest_vlcheck.registry import PluginError, Registry
+
+ENTRY_POINT_GROUP = "pytest_vlcheck.importers"
+
+
+def check_importer(value: Any, name: str, where: str) -> Importer:
+    """``value`` if it is the ``Importer`` of format ``name``; else a ``PluginError``."""
+    if not isinstance(value, Importer):
+        raise PluginError(
+            f"{where} is {type(value).__name__}; expected a pytest_vlcheck.importers.Importer"
+        )
+    if value.name != name:
+        raise PluginError(f"{where} calls itself '{value.name}'; expected its name '{name}'")
+    return value
+
+
+FORMATS: Registry[Importer] = Registry(
+    "import format",
+    {
+        name: f"pytest_vlcheck.importers.{module}:IMPORTER"
+        for name, module in (
+            ("vl-checklist", "vl_checklist"),
+            ("sugarcrepe", "sugarcrepe"),
+            ("sugarcrepe-pp", "sugarcrepe_pp"),
+            ("predicate-noun", "predicate_noun"),
+            ("compun", "compun"),
+            ("svo-probes", "svo_probes"),
+            ("aro", "aro"),
+            ("winoground", "winoground"),
+            ("valse", "valse"),
+            ("negbench", "negbench"),
+            ("crepe", "crepe"),
+            ("colorswap", "colorswap"),
+            ("eqben", "eqben"),
+            ("vismin", "vismin"),
+            ("whatsup", "whatsup"),
+            ("mmvp", "mmvp"),
+            ("cola", "cola"),
+            ("spec", "spec"),
+            ("bivlc", "bivlc"),
+        )
+    },
+    ENTRY_POINT_GROUP,
+    check_importer,
+)
 
 __all__ = ["FORMATS", "Importer", "SourceError"]

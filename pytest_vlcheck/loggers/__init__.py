@@ -5,13 +5,14 @@ One module per logger behind the ``Logger`` protocol (``log(scalars, step)``, ``
 callable) into one, checking cheaply before any scoring; ``scalars`` names the numbers.
 """
 
-from pytest_vlcheck.loggers.protocol import Logger, LoggerSpecError
+from pytest_vlcheck.loggers.protocol import Logger, LoggerKind, LoggerSpecError
 from pytest_vlcheck.loggers.scalars import model_scalars, prefixed
-from pytest_vlcheck.loggers.specs import LOGGER_KINDS, check_logger_spec, open_logger
+from pytest_vlcheck.loggers.specs import LOGGERS, check_logger_spec, open_logger
 
 __all__ = [
-    "LOGGER_KINDS",
+    "LOGGERS",
     "Logger",
+    "LoggerKind",
     "LoggerSpecError",
     "check_logger_spec",
     "model_scalars",

@@ -1,5 +1,6 @@
-"""Logger specs: ``tensorboard:DIR``, ``wandb``, ``mlflow``, ``jsonl:FILE``, or a callable
-``(scalars, step)``.
+"""Logger specs: ``tensorboard:DIR``, ``wandb``, ``mlflow``, ``jsonl:FILE``, a kind an
+installed package registers in the ``pytest_vlcheck.loggers`` entry-point group (a
+``LoggerKind``, docs/extending.md), or a callable ``(scalars, step)``.
 
 ``check_logger_spec`` runs before any scoring and catches what can be known cheaply (an
 unknown kind, a missing argument or package, a path of the wrong kind, W&B online without a
@@ -19,12 +20,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from pytest_vlcheck.loggers.protocol import Logger, LoggerSpecError
+from pytest_vlcheck.loggers.protocol import Logger, LoggerKind, LoggerSpecError
+from pytest_vlcheck.registry import PluginError, Registry
 
-LOGGER_KINDS = ("tensorboard:DIR", "wandb", "mlflow", "jsonl:FILE")
-_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "mlflow"}
+ENTRY_POINT_GROUP = "pytest_vlcheck.loggers"
 _MLFLOW_SCHEMES = {"", "file", "http", "https", "databricks", "sqlite", "postgresql", "mysql"}
-_EXPECTED = f"expected one of {', '.join(LOGGER_KINDS)}, or a callable (scalars, step)"
 
 
 class CallableLogger:
@@ -40,17 +40,23 @@ class CallableLogger:
         """A function holds nothing open."""
 
 
-def _split(spec: Any, where: str) -> tuple[str, str]:
+def _expected() -> str:
+    kinds = [LOGGERS[name].usage for name in LOGGERS.builtin_names] + list(LOGGERS.plugins())
+    return f"expected one of {', '.join(kinds)}, or a callable (scalars, step)"
+
+
+def _split(spec: Any, where: str) -> tuple[LoggerKind, str]:
     if not isinstance(spec, str):
-        raise LoggerSpecError(f"{where} {spec!r}: not a logger; {_EXPECTED}")
-    kind, _, argument = spec.partition(":")
-    if kind not in ("tensorboard", "wandb", "mlflow", "jsonl"):
-        raise LoggerSpecError(f"{where} {spec}: unknown logger {kind!r}; {_EXPECTED}")
-    if kind in ("tensorboard", "jsonl") and not argument:
-        raise LoggerSpecError(f"{where} {spec}: no path; expected {kind}:PATH")
-    if kind in ("wandb", "mlflow") and argument:
+        raise LoggerSpecError(f"{where} {spec!r}: not a logger; {_expected()}")
+    name, _, argument = spec.partition(":")
+    if name not in LOGGERS:
+        raise LoggerSpecError(f"{where} {spec}: unknown logger {name!r}; {_expected()}")
+    kind = LOGGERS[name]
+    if kind.argument and not argument:
+        raise LoggerSpecError(f"{where} {spec}: no {kind.argument} given; expected {kind.usage}")
+    if not kind.argument and argument:
         raise LoggerSpecError(
-            f"{where} {spec}: {kind} takes no argument; expected '{kind}' (configured by its "
+            f"{where} {spec}: {name} takes no argument; expected '{name}' (configured by its "
             "own environment variables)"
         )
     return kind, argument
@@ -62,15 +68,13 @@ def check_logger_spec(spec: Any, where: str) -> None:
     if callable(spec):
         return
     kind, argument = _split(spec, where)
-    package = _PACKAGES.get(kind)
-    if package is not None and not _installed(package):
+    if kind.package is not None and not _installed(kind.package):
+        install = "'pytest-vlcheck[loggers]'" if LOGGERS.is_builtin(kind.name) else kind.package
         raise LoggerSpecError(
-            f"{where} {spec}: the {package} package is not installed; expected "
-            "pip install 'pytest-vlcheck[loggers]'"
+            f"{where} {spec}: the {kind.package} package is not installed; expected "
+            f"pip install {install}"
         )
-    {"tensorboard": _check_folder, "jsonl": _check_file, "wandb": _check_wandb}.get(
-        kind, _check_mlflow
-    )(spec, argument, where)
+    kind.check(spec, argument, where)
 
 
 def _installed(package: str) -> bool:
@@ -169,7 +173,7 @@ def open_logger(spec: Any, where: str) -> Logger:
         return CallableLogger(spec)
     kind, argument = _split(spec, where)
     try:
-        return _start(kind, argument)
+        return kind.start(argument)
     except LoggerSpecError:
         raise
     except Exception as exc:  # the logger library's own failure, told in one line
@@ -177,19 +181,55 @@ def open_logger(spec: Any, where: str) -> Logger:
         raise LoggerSpecError(f"{where} {spec}: cannot start the logger: {reason}") from None
 
 
-def _start(kind: str, argument: str) -> Logger:
-    if kind == "jsonl":
-        from pytest_vlcheck.loggers.jsonl_logger import JsonlLogger
+def _start_tensorboard(argument: str) -> Logger:
+    from pytest_vlcheck.loggers.tensorboard_logger import TensorBoardLogger
 
-        return JsonlLogger(Path(argument))
-    if kind == "tensorboard":
-        from pytest_vlcheck.loggers.tensorboard_logger import TensorBoardLogger
+    return TensorBoardLogger(Path(argument))
 
-        return TensorBoardLogger(Path(argument))
-    if kind == "wandb":
-        from pytest_vlcheck.loggers.wandb_logger import WandbLogger
 
-        return WandbLogger()
+def _start_wandb(argument: str) -> Logger:
+    from pytest_vlcheck.loggers.wandb_logger import WandbLogger
+
+    return WandbLogger()
+
+
+def _start_mlflow(argument: str) -> Logger:
     from pytest_vlcheck.loggers.mlflow_logger import MlflowLogger
 
     return MlflowLogger()
+
+
+def _start_jsonl(argument: str) -> Logger:
+    from pytest_vlcheck.loggers.jsonl_logger import JsonlLogger
+
+    return JsonlLogger(Path(argument))
+
+
+TENSORBOARD = LoggerKind("tensorboard", _start_tensorboard, "DIR", "tensorboard", _check_folder)
+WANDB = LoggerKind("wandb", _start_wandb, None, "wandb", _check_wandb)
+MLFLOW = LoggerKind("mlflow", _start_mlflow, None, "mlflow", _check_mlflow)
+JSONL = LoggerKind("jsonl", _start_jsonl, "FILE", None, _check_file)
+
+
+def check_logger_kind(value: Any, name: str, where: str) -> LoggerKind:
+    """``value`` if it is the ``LoggerKind`` called ``name``; else a ``PluginError``."""
+    if not isinstance(value, LoggerKind):
+        raise PluginError(
+            f"{where} is {type(value).__name__}; expected a pytest_vlcheck.loggers.LoggerKind"
+        )
+    if value.name != name:
+        raise PluginError(f"{where} calls itself '{value.name}'; expected its name '{name}'")
+    return value
+
+
+LOGGERS: Registry[LoggerKind] = Registry(
+    "logger",
+    {
+        "tensorboard": "pytest_vlcheck.loggers.specs:TENSORBOARD",
+        "wandb": "pytest_vlcheck.loggers.specs:WANDB",
+        "mlflow": "pytest_vlcheck.loggers.specs:MLFLOW",
+        "jsonl": "pytest_vlcheck.loggers.specs:JSONL",
+    },
+    ENTRY_POINT_GROUP,
+    check_logger_kind,
+)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from pytest_vlcheck.errors import ModelSpecError
 
 if TYPE_CHECKING:
-    from pytest_vlcheck.models.registry import ModelSpec
+    from pytest_vlcheck.models.protocol import ModelSpec
 
 GLOB_CHARACTERS = frozenset("*?[")
 _NUMBER = re.compile(r"\d+")

@@ -13,15 +13,12 @@ torch, open_clip and transformers are imported inside the functions only.
 
 from __future__ import annotations
 
-import functools
-import re
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck import fmt
 from pytest_vlcheck.errors import VlcheckUserError
-from pytest_vlcheck.models.live_fingerprint import weights_checksum
-from pytest_vlcheck.models.live_guard import live_forward
-from pytest_vlcheck.models.live_precision import CastCopy
+from pytest_vlcheck.models.live_guard import run_settings
+from pytest_vlcheck.models.live_identity import live_fingerprint, live_identity
 from pytest_vlcheck.models.protocol import (
     DualEncoder,
     ModelOptions,
@@ -30,17 +27,13 @@ from pytest_vlcheck.models.protocol import (
 )
 from pytest_vlcheck.models.torch_utils import (
     calibrated_sigmoid,
-    device_batch_size,
-    effective_precision,
     sigmoid_calibration_of,
-    torch_dtype,
 )
 
 if TYPE_CHECKING:
     import numpy as np
     from PIL.Image import Image
 
-FINGERPRINT_PREFIX = "live:"
 """Live fingerprints start with it; spec fingerprints are sha256 hex or ``hf:NAME[@REV]``."""
 
 _EXPECTED = (
@@ -92,17 +85,6 @@ class LiveScorer:
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         """Raw fp32 text embeddings [M, D]; over-long texts are truncated with a warning."""
         return self.encoder.encode_texts(texts)
-
-
-def live_fingerprint(identity: str, model: Any) -> str:
-    """``live:`` + sha256 of the identity, the model's repr and the keyed checksum of its
-    current weights and buffers."""
-    import hashlib
-
-    digest = hashlib.sha256(identity.encode("utf-8"))
-    digest.update(_without_addresses(repr(model)).encode("utf-8"))
-    digest.update(weights_checksum(model).encode("ascii"))
-    return FINGERPRINT_PREFIX + digest.hexdigest()
 
 
 class LiveSigmoidScorer(LiveScorer):
@@ -168,7 +150,7 @@ def _model_kind(model: Any) -> str | None:
     ):
         return "open_clip"
     if type(model).__module__.startswith("transformers."):
-        from pytest_vlcheck.models.vqa_backend import is_generative_class
+        from pytest_vlcheck.models.generative_classes import is_generative_class
 
         if is_generative_class(type(model).__name__):
             return "generative"
@@ -177,33 +159,6 @@ def _model_kind(model: Any) -> str | None:
     ):
         return "transformers"
     return None
-
-
-def _run_settings(model: Any, options: ModelOptions) -> dict[str, Any]:
-    """Where and how the model runs: its own device (it is never moved, so ``options.device``
-    does not apply) and dtype; when ``options.precision`` asks for less than the model holds,
-    on a copy of its weights cast once for the call (``live_precision.CastCopy``)."""
-    import torch
-
-    floating = [p for p in model.parameters() if p.is_floating_point()]
-    if not floating:
-        raise VlcheckUserError(
-            f"model: the {type(model).__name__} has no floating-point parameters; "
-            "expected a model with weights"
-        )
-    device, dtype = floating[0].device, floating[0].dtype
-    precision = effective_precision(options.precision, str(device))
-    wanted = torch_dtype(precision)
-    lower = wanted != torch.float32 and dtype == torch.float32
-    runs = CastCopy(model, wanted) if lower else model
-    return {
-        "model": runs,
-        "device": str(device),
-        "dtype": wanted if lower else dtype,
-        "batch_size": device_batch_size(options, str(device)),
-        "forward_context": functools.partial(live_forward, runs),
-        "precision": precision if lower else str(dtype).removeprefix("torch."),
-    }
 
 
 def _open_clip_scorer(
@@ -220,7 +175,7 @@ def _open_clip_scorer(
             "transform from open_clip.create_model_and_transforms and "
             "open_clip.get_tokenizer(ARCH)"
         )
-    settings = _run_settings(model, options)
+    settings = run_settings(model, options)
     name = f"live:{type(model).__name__}"
     encoder = OpenClipScorer(
         name=name,
@@ -233,7 +188,7 @@ def _open_clip_scorer(
         batch_size=settings["batch_size"],
         forward_context=settings["forward_context"],
     )
-    identity = _identity(model, settings["precision"], preprocess, tokenizer)
+    identity = live_identity(model, settings["precision"], preprocess, tokenizer)
     wrapper = LiveScorer if sigmoid_calibration_of(model) is None else LiveSigmoidScorer
     return wrapper(encoder, model, identity)
 
@@ -254,7 +209,7 @@ def _transformers_scorer(
             "and the tokenizer); expected preprocess=processor, or preprocess=image_processor "
             "and tokenizer=tokenizer"
         )
-    settings = _run_settings(model, options)
+    settings = run_settings(model, options)
     calibration = sigmoid_calibration_of(model)
     encoder_class = HfDualScorer if calibration is None else HfSigmoidScorer
     extra: dict[str, float] = {}
@@ -274,33 +229,6 @@ def _transformers_scorer(
     )
     config: Any = getattr(model, "config", None)
     config_text = config.to_json_string() if hasattr(config, "to_json_string") else ""
-    identity = _identity(model, settings["precision"], image_processor, tokenizer, config_text)
+    identity = live_identity(model, settings["precision"], image_processor, tokenizer, config_text)
     wrapper = LiveScorer if calibration is None else LiveSigmoidScorer
     return wrapper(encoder, model, identity)
-
-
-def _identity(model: Any, precision: str, *parts: Any) -> str:
-    """What besides the weights decides the embeddings: the model class, the precision, the
-    preprocessing and tokenizer (their reprs, or their attributes when the repr says nothing)."""
-    described = [f"{type(model).__module__}.{type(model).__qualname__}", precision]
-    described += [_describe(part) for part in parts]
-    return "\n".join(described)
-
-
-def _describe(part: Any) -> str:
-    if isinstance(part, str):
-        return part
-    text = repr(part)
-    if " at 0x" in text:  # the default object repr: name the settings instead
-        settings = {
-            key: value
-            for key, value in sorted(getattr(part, "__dict__", {}).items())
-            if isinstance(value, (bool, int, float, str, tuple))
-        }
-        text = f"{type(part).__module__}.{type(part).__qualname__}{settings}"
-    return _without_addresses(text)
-
-
-def _without_addresses(text: str) -> str:
-    """Object addresses differ per process and say nothing about what a model computes."""
-    return re.sub(r" at 0x[0-9a-fA-F]+", "", text)

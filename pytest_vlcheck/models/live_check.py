@@ -21,7 +21,8 @@ _checked: weakref.WeakKeyDictionary[Any, set[tuple[int, int]]] = weakref.WeakKey
 
 def check_live_inputs(model: Any, preprocess: Any, tokenizer: Any) -> None:
     """Raise ``SettingsError`` naming ``preprocess`` or ``tokenizer`` when either does not
-    fit ``model`` (an open_clip or transformers model; other objects are not checked)."""
+    fit ``model`` (an open_clip or transformers dual encoder; other objects, generative
+    models included, are not checked here)."""
     pair = (id(preprocess), id(tokenizer))
     try:
         seen = _checked.setdefault(model, set())
@@ -31,8 +32,8 @@ def check_live_inputs(model: Any, preprocess: Any, tokenizer: Any) -> None:
         return
     if callable(getattr(model, "encode_image", None)):
         _check_open_clip(model, preprocess, tokenizer)
-    elif callable(getattr(model, "get_image_features", None)):
-        _check_transformers(model, preprocess, tokenizer)
+    elif callable(getattr(model, "get_text_features", None)):  # a dual encoder; generative
+        _check_transformers(model, preprocess, tokenizer)  # models check their own processor
     seen.add(pair)
 
 

@@ -63,6 +63,20 @@ class ModelIdentity:
     preprocessing: str
 
 
+@dataclass(frozen=True)
+class ModelSpec:
+    """One ``--vl-model``: ``name`` labels items and matrix columns, ``text`` is as given."""
+
+    name: str
+    text: str
+    scheme: str
+    body: str
+    group: str | None = None
+    """The name the checkpoints of one glob share (their scalar prefix); None otherwise."""
+    step: int | None = None
+    """A glob checkpoint's training step, read from its file name."""
+
+
 Digest = Callable[["Path"], str]
 """sha256 hex of a file's bytes (``EmbeddingCache.file_digest`` remembers unchanged files)."""
 

@@ -3,23 +3,30 @@
 A spec is ``[NAME=]SPEC`` where SPEC is an alias (``clip``, ``tiny``), ``SCHEME:BODY`` for a
 built-in scheme (open_clip, hf, vqa, scores, py), or ``ENTRY[:BODY]`` for a model a third-party
 package registers in the ``pytest_vlcheck.models`` entry-point group (a callable taking
-``(body, options)`` and returning a scorer). Backends are imported only when loaded.
+``(body, options)`` and returning a scorer, or a backend: an object with such a ``load``).
+``MODELS`` holds both (``pytest_vlcheck.registry``); backends are imported only when loaded.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_vlcheck.errors import ModelLoadError, ModelSpecError, UserCodeError, VlcheckUserError
 from pytest_vlcheck.models.checkpoints import expand_checkpoints, is_glob
-from pytest_vlcheck.models.protocol import Digest, ModelIdentity, ModelOptions, check_scorer
+from pytest_vlcheck.models.protocol import (
+    Digest,
+    ModelIdentity,
+    ModelOptions,
+    ModelSpec,
+    check_scorer,
+)
 from pytest_vlcheck.models.spec_files import check_spec_files
 from pytest_vlcheck.models.torch_utils import computed_precision
+from pytest_vlcheck.registry import PluginError, Registry
 
 __all__ = ["ModelLoadError", "ModelSpec", "ModelSpecError", "load_scorer", "parse_spec"]
 
@@ -38,18 +45,33 @@ CLIP_SPEC = "open_clip:ViT-B-32-quickgelu@openai"
 _NAME = re.compile(r"[A-Za-z0-9_.@+-]+")
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """One ``--vl-model``: ``name`` labels items and matrix columns, ``text`` is as given."""
+class Backend(Protocol):
+    """What a scheme names: ``load(body, options)`` builds the scorer. A built-in backend
+    module may add ``identify(body, options, digest)`` (the identity without loading)."""
 
-    name: str
-    text: str
-    scheme: str
-    body: str
-    group: str | None = None
-    """The name the checkpoints of one glob share (their scalar prefix); None otherwise."""
-    step: int | None = None
-    """A glob checkpoint's training step, read from its file name."""
+    def load(self, body: str, options: ModelOptions) -> Any: ...
+
+
+@dataclass(frozen=True)
+class _Factory:
+    """A plug-in registered as a bare callable ``(body, options) -> scorer``."""
+
+    load: Callable[[str, ModelOptions], Any]
+
+
+def check_backend(value: Any, name: str, where: str) -> Backend:
+    """A backend from ``value``: an object with ``load``, or a factory callable."""
+    if callable(getattr(value, "load", None)):
+        return value
+    if callable(value):
+        return _Factory(value)
+    raise PluginError(
+        f"{where} is {type(value).__name__}; expected a callable (body, options) -> scorer, "
+        "or an object with such a load"
+    )
+
+
+MODELS: Registry[Backend] = Registry("model scheme", BACKENDS, ENTRY_POINT_GROUP, check_backend)
 
 
 def aliases() -> dict[str, str]:
@@ -91,7 +113,7 @@ def parse_spec(text: str) -> ModelSpec:
     alias_table = aliases()
     expanded = alias_table.get(text, text)
     scheme, _, body = expanded.partition(":")
-    if scheme not in BACKENDS and scheme not in _entry_point_names():
+    if scheme not in MODELS:
         known = ", ".join([*sorted(alias_table), *(f"{s}:..." for s in BACKENDS)])
         raise ModelSpecError(
             f"unknown model '{text}'; expected one of {known}, or a model "
@@ -132,10 +154,6 @@ def _stem(text: str) -> str:
     )
 
 
-def _entry_point_names() -> set[str]:
-    return {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)}
-
-
 def load_scorer(spec: ModelSpec, options: ModelOptions) -> Any:
     """Import the backend and build the scorer.
 
@@ -145,10 +163,11 @@ def load_scorer(spec: ModelSpec, options: ModelOptions) -> Any:
     vlcheck and keeps its traceback.
     """
     try:
-        if spec.scheme in BACKENDS:
-            scorer = importlib.import_module(BACKENDS[spec.scheme]).load(spec.body, options)
+        backend = MODELS[spec.scheme]
+        if MODELS.is_builtin(spec.scheme):
+            scorer = backend.load(spec.body, options)
         else:
-            scorer = _load_entry_point(spec, options)
+            scorer = _plugin_scorer(backend, spec, options)
     except ModelLoadError as exc:
         raise _naming_spec(exc, spec) from exc.__cause__
     except UserCodeError as exc:
@@ -181,11 +200,10 @@ def identify(spec: ModelSpec, options: ModelOptions, digest: Digest) -> ModelIde
     Backends answer through their own ``identify(body, options, digest)``. Any failure is
     None: loading the model then reports the problem in its own words.
     """
-    if spec.scheme not in BACKENDS:
+    if not MODELS.is_builtin(spec.scheme):
         return None
     try:
-        module = importlib.import_module(BACKENDS[spec.scheme])
-        backend_identify = getattr(module, "identify", None)
+        backend_identify = getattr(MODELS[spec.scheme], "identify", None)
         return None if backend_identify is None else backend_identify(spec.body, options, digest)
     except Exception:  # the load that follows explains it
         return None
@@ -213,11 +231,10 @@ _OPTIONAL_PACKAGES = {
 }
 
 
-def _load_entry_point(spec: ModelSpec, options: ModelOptions) -> Any:
-    (entry,) = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == spec.scheme]
-    what = f"model '{spec.text}': the '{ENTRY_POINT_GROUP}' entry point '{entry.value}'"
+def _plugin_scorer(backend: Backend, spec: ModelSpec, options: ModelOptions) -> Any:
+    what = f"model '{spec.text}': {MODELS.where(spec.scheme)}"
     try:
-        return entry.load()(spec.body, options)
+        return backend.load(spec.body, options)
     except VlcheckUserError:
         raise
     except Exception as exc:  # third-party code: its own error, its own frames

@@ -27,6 +27,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
+from pytest_vlcheck.models.generative_classes import is_image_text_to_text
 from pytest_vlcheck.models.hf_backend import (
     _cached_config,
     _dtype_kwargs,
@@ -270,26 +271,6 @@ def prompt_form(processor: Any, where: str) -> str:
         f"{where}: its processor ({type(processor).__name__}) has no chat template and takes "
         "no suffix=; expected a chat template (processor.chat_template) to build the prompt"
     )
-
-
-def is_image_text_to_text(model_type: str) -> bool:
-    """Whether transformers maps this config ``model_type`` to an image-text-to-text model."""
-    return model_type in _generative_classes()
-
-
-def is_generative_class(name: str) -> bool:
-    """Whether ``name`` is one of transformers' image-text-to-text model classes."""
-    return any(name in classes for classes in _generative_classes().values())
-
-
-def _generative_classes() -> dict[str, tuple[str, ...]]:
-    """transformers' image-text-to-text classes by config ``model_type``."""
-    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
-
-    return {
-        model_type: (names,) if isinstance(names, str) else tuple(names)
-        for model_type, names in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.items()
-    }
 
 
 def load(body: str, options: ModelOptions) -> VqaScorer:

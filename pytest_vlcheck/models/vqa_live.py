@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.errors import VlcheckUserError
-from pytest_vlcheck.models.live import _identity, _run_settings, live_fingerprint
+from pytest_vlcheck.models.live_guard import run_settings
+from pytest_vlcheck.models.live_identity import live_fingerprint, live_identity
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.vqa_backend import VqaScorer, prompt_form
 
@@ -67,11 +68,11 @@ def live_vqa_scorer(
         )
     prompt_form(preprocess, where)
     options.vqa.check(("vqa_question", "vqa_answer", "vqa_mode"))
-    settings = _run_settings(model, options)
+    settings = run_settings(model, options)
     scorer = VqaScorer(
         name=f"live:{type(model).__name__}",
         fingerprint="",  # the live scorer computes its own at each access
-        model=model,
+        model=settings["model"],  # a cast copy when the precision is lower (live_guard)
         processor=preprocess,
         prompt=options.vqa,
         device=settings["device"],
@@ -83,7 +84,7 @@ def live_vqa_scorer(
     config = getattr(model, "config", None)
     config_text = config.to_json_string() if config is not None else ""
     template = str(getattr(preprocess, "chat_template", "") or "")
-    identity = _identity(
+    identity = live_identity(
         model, settings["precision"], preprocess, config_text, template, options.vqa.describe()
     )
     return LiveVqaScorer(scorer, model, identity)

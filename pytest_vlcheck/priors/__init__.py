@@ -13,7 +13,7 @@ _REGISTRY = "pytest_vlcheck.priors.registry"
 _EXPORTS = {
     "AveragePrior": _AVERAGE,
     "PriorLoadError": _REGISTRY,
-    "PriorSpec": _REGISTRY,
+    "PriorSpec": "pytest_vlcheck.priors.protocol",
     "PriorSpecError": _REGISTRY,
     "TextPrior": "pytest_vlcheck.priors.protocol",
     "caption_perplexities": _AVERAGE,

@@ -10,6 +10,7 @@ as float64, so a re-run prints the numbers the first run printed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,25 +19,28 @@ from pytest_vlcheck.engine.content_keys import namespace, text_key
 from pytest_vlcheck.models.protocol import ModelIdentity, ModelOptions
 from pytest_vlcheck.models.registry import run_precision
 from pytest_vlcheck.priors.average import checked_nll
-from pytest_vlcheck.priors.protocol import TextPrior
+from pytest_vlcheck.priors.protocol import PriorSpec, TextPrior
 
 if TYPE_CHECKING:
     from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
-    from pytest_vlcheck.priors.registry import PriorSpec
 
 NLL_CONVENTION = "mean token NLL, BOS prepended, no EOS"
 """What ``hf_lm`` computes; a change to it must change this text (old entries then miss)."""
 
 
 class CachedPrior:
-    """A prior by its spec, loaded only for texts the cache lacks."""
+    """A prior by its spec, loaded (by ``load``) only for texts the cache lacks."""
 
     def __init__(
-        self, spec: PriorSpec, options: ModelOptions, identity: ModelIdentity, cache: EmbeddingCache
+        self,
+        spec: PriorSpec,
+        options: ModelOptions,
+        identity: ModelIdentity,
+        cache: EmbeddingCache,
+        load: Callable[[], TextPrior],
     ) -> None:
         self.name = spec.name
-        self._spec = spec
-        self._options = options
+        self._load = load
         self._cache = cache
         self._prior: TextPrior | None = None
         precision = run_precision(spec.scheme, options)
@@ -51,9 +55,7 @@ class CachedPrior:
         missing = {k: t for t, k in zip(texts, keys, strict=True) if k not in found}
         if missing:
             if self._prior is None:
-                from pytest_vlcheck.priors.registry import load_prior  # it builds this class
-
-                self._prior = load_prior(self._spec, self._options)
+                self._prior = self._load()
             values = checked_nll(self._prior, list(missing.values()))
             fresh = {
                 key: np.array([value], dtype=np.float64)

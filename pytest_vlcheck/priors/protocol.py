@@ -1,8 +1,19 @@
-"""The protocol a linguistic prior meets: one mean token NLL per text."""
+"""The protocol a linguistic prior meets (one mean token NLL per text), and a prior's spec."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class PriorSpec:
+    """One prior: ``name`` labels it, ``text`` is the spec as given."""
+
+    name: str
+    text: str
+    scheme: str
+    body: str
 
 
 @runtime_checkable

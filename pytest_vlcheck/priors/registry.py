@@ -2,27 +2,36 @@
 
 ``hf:NAME_OR_DIR`` is a causal language model (``AutoModelForCausalLM``: GPT-2, OPT,
 GPT-J, ...); ``py:MODULE:FACTORY`` is user code returning an object with
-``text_nll(texts)``. ``NAME=SPEC`` names a prior. Backends are imported only when loaded.
+``text_nll(texts)``. ``NAME=SPEC`` names a prior. ``PRIORS`` holds the schemes, in the one
+registry shape (``pytest_vlcheck.registry``; no entry-point group: ``py:`` is the way in for
+a prior of one's own). Backends are imported only when loaded.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec, identify
 from pytest_vlcheck.priors.average import AveragePrior
 from pytest_vlcheck.priors.cached import CachedPrior
-from pytest_vlcheck.priors.protocol import TextPrior
+from pytest_vlcheck.priors.protocol import PriorSpec, TextPrior
+from pytest_vlcheck.registry import Registry
 
 if TYPE_CHECKING:
     from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
 
-SCHEMES = ("hf", "py")
+PRIORS: Registry[Callable[[str, ModelOptions], Any]] = Registry(
+    "prior scheme",
+    {
+        "hf": "pytest_vlcheck.priors.hf_lm:CausalLMPrior",
+        "py": "pytest_vlcheck.models.custom_backend:load",
+    },
+)
+"""Each scheme's ``(body, options) -> prior`` (checked for ``text_nll`` when loaded)."""
 _NAME = re.compile(r"[A-Za-z0-9_.@+-]+")
 
 
@@ -34,23 +43,13 @@ class PriorLoadError(VlcheckUserError, RuntimeError):
     """A prior spec was understood but its prior could not be made."""
 
 
-@dataclass(frozen=True)
-class PriorSpec:
-    """One prior: ``name`` labels it, ``text`` is the spec as given."""
-
-    name: str
-    text: str
-    scheme: str
-    body: str
-
-
 def parse_prior_spec(text: str) -> PriorSpec:
     """``[NAME=]hf:NAME_OR_DIR`` or ``[NAME=]py:MODULE:FACTORY``."""
     name, eq, spec = text.partition("=")
     if not eq or ":" in name:
         name, spec = "", text
     scheme, colon, body = spec.partition(":")
-    if not colon or scheme not in SCHEMES:
+    if not colon or scheme not in PRIORS:
         raise PriorSpecError(
             f"prior spec '{text}' is not understood; expected hf:NAME_OR_DIR (a causal "
             "language model) or py:MODULE:FACTORY (an object with text_nll(texts))"
@@ -66,14 +65,7 @@ def parse_prior_spec(text: str) -> PriorSpec:
 def load_prior(spec: PriorSpec, options: ModelOptions) -> TextPrior:
     """Build one prior; every failure becomes ``PriorLoadError`` naming the spec."""
     try:
-        if spec.scheme == "hf":
-            from pytest_vlcheck.priors.hf_lm import CausalLMPrior
-
-            prior = CausalLMPrior(spec.body, options)
-        else:
-            from pytest_vlcheck.models.custom_backend import load as load_custom
-
-            prior = load_custom(spec.body, options)
+        prior = PRIORS[spec.scheme](spec.body, options)
     except Exception as exc:
         raise PriorLoadError(f"cannot load prior '{spec.text}': {exc}") from exc
     if not callable(getattr(prior, "text_nll", None)):
@@ -106,4 +98,4 @@ def _cached_or_loaded(
     identity = identify(model_spec, options, cache.file_digest)  # hf: and py: as for models
     if identity is None:
         return load_prior(spec, options)
-    return CachedPrior(spec, options, identity, cache)
+    return CachedPrior(spec, options, identity, cache, lambda: load_prior(spec, options))

@@ -25,8 +25,8 @@ from pytest_vlcheck.run.distributed import collective, on_rank_zero, run_digest
 from pytest_vlcheck.run.distributed_evaluate import for_ranks, shared_run
 from pytest_vlcheck.run.live_runners import LIVE_RUNNERS
 from pytest_vlcheck.run.outcome import Run
-from pytest_vlcheck.run.session import Settings, VlcheckSession
-from pytest_vlcheck.run.settings import KeywordOptions, build_settings
+from pytest_vlcheck.run.session import VlcheckSession
+from pytest_vlcheck.run.settings import KeywordOptions, Settings, build_settings
 from pytest_vlcheck.run.sinks import emit_all_warning_on_loggers, file_sinks
 
 LogSpec = str | Callable[[dict[str, float], int | None], None]

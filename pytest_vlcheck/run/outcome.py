@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import GateComparison
 from pytest_vlcheck.results.verdict import passes
-from pytest_vlcheck.run.session import Settings
+from pytest_vlcheck.run.settings import Settings
 from pytest_vlcheck.run.sharding import ShardPlan
 
 if TYPE_CHECKING:  # numpy and the report renderers: not for a run with nothing to report
-    from pytest_vlcheck.engine.scoring import ScoringStats
+    from pytest_vlcheck.engine.stats import ScoringStats
     from pytest_vlcheck.report.loader import RunError
 
 

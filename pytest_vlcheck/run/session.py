@@ -13,19 +13,16 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_vlcheck.bounds import DEFAULT_CACHE_BYTES, DEFAULT_IMAGE_MEMORY
 from pytest_vlcheck.checklist.bundled import report_name
-from pytest_vlcheck.engine.missing import MissingPolicy
 from pytest_vlcheck.gates.conditions import run_conditions
 from pytest_vlcheck.gates.counting import count_gated, count_python_gated
-from pytest_vlcheck.gates.decision import GateSettings, apply_gate
+from pytest_vlcheck.gates.decision import apply_gate
 from pytest_vlcheck.gates.reference import with_reference
 from pytest_vlcheck.images.loading import ImageLoader
-from pytest_vlcheck.models.protocol import ModelOptions
-from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import Prior, PriorNotApplicable
 from pytest_vlcheck.results.verdict import settled
+from pytest_vlcheck.run.settings import Settings
 from pytest_vlcheck.run.sharding import ShardPlan
 
 if TYPE_CHECKING:  # the engine, priors and reports load numpy: imported where they are used,
@@ -42,33 +39,6 @@ if TYPE_CHECKING:  # the engine, priors and reports load numpy: imported where t
     from pytest_vlcheck.run.outcome import Run
 
 _LOCATED = re.compile(r"^(?P<file>\S.*?):(?P<line>\d+): (?P<message>.+)$")
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The run's options, as parsed from the command line and ini file."""
-
-    specs: tuple[ModelSpec, ...] = ()
-    model_options: ModelOptions = field(default_factory=ModelOptions)
-    image_root: Path | None = None
-    threshold: float | None = None
-    missing: MissingPolicy = "error"
-    report_dir: Path | None = None
-    url_cache_dir: Path | None = None
-    rootdir: Path | None = None
-    gates: GateSettings = field(default_factory=GateSettings)
-    save_baseline: Path | None = None
-    priors: tuple[str, ...] = ()
-    """``--vl-prior`` specs (already parsed once for errors); several are averaged."""
-    embedding_cache_dir: Path | None = None
-    """Root of the embedding cache (``--vl-cache-dir``); None turns it off (``--vl-no-cache``)."""
-    embedding_cache_bytes: int = DEFAULT_CACHE_BYTES
-    image_memory_bytes: int = DEFAULT_IMAGE_MEMORY
-    """Preprocessed images a live model keeps across calls (``--vl-image-memory``)."""
-    log_specs: tuple[Any, ...] = ()
-    """Loggers (``--vl-log``, ``log=``): specs or callables, checked when parsed."""
-    step: int | None = None
-    """The training step the run's scalars are logged at (``--vl-step``, ``step=``)."""
 
 
 @dataclass

@@ -12,12 +12,12 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from pytest_vlcheck import bounds
-from pytest_vlcheck.engine.missing import MISSING_POLICIES
+from pytest_vlcheck.engine.missing import MISSING_POLICIES, MissingPolicy
 from pytest_vlcheck.errors import ModelSpecError, SettingsError
 from pytest_vlcheck.gates import Baseline, GateSettings
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
@@ -32,7 +32,6 @@ from pytest_vlcheck.models.vqa_prompt import (
     VqaPromptError,
 )
 from pytest_vlcheck.results.json_checks import ReportFormatError
-from pytest_vlcheck.run.session import Settings
 
 DEFAULTS: dict[str, Any] = {
     "model": (),
@@ -62,6 +61,33 @@ DEFAULTS: dict[str, Any] = {
     "step": None,
 }
 """Every run option, by its Python name, with the value it takes when not given."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The run's options, as parsed from the command line and ini file."""
+
+    specs: tuple[ModelSpec, ...] = ()
+    model_options: ModelOptions = field(default_factory=ModelOptions)
+    image_root: Path | None = None
+    threshold: float | None = None
+    missing: MissingPolicy = "error"
+    report_dir: Path | None = None
+    url_cache_dir: Path | None = None
+    rootdir: Path | None = None
+    gates: GateSettings = field(default_factory=GateSettings)
+    save_baseline: Path | None = None
+    priors: tuple[str, ...] = ()
+    """``--vl-prior`` specs (already parsed once for errors); several are averaged."""
+    embedding_cache_dir: Path | None = None
+    """Root of the embedding cache (``--vl-cache-dir``); None turns it off (``--vl-no-cache``)."""
+    embedding_cache_bytes: int = bounds.DEFAULT_CACHE_BYTES
+    image_memory_bytes: int = bounds.DEFAULT_IMAGE_MEMORY
+    """Preprocessed images a live model keeps across calls (``--vl-image-memory``)."""
+    log_specs: tuple[Any, ...] = ()
+    """Loggers (``--vl-log``, ``log=``): specs or callables, checked when parsed."""
+    step: int | None = None
+    """The training step the run's scalars are logged at (``--vl-step``, ``step=``)."""
 
 
 T = TypeVar("T")

@@ -14,7 +14,6 @@ columns). Chance is the mean of 1/C(n, t) for t true captions among n texts (1/(
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,24 +31,9 @@ from pytest_vlcheck.tasks.base import (
     position_of,
     scored_texts,
 )
+from pytest_vlcheck.tasks.caption_example import CaptionExample
 from pytest_vlcheck.tasks.caption_plain import plain_caption_examples
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
-
-
-@dataclass(frozen=True)
-class CaptionExample:
-    """One image; every true caption must outscore every negative caption."""
-
-    id: str
-    image: ImageRef
-    captions: tuple[str, ...]
-    negatives: tuple[str, ...]
-    tags: Mapping[str, str] = field(default_factory=dict)
-    line: int = 0
-    position: int = 0
-    """Where the true caption stood among the negatives in the source's columns (0: before
-    all); only ``ties: order`` reads it."""
-
 
 EXAMPLE_SCHEMA: dict[str, Any] = {
     "type": "object",

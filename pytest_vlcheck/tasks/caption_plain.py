@@ -20,10 +20,10 @@ from pytest_vlcheck.parsing.example_fields import (
 )
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.parsing.line_values import LineList, LineMap
+from pytest_vlcheck.tasks.caption_example import CaptionExample
 
 if TYPE_CHECKING:
     from pytest_vlcheck.images.refs import ImageRef
-    from pytest_vlcheck.tasks.caption import CaptionExample
 
 _CAPTION_KEYS = frozenset({"image", "caption", "negatives", "id", "tags"})
 _SCALARS = (str, int, float)
@@ -36,8 +36,6 @@ def plain_caption_examples(
 ) -> tuple[CaptionExample, ...] | None:
     """The examples of a caption test that all have the plain shape, built directly; None
     for anything else (the loader then validates every example in full)."""
-    from pytest_vlcheck.tasks.caption import CaptionExample  # caption imports this module
-
     images: dict[str, ImageRef] = {}
     ids: set[str] = set()
     examples = []

@@ -1,20 +1,54 @@
-"""The task kinds by name, chosen once per test (as pytest-xdist picks one scheduler)."""
+"""The task kinds by name, chosen once per test (as pytest-xdist picks one scheduler).
+
+The built-in kinds, then those installed packages register in the ``pytest_vlcheck.tasks``
+entry-point group (an instance of a ``Task``; see docs/extending.md). A kind is checked when
+first used: it must have every member of the ``Task`` protocol and the name it is registered
+under.
+"""
 
 from __future__ import annotations
 
-from pytest_vlcheck.tasks.caption import CAPTION
-from pytest_vlcheck.tasks.directional import DIRECTIONAL
-from pytest_vlcheck.tasks.group import GROUP
-from pytest_vlcheck.tasks.image import IMAGE
-from pytest_vlcheck.tasks.invariance import INVARIANCE
-from pytest_vlcheck.tasks.match import MATCH
-from pytest_vlcheck.tasks.protocol import Task
-from pytest_vlcheck.tasks.text import TEXT
+from typing import Any
 
-TASKS: dict[str, Task] = {
-    task.name: task for task in (CAPTION, IMAGE, GROUP, MATCH, INVARIANCE, DIRECTIONAL, TEXT)
-}
-TASK_NAMES: tuple[str, ...] = tuple(TASKS)
+from pytest_vlcheck.registry import PluginError, Registry
+from pytest_vlcheck.tasks.protocol import Task
+
+ENTRY_POINT_GROUP = "pytest_vlcheck.tasks"
+TASK_MEMBERS: tuple[str, ...] = tuple(m for m in vars(Task) if not m.startswith("_"))
+"""What a task kind provides (``BaseTask`` gives defaults for the optional ones)."""
+
+
+def check_task(value: Any, name: str, where: str) -> Task:
+    """``value`` if it is a task kind called ``name``; else a ``PluginError`` saying why."""
+    if isinstance(value, type):
+        raise PluginError(f"{where} is the class {value.__name__}; expected an instance of it")
+    missing = [member for member in TASK_MEMBERS if not hasattr(value, member)]
+    if missing:
+        raise PluginError(
+            f"{where} lacks {', '.join(missing)}; a task kind provides every member of "
+            "pytest_vlcheck.tasks.Task (subclass pytest_vlcheck.tasks.base.BaseTask for defaults)"
+        )
+    if value.name != name:
+        raise PluginError(f"{where} calls itself '{value.name}'; expected its name '{name}'")
+    return value
+
+
+TASKS: Registry[Task] = Registry(
+    "task kind",
+    {
+        "caption": "pytest_vlcheck.tasks.caption:CAPTION",
+        "image": "pytest_vlcheck.tasks.image:IMAGE",
+        "group": "pytest_vlcheck.tasks.group:GROUP",
+        "match": "pytest_vlcheck.tasks.match:MATCH",
+        "invariance": "pytest_vlcheck.tasks.invariance:INVARIANCE",
+        "directional": "pytest_vlcheck.tasks.directional:DIRECTIONAL",
+        "text": "pytest_vlcheck.tasks.text:TEXT",
+    },
+    ENTRY_POINT_GROUP,
+    check_task,
+)
+TASK_NAMES: tuple[str, ...] = TASKS.builtin_names
+"""The built-in kinds (``TASKS`` also holds the installed packages' kinds)."""
 
 
 def get_task(name: str) -> Task:
@@ -22,4 +56,4 @@ def get_task(name: str) -> Task:
     try:
         return TASKS[name]
     except KeyError:
-        raise ValueError(f"unknown task kind {name!r}; known: {', '.join(TASK_NAMES)}") from None
+        raise ValueError(f"unknown task kind {name!r}; known: {', '.join(TASKS)}") from None

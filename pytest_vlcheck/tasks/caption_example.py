@@ -1,0 +1,24 @@
+"""An example of the ``caption`` kind, apart from the kind: both its full parser
+(``caption``) and its fast path (``caption_plain``) build it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pytest_vlcheck.images.refs import ImageRef
+
+
+@dataclass(frozen=True)
+class CaptionExample:
+    """One image; every true caption must outscore every negative caption."""
+
+    id: str
+    image: ImageRef
+    captions: tuple[str, ...]
+    negatives: tuple[str, ...]
+    tags: Mapping[str, str] = field(default_factory=dict)
+    line: int = 0
+    position: int = 0
+    """Where the true caption stood among the negatives in the source's columns (0: before
+    all); only ``ties: order`` reads it."""
