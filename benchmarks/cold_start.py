@@ -1,6 +1,6 @@
 """The README's first command, cold and cached, against the forward passes it cannot avoid.
 
-    python benchmarks/cold_start.py [--repeats 3]
+    python benchmarks/cold_start.py [--repeats 3] [--device cuda]
 
 Processes, alternating, in one invocation (medians reported):
 
@@ -36,12 +36,13 @@ print(code, wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
 
 
-def run_suite(folder: Path, cache: Path) -> tuple[float, float, dict[str, list[int]]]:
+def run_suite(folder: Path, cache: Path, device: str) -> tuple[float, float, dict[str, list[int]]]:
     """(wall seconds, peak MB, per test: [n, passed]) of one run of the bundled suite."""
     report = folder / "report"
     command = [
         *(sys.executable, "-c", _WRAPPER, sys.executable, "-m", "pytest", "--vl-bundled"),
         *("--vl-model=tiny", f"--vl-report={report}", f"--vl-cache-dir={cache}"),
+        f"--vl-device={device}",
         *("-p", "no:cacheprovider", "-q"),
     ]
     out = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=True).stdout
@@ -53,9 +54,9 @@ def run_suite(folder: Path, cache: Path) -> tuple[float, float, dict[str, list[i
     return float(wall), int(peak_kb) / 1024, counts
 
 
-def forward_only() -> tuple[float, int, int]:
+def forward_only(device: str) -> tuple[float, int, int]:
     """Seconds in ``tiny``'s forward passes over every unique image and text of the bundled
-    suite, in the engine's batch size; (seconds, images, texts)."""
+    suite on ``device``, in the engine's batch size; (seconds, images, texts)."""
     from pytest_vlcheck.checklist import load_checklist
     from pytest_vlcheck.checklist.bundled import bundled_checklists_dir
     from pytest_vlcheck.images.loading import ImageLoader
@@ -70,7 +71,7 @@ def forward_only() -> tuple[float, int, int]:
                 images, example_texts = get_task(test.task).grid(example)
                 refs.update((ref.key, ref) for ref in images)
                 texts.update(dict.fromkeys(example_texts))
-    scorer = load_scorer(parse_spec("tiny"), ModelOptions())
+    scorer = load_scorer(parse_spec("tiny"), ModelOptions(device=device, auto_batch=True))
     load = ImageLoader()
     pixels = [scorer.preprocess_image(load(ref)) for ref in refs.values()]
     size = scorer.batch_size
@@ -86,6 +87,7 @@ def forward_only() -> tuple[float, int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--device", default="auto", help="--vl-device of every run")
     args = parser.parse_args()
     cold, rerun, peaks = [], [], []
     verdicts: set[str] = set()
@@ -93,10 +95,10 @@ def main() -> None:
         for index in range(args.repeats):
             folder = Path(scratch) / str(index)
             folder.mkdir()
-            wall, peak, counts = run_suite(folder, folder / "cache")
+            wall, peak, counts = run_suite(folder, folder / "cache", args.device)
             cold.append(wall)
             peaks.append(peak)
-            again, _, counts_again = run_suite(folder, folder / "cache")
+            again, _, counts_again = run_suite(folder, folder / "cache", args.device)
             rerun.append(again)
             verdicts.add(json.dumps([counts, counts_again], sort_keys=True))
             print(
@@ -104,7 +106,7 @@ def main() -> None:
             )
     if len(verdicts) != 1:
         raise SystemExit("runs disagree on n or passed: something is not deterministic")
-    forward, images, texts = forward_only()
+    forward, images, texts = forward_only(args.device)
     median_cold = statistics.median(cold)
     rest = median_cold - forward
     print(f"forward passes alone: {forward:.1f} s ({images} images, {texts} texts)")

@@ -19,6 +19,7 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_CACHE_BYTES",
+    "DEFAULT_IMAGE_MEMORY",
     "MAX_BATCH_SIZE",
     "MAX_CACHE_BYTES",
     "MAX_DROP_PTS",
@@ -39,6 +40,10 @@ MAX_CACHE_BYTES = 1024**5
 """The largest embedding cache (1024TB): a bound on a typed size, not on a real disk."""
 DEFAULT_CACHE_BYTES = 2 * 1024**3
 """The embedding cache's size without ``--vl-cache-size`` (least recently used vectors go)."""
+DEFAULT_IMAGE_MEMORY = 2 * 1024**3
+"""Host memory for the preprocessed images a live model keeps across calls without
+``--vl-image-memory`` (``engine.image_store``): the bundled suite's 5,560 images at 224 px are
+0.84 GB as open_clip's uint8 pixels."""
 MAX_STEP = 2**63 - 1
 """Loggers store the step as a signed 64-bit integer."""
 MAX_IMAGE_PIXELS = 2**40

@@ -1,5 +1,6 @@
-"""The image feed's memo of preprocessed images: a live model's runner keeps them across a
-training loop's calls within a byte budget, least recently used out first."""
+"""The image feed's store of preprocessed images: a live model's runner keeps them across a
+training loop's calls within a byte budget; over it, the first images of the plan are kept
+and the rest prepared again at every call (counted), never an LRU over a scan."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 from PIL import Image
 
 from pytest_vlcheck.engine.image_feed import ImageFeed
+from pytest_vlcheck.engine.image_store import ImageStore, nbytes
 from pytest_vlcheck.engine.stats import ScoringStats
 from pytest_vlcheck.images.refs import ImageRef
 
@@ -18,10 +20,11 @@ def _feed(budget: int) -> tuple[ImageFeed, list[str]]:
         decoded.append(ref.location)
         return Image.new("RGB", (2, 2))
 
-    return ImageFeed(load, None, ScoringStats(), memo_bytes=budget), decoded
+    feed = ImageFeed(load, None, ScoringStats(), store=ImageStore(budget))
+    return feed, decoded
 
 
-def _pass(feed: ImageFeed, names: list[str]) -> list[np.ndarray]:
+def _pass(feed: ImageFeed, names: list[str], batch: int = 2) -> list[np.ndarray]:
     refs = [ImageRef("file", name, name) for name in names]
 
     def preprocess(image: Image.Image) -> np.ndarray:
@@ -30,8 +33,9 @@ def _pass(feed: ImageFeed, names: list[str]) -> list[np.ndarray]:
     def user_code(method, function, *args):
         return function(*args)
 
+    batches = [refs[i : i + batch] for i in range(0, len(refs), batch)]
     out = []
-    for _, items in feed.loaded_batches([refs], preprocess, user_code):
+    for _, items in feed.loaded_batches(batches, preprocess, user_code):
         out += items
     return out
 
@@ -41,18 +45,42 @@ def test_kept_images_are_not_decoded_again_within_the_budget() -> None:
     _pass(feed, ["a.png", "b.png"])
     _pass(feed, ["a.png", "b.png"])
     assert decoded == ["a.png", "b.png"]
-    _pass(feed, ["c.png"])  # evicts a, the least recently used
-    _pass(feed, ["b.png", "a.png"])
-    assert decoded == ["a.png", "b.png", "c.png", "a.png"]
+    assert (feed.stats.images_prepared, feed.stats.images_recalled) == (2, 2)
 
 
-def test_no_budget_keeps_nothing_and_forgetting_empties_the_memo() -> None:
+def test_over_the_budget_the_first_of_the_plan_are_kept_and_the_rest_recomputed() -> None:
+    names = [f"{i}.png" for i in range(7)]
+    feed, decoded = _feed(budget=300)  # room for three of seven
+    first = _pass(feed, names)
+    decoded.clear()
+    feed.stats = ScoringStats()
+    again = _pass(feed, names)
+    assert sorted(decoded) == names[3:]  # exactly the part not kept, every call
+    assert (feed.stats.images_prepared, feed.stats.images_recalled) == (4, 3)
+    assert feed.store.held == 300 and len(feed.store) == 3
+    assert all(np.array_equal(x, y) for x, y in zip(first, again, strict=True))
+    decoded.clear()
+    _pass(feed, ["new.png", *names])  # a new image does not push a kept one out
+    assert sorted(decoded) == sorted(["new.png", *names[3:]])
+
+
+def test_no_budget_keeps_nothing_and_forgetting_empties_the_store() -> None:
     feed, decoded = _feed(budget=0)
     _pass(feed, ["a.png"])
     _pass(feed, ["a.png"])
     assert decoded == ["a.png", "a.png"]
     feed, decoded = _feed(budget=1000)
     _pass(feed, ["a.png"])
-    feed.forget_preprocessed()
+    feed.store.forget()
+    assert feed.store.held == 0
     _pass(feed, ["a.png"])
     assert decoded == ["a.png", "a.png"]
+
+
+def test_sizes_of_arrays_tensors_and_feature_dicts() -> None:
+    import torch
+
+    assert nbytes(np.zeros(10, dtype=np.float32)) == 40
+    assert nbytes(torch.zeros(3, dtype=torch.uint8)) == 3
+    assert nbytes({"pixel_values": torch.zeros(2, 2)}) == 16
+    assert nbytes("no size") is None

@@ -205,7 +205,7 @@ def test_the_model_keeps_its_dtype_and_inputs_are_cast_to_it(tiny_live):
     assert {p.device.type for p in model.parameters()} == {"cpu"}
 
 
-def test_a_lower_precision_runs_under_autocast_without_casting_the_model(tiny_spec, tiny_live):
+def test_a_lower_precision_runs_on_a_cast_copy_without_casting_the_model(tiny_spec, tiny_live):
     model, preprocess, tokenizer = tiny_live
     options = ModelOptions(device="cpu", batch_size=4, precision="bf16")
     scorer = live_scorer(model, preprocess=preprocess, tokenizer=tokenizer, options=options)

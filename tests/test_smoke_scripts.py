@@ -44,7 +44,7 @@ def _run(args: list[str], cwd: Path = ROOT) -> str:
             ["--examples", "14", "--images", "4", "--arch", "micro", "--repeats", "1"],
             "rerun/empty",
         ),
-        ("in_loop.py", ["--select", "color_image"], "after update"),
+        ("in_loop.py", ["--select", "color_image", "--repeats", "1"], "after update"),
         ("vqa_throughput.py", ["--pairs", "8", "--images", "2", "--repeats", "1"], "pairs/s"),
         ("text_only_baseline.py", [str(BUNDLED_ATTRIBUTE)], "attribute.yaml::"),
         (

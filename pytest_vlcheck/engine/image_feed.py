@@ -4,16 +4,15 @@ The runner hands an ``ImageFeed`` the images it must encode; the feed keys them 
 for the embedding cache (file images hashed in parallel through the cache's stat index),
 decodes and, where the scorer preprocesses on its own (``preprocess_image``), preprocesses
 them in a thread pool a few batches ahead of the model, and records each image that cannot
-be loaded with the loader's reason instead of raising.
+be loaded with the loader's reason instead of raising. A live model's runner keeps the
+preprocessed images across calls in its ``ImageStore``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.engine.content_keys import image_key
 from pytest_vlcheck.engine.embedding_cache import RACY_SECONDS
+from pytest_vlcheck.engine.image_store import ImageKey, ImageStore
 from pytest_vlcheck.images.loading import over_pixel_limit
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.models.torch_utils import sha256_file
@@ -32,17 +32,12 @@ if TYPE_CHECKING:
     from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
     from pytest_vlcheck.engine.stats import ScoringStats
 
-ImageKey = tuple[Any, ...]
 FileStamp = tuple[int, int, int] | None
 """A file's (size, mtime_ns, inode), or None when it cannot be stat'ed."""
 FileState = tuple[FileStamp, str | None]
 """A loaded file's stamp and, for a file written moments before, its sha256."""
 ImageLoad = Callable[[ImageRef], "Image"]
 LOAD_THREADS = 8
-LIVE_MEMO_BYTES = 1 << 30
-"""The preprocessed images a live model's runner keeps across calls: 1 GiB (the bundled
-suite's 5,560 images preprocessed for tiny's 96 px are 0.6 GB as fp32; for a 224-px model
-3.3 GB, so the least recently used then go)."""
 
 
 @dataclass
@@ -55,13 +50,8 @@ class ImageFeed:
     stats: ScoringStats = field(repr=False)
     unavailable: dict[ImageKey, str] = field(default_factory=dict, repr=False)
     content_keys: dict[ImageKey, str] = field(default_factory=dict, repr=False)
-    memo_bytes: int = 0
-    """Bytes of preprocessed images kept for later calls, least recently used out first (0:
-    none). A live model's runner lives across a training loop's calls, so its next probe
-    skips decoding, rendering and preprocessing (``LIVE_MEMO_BYTES``)."""
-    _memo: OrderedDict[ImageKey, Any] = field(default_factory=OrderedDict, repr=False)
-    _memo_held: int = 0
-    _memo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    store: ImageStore = field(default_factory=ImageStore)
+    """Preprocessed images kept for later calls (a live model's runner gives it a budget)."""
     _files: dict[ImageKey, tuple[str, FileState]] = field(default_factory=dict, repr=False)
 
     def changed_files(self) -> set[ImageKey]:
@@ -69,41 +59,12 @@ class ImageFeed:
         everything kept about them is forgotten, so a later call loads them again. A call
         from the user starts with this (a file edited between two probes is read anew)."""
         changed = {key for key, (path, state) in self._files.items() if _changed(path, state)}
-        with self._memo_lock:
-            for key in changed:
-                item = self._memo.pop(key, None)
-                if item is not None:
-                    self._memo_held -= _size(item) or 0
+        self.store.forget(changed)
         for key in changed:
             self.unavailable.pop(key, None)
             self.content_keys.pop(key, None)
             del self._files[key]
         return changed
-
-    def forget_preprocessed(self) -> None:
-        """Drop the kept preprocessed images (the preprocessing changed)."""
-        with self._memo_lock:
-            self._memo.clear()
-            self._memo_held = 0
-
-    def _recalled(self, key: ImageKey) -> Any:
-        with self._memo_lock:
-            item = self._memo.get(key)
-            if item is not None:
-                self._memo.move_to_end(key)
-            return item
-
-    def _remember(self, key: ImageKey, item: Any) -> None:
-        """Keep ``item`` within the budget; only arrays and tensors, whose size is known."""
-        size = _size(item)
-        if size is None or size > self.memo_bytes:
-            return
-        with self._memo_lock:
-            self._memo[key] = item
-            self._memo_held += size
-            while self._memo_held > self.memo_bytes:
-                _, old = self._memo.popitem(last=False)
-                self._memo_held -= _size(old) or 0
 
     def key(self, refs: Sequence[ImageRef]) -> None:
         """Content keys of ``refs`` when the cache is on: file images hashed in parallel, with
@@ -144,18 +105,17 @@ class ImageFeed:
         beside the forward pass only slowed both (the bundled suite on ``tiny``: 26-28 s
         against 24.7 s)."""
 
-        def prepare(ref: ImageRef) -> Any:
-            if self.memo_bytes and preprocess is not None:
-                kept = self._recalled(ref.key)
-                if kept is not None:
-                    return kept
+        keep = self.store.budget > 0 and preprocess is not None
+
+        def prepare(ref: ImageRef) -> tuple[Any, bool]:
+            """The model input of ``ref`` and whether the store gave it."""
+            kept = self.store.recall(ref.key) if keep else None
+            if kept is not None:
+                return kept, True
             image = self.load_one(ref)
             if image is None or preprocess is None:
-                return image
-            item = user_code("preprocess_image", preprocess, image)
-            if self.memo_bytes:
-                self._remember(ref.key, item)
-            return item
+                return image, False
+            return user_code("preprocess_image", preprocess, image), False
 
         with loader_pool(LOAD_THREADS if overlap else _cores()) as pool:
             ahead = 2 if overlap else 0  # batches in flight beyond the one being encoded
@@ -164,10 +124,24 @@ class ImageFeed:
                 if index + ahead < len(batches):
                     pending.append([pool.submit(prepare, ref) for ref in batches[index + ahead]])
                 started = time.perf_counter()
-                images = [future.result() for future in pending[index]]
+                prepared = [future.result() for future in pending[index]]
                 self.stats.load_seconds += time.perf_counter() - started
+                images = [item for item, _ in prepared]
+                self._count(batch, prepared, keep)
                 kept = [(r, im) for r, im in zip(batch, images, strict=True) if im is not None]
                 yield [r for r, _ in kept], [im for _, im in kept]
+
+    def _count(self, batch: list[ImageRef], prepared: list[tuple[Any, bool]], keep: bool) -> None:
+        """Count what was prepared and what the store gave; offer the store the new inputs
+        here, in plan order (not from the pool's threads), so that over the budget the part
+        kept is the first images of the plan, the same at every call."""
+        for ref, (item, recalled) in zip(batch, prepared, strict=True):
+            if recalled:
+                self.stats.images_recalled += 1
+            elif item is not None:
+                self.stats.images_prepared += 1
+                if keep:
+                    self.store.offer(ref.key, item)
 
     def load_all(self, refs: Sequence[ImageRef]) -> list[Image | None]:
         """Decode ``refs`` in parallel; failures are recorded, not raised."""
@@ -238,11 +212,3 @@ def _digest(path: str) -> str | None:
         return sha256_file(Path(path))
     except OSError:
         return None
-
-
-def _size(item: Any) -> int | None:
-    """Bytes of a numpy array or a torch tensor; None for anything else."""
-    size = getattr(item, "nbytes", None)
-    if size is None and hasattr(item, "element_size"):
-        size = item.numel() * item.element_size()
-    return size if isinstance(size, int) else None

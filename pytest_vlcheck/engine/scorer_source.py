@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -30,6 +30,7 @@ from pytest_vlcheck.models.protocol import (
     ModelIdentity,
     ModelOptions,
     RefScorer,
+    Scorer,
     check_rows,
     scorer_fingerprint,
 )
@@ -87,7 +88,7 @@ class KnownModel:
             return None
 
     @staticmethod
-    def of(scorer: Any, mode: ScoringMode) -> KnownModel:
+    def of(scorer: Scorer, mode: ScoringMode) -> KnownModel:
         """What to remember of a built scorer."""
         calibration = getattr(scorer, "sigmoid_calibration", None)
         if calibration is not None:
@@ -97,52 +98,73 @@ class KnownModel:
 
 
 @dataclass
+class _Built:
+    """The scorer once built (or given), the scoring path chosen for it, or why it failed."""
+
+    scorer: Scorer | None = None
+    mode: ScoringMode | None = None
+    error: Exception | None = None
+
+
+@dataclass
+class _Naming:
+    """What names the model's cache namespace, worked out once."""
+
+    identity: ModelIdentity | None = None
+    identified: bool = False
+    precision: str | None = None
+    """The precision the model computes in (fp16 on the CPU is fp32): part of the namespace."""
+    known: KnownModel | None = None
+    """What the cache remembered of the model (read with the namespace)."""
+
+
+@dataclass
 class ScorerSource:
-    """One model's scorer, built on first need (``built``: one already built), and its
-    identity. ``cache`` is the embedding cache whose namespaces it names (None: none)."""
+    """One model's scorer, built on first need (``built``: one already built, ``given``: one
+    built by the caller), and its identity. ``cache`` is the embedding cache whose namespaces
+    it names (None: none)."""
 
     spec: ModelSpec
     options: ModelOptions
     cache: EmbeddingCache | None = None
-    _scorer: Any = field(default=None, repr=False)
-    _mode: ScoringMode | None = None
-    _known: KnownModel | None = None
-    _load_error: Exception | None = None
-    _identity: ModelIdentity | None = None
-    _identified: bool = False
-    _precision: str | None = None
-    """The precision the model computes in (fp16 on the CPU is fp32): part of the namespace."""
+    given: InitVar[Scorer | None] = None
+    _built: _Built = field(init=False, repr=False)
+    _name: _Naming = field(init=False, repr=False, default_factory=_Naming)
+
+    def __post_init__(self, given: Scorer | None) -> None:
+        self._built = _Built(given)
 
     @property
     def built(self) -> bool:
         """Whether the scorer exists (a cached re-run may never build it)."""
-        return self._scorer is not None
+        return self._built.scorer is not None
 
     @property
-    def scorer(self) -> Any:
+    def scorer(self) -> Scorer:
         """The scorer, loaded once; a load failure is remembered and raised again.
 
         The scoring path is chosen here, once: reference lookups (no pixels), the dual
         encoder (each unique input encoded once, cosine scores), or the pair scorer.
         """
-        if self._load_error is not None:
-            raise self._load_error
-        if self._scorer is None:
+        built = self._built
+        if built.error is not None:
+            raise built.error
+        if built.scorer is None:
             try:
-                self._scorer = self._same_identity(load_scorer(self.spec, self.options))
+                built.scorer = self._same_identity(load_scorer(self.spec, self.options))
             except Exception as exc:
-                self._load_error = exc
+                built.error = exc
                 raise
-        if self._mode is None:
-            self._mode = _scoring_mode(self._scorer)
+        if built.mode is None:
+            built.mode = _scoring_mode(built.scorer)
             self.remember_model()
-        return self._scorer
+        return built.scorer
 
-    def _same_identity(self, scorer: Any) -> Any:
+    def _same_identity(self, scorer: Scorer) -> Scorer:
         """``scorer``, if it is the model the cache namespace was named after before it was
         built: otherwise vectors of two weights would be mixed under one name (a hub model
         updated while loading, a ``py:`` factory declaring another fingerprint)."""
-        identity = self._identity if self._identified else None
+        identity = self._name.identity if self._name.identified else None
         built = scorer_fingerprint(scorer)
         if identity is not None and built and built != identity.fingerprint:
             raise ModelLoadError(
@@ -156,18 +178,19 @@ class ScorerSource:
     @property
     def mode(self) -> ScoringMode:
         """How this model scores: from the cache's memory of it, else by building it."""
-        if self._mode is None:
+        built = self._built
+        if built.mode is None:
             known = self.known_model()
-            self._mode = known.mode if known is not None else None
-        if self._mode is None:
+            built.mode = known.mode if known is not None else None
+        if built.mode is None:
             _ = self.scorer
-        assert self._mode is not None
-        return self._mode
+        assert built.mode is not None
+        return built.mode
 
     @property
     def fingerprint(self) -> str:
         """The weights' fingerprint: the identity's when known (no model needed)."""
-        identity = self._identity if self._identified else None
+        identity = self._name.identity if self._name.identified else None
         return identity.fingerprint if identity else scorer_fingerprint(self.scorer)
 
     def require_dual(self, method: str) -> None:
@@ -192,19 +215,19 @@ class ScorerSource:
         """
         if self.mode == "refs":
             return scores, "probability"
-        known = self._known if self._scorer is None else None
+        known = self._name.known if self._built.scorer is None else None
         if known is not None and known.sigmoid is not None:
             return calibrated_sigmoid(scores, *known.sigmoid), "probability"
         if known is not None and known.exp:
             return np.exp(scores.astype(np.float64)).astype(np.float32), "probability"
-        if self._own_match():
-            probabilities = self.scorer.match_probability(scores)
-            return np.asarray(probabilities, dtype=np.float32), "probability"
+        own = getattr(self.scorer, "match_probability", None) if self._own_match() else None
+        if own is not None:
+            return np.asarray(own(scores), dtype=np.float32), "probability"
         return scores, "probability" if self.mode == "pairs" else "similarity"
 
     def _own_match(self) -> bool:
         """Whether the scorer maps its scores to match probabilities itself."""
-        known = self._known if self._scorer is None else None
+        known = self._name.known if self._built.scorer is None else None
         return (known is None or known.own_match) and hasattr(self.scorer, "match_probability")
 
     def namespace(self, kind: str) -> str | None:
@@ -212,19 +235,20 @@ class ScorerSource:
         no cache, or a model without an identity that is not built yet."""
         if self.cache is None or not self.cache.enabled:
             return None
-        if not self._identified:
-            self._identified = True
-            self._identity = identify(self.spec, self.options, self.cache.file_digest)
-        identity = self._identity
-        if identity is None and self._scorer is not None:
-            fingerprint = scorer_fingerprint(self._scorer)
+        name = self._name
+        if not name.identified:
+            name.identified = True
+            name.identity = identify(self.spec, self.options, self.cache.file_digest)
+        identity = name.identity
+        if identity is None and self._built.scorer is not None:
+            fingerprint = scorer_fingerprint(self._built.scorer)
             # Without a backend identity, the spec as written stands for the preprocessing.
             identity = ModelIdentity(fingerprint, f"spec {self.spec.text}") if fingerprint else None
         if identity is None:
             return None
-        if self._precision is None:
-            self._precision = run_precision(self.spec.scheme, self.options)
-        preprocessing = f"{identity.preprocessing}|{self._precision}"
+        if name.precision is None:
+            name.precision = run_precision(self.spec.scheme, self.options)
+        preprocessing = f"{identity.preprocessing}|{name.precision}"
         return namespace(identity.fingerprint, preprocessing, kind)
 
     def stored(self, kind: str, items: dict[str, np.ndarray]) -> None:
@@ -244,14 +268,16 @@ class ScorerSource:
         space = self.namespace("meta")
         if space is None or self.cache is None:
             return None
-        self._known = KnownModel.from_json(self.cache.get_meta(space))
-        return self._known
+        self._name.known = KnownModel.from_json(self.cache.get_meta(space))
+        return self._name.known
 
     def remember_model(self) -> None:
         space = self.namespace("meta")
-        if space is not None and self.cache is not None and self._mode in CACHED_MODES:
-            assert self._mode is not None
-            self.cache.put_meta(space, KnownModel.of(self._scorer, self._mode).to_json())
+        built = self._built
+        if space is None or self.cache is None or built.scorer is None:
+            return
+        if built.mode == "dual" or built.mode == "pairs":
+            self.cache.put_meta(space, KnownModel.of(built.scorer, built.mode).to_json())
 
     def call(self, method: str, expected: int, *args: Any) -> np.ndarray:
         """Call a scorer method and check its result against the protocol: ``expected``
@@ -281,7 +307,7 @@ class ScorerSource:
             raise UserCodeError.from_exception(exc, f"model '{self.spec.text}': {method}") from exc
 
 
-def _scoring_mode(scorer: Any) -> ScoringMode:
+def _scoring_mode(scorer: Scorer) -> ScoringMode:
     """Reference lookups when the scorer has them, else the dual encoder, else pairs."""
     if isinstance(scorer, RefScorer):
         return "refs"

@@ -1,22 +1,20 @@
-"""Score every unique image and text once per model, in batches, and remember the scores.
+"""Plan the unique inputs a set of tests needs and score them in batches, once per model.
 
-A ``ModelRunner`` owns one model for a session (or one xdist worker). ``prepare(tests)``
-encodes, in batches of ``batch_size``, every image and text those tests need that has not
-been encoded yet, then computes each unique (image, text) score once; ``grid(example)``
-reads an example's scores from that cache, so equal inputs give bit-identical scores.
-Dual-encoder scores are cosine similarities: embeddings are normalised and multiplied in
-float64 and the score rounded to fp32, on which every decision is made.
-
-With an ``EmbeddingCache``, raw fp32 embeddings (and cross-encoder pair scores) are kept on
-disk under the namespace ``ScorerSource`` names (the model's identity, preprocessing and
-precision), keyed by content (``content_keys``); the model is built only when something is
-missing. Images are decoded, and preprocessed when the scorer exposes
-``preprocess_image`` + ``encode_preprocessed``, in a thread pool while the model runs.
+A ``ModelRunner`` owns one model for a session (or one xdist worker, or a live model object
+across a training loop's calls). It plans and batches, nothing else: ``prepare(tests)``
+gathers every unique image, text and (image, text) pair those tests need (``plan``, one
+deterministic step: the seam where a collective run keeps a rank's share), cuts what is
+still to compute into batches of the scorer's ``batch_size`` and hands them to its
+``CachedScorer``, which keeps every result in memory and in the embedding cache and calls
+the model for the misses; ``grid(example)`` reads an example's scores from that memory, so
+equal inputs give bit-identical scores. Dual-encoder scores are cosine similarities:
+embeddings are normalised and multiplied in float64 and the score rounded to fp32, on which
+every decision is made. Images are decoded, and preprocessed when the scorer exposes
+``preprocess_image`` + ``encode_preprocessed``, by the ``ImageFeed`` in a thread pool.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -24,27 +22,23 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pytest_vlcheck.engine.batch_share import BatchShare, WholeShare
-from pytest_vlcheck.engine.content_keys import pair_key, text_key
+from pytest_vlcheck.engine.cached_scorer import CachedScorer, Pair, cosines
 from pytest_vlcheck.engine.embedding_width import EmbeddingWidth
-from pytest_vlcheck.engine.image_feed import LIVE_MEMO_BYTES, ImageFeed, ImageKey, ImageLoad
+from pytest_vlcheck.engine.image_feed import ImageFeed, ImageLoad
+from pytest_vlcheck.engine.image_store import ImageKey, ImageStore
 from pytest_vlcheck.engine.progress import Writer, tracked
 from pytest_vlcheck.engine.scorer_source import ScorerSource, ScoringMode
 from pytest_vlcheck.engine.stats import ScoringStats
-from pytest_vlcheck.errors import ScorerProtocolError
 from pytest_vlcheck.images.refs import ImageRef
-from pytest_vlcheck.models.protocol import (
-    ModelOptions,
-    RefPair,
-    scorer_fingerprint,
-)
-from pytest_vlcheck.models.registry import (
-    ModelSpec,
-)
+from pytest_vlcheck.models.protocol import ModelOptions, RefPair, Scorer
+from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.tasks import Grid, get_task
 
 if TYPE_CHECKING:
     from pytest_vlcheck.checklist.schema import ChecklistTest
     from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
+
+__all__ = ["ModelRunner", "Plan", "ScoringStats", "Unscorable", "cosines", "text_grid"]
 
 
 @dataclass(frozen=True)
@@ -56,11 +50,31 @@ class Unscorable:
 
 
 @dataclass
+class Plan:
+    """The unique inputs of a set of grids, in first-seen order (deterministic: the same
+    grids give the same plan in every process)."""
+
+    images: dict[ImageKey, ImageRef] = field(default_factory=dict)
+    texts: dict[str, None] = field(default_factory=dict)
+    pairs: dict[Pair, None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, grids: Iterable[Grid]) -> Plan:
+        plan = cls()
+        for refs, example_texts in grids:
+            for ref in refs:
+                plan.images.setdefault(ref.key, ref)
+                for text in example_texts:
+                    plan.pairs.setdefault((ref.key, text))
+            plan.texts.update(dict.fromkeys(example_texts))
+        return plan
+
+
+@dataclass
 class ModelRunner:
-    """One model's scores: each unique input encoded once, in batches, kept in memory and
-    in the embedding cache, and served as example grids. The scorer and its identity come
-    from ``source`` (``ScorerSource``); memory is forgotten when the weights change
-    (``refresh``).
+    """One model's scores: plans each unique input, batches it, and serves example grids.
+    The scorer comes from a ``ScorerSource`` behind a ``CachedScorer`` (memory and the
+    embedding cache); what was computed is forgotten when the weights change (``refresh``).
 
     ``cache`` is the on-disk embedding cache (None: everything is encoded); ``progress``
     draws a progress line while images are encoded (None: silent).
@@ -72,38 +86,45 @@ class ModelRunner:
     cache: EmbeddingCache | None = None
     progress: Writer | None = None
     stats: ScoringStats = field(default_factory=ScoringStats)
-    source: ScorerSource = field(init=False, repr=False)
-    _image_vectors: dict[ImageKey, np.ndarray] = field(default_factory=dict, repr=False)
-    _text_vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
-    _pair_scores: dict[tuple[ImageKey, str], np.float32] = field(default_factory=dict, repr=False)
+    scores: CachedScorer = field(init=False, repr=False)
     images: ImageFeed = field(init=False, repr=False)
-    _memory_fingerprint: str | None = None
-    _width: EmbeddingWidth = field(init=False, repr=False)
-    share: BatchShare = field(default_factory=WholeShare, repr=False)  # batches encoded here
+    share: BatchShare = field(default_factory=WholeShare, repr=False)
+    """Which of the planned batches this process encodes (``engine.batch_share``)."""
 
     def __post_init__(self) -> None:
-        self.source = ScorerSource(self.spec, self.options, self.cache)
-        self.images = ImageFeed(self.load_image, self.cache, self.stats)
         cache_file = None if self.cache is None else self.cache.path
-        self._width = EmbeddingWidth(self.spec.text, cache_file)
+        self.scores = CachedScorer(
+            ScorerSource(self.spec, self.options, self.cache),
+            self.stats,
+            EmbeddingWidth(self.spec.text, cache_file),
+        )
+        self.images = ImageFeed(self.load_image, self.cache, self.stats)
 
     @classmethod
     def for_scorer(
         cls,
         spec: ModelSpec,
-        scorer: Any,
+        scorer: Scorer,
         options: ModelOptions,
         load_image: ImageLoad,
         progress: Writer | None = None,
         cache: EmbeddingCache | None = None,
+        image_memory: int = 0,
     ) -> ModelRunner:
         """A runner over a scorer built already (a live model, an object given to
         ``evaluate``): never rebuilt; its vectors go to a disk cache only when one is given
-        (a benchmark handing a spec-built model a fresh cache)."""
+        (a benchmark handing a spec-built model a fresh cache); ``image_memory`` bytes of
+        preprocessed images are kept across calls (``ImageStore``)."""
         runner = cls(spec, options, load_image, cache, progress)
-        runner.source = ScorerSource(spec, options, cache, scorer)
-        runner.images.memo_bytes = LIVE_MEMO_BYTES
+        runner.scores.source = ScorerSource(spec, options, cache, scorer)
+        runner.images.store = ImageStore(image_memory)
+        runner.images.store.bind(getattr(scorer, "identity", None))
         return runner
+
+    @property
+    def source(self) -> ScorerSource:
+        """Where the scorer comes from and who it is."""
+        return self.scores.source
 
     @property
     def mode(self) -> ScoringMode:
@@ -119,36 +140,26 @@ class ModelRunner:
         """Scores for a ``match`` decision and their kind (``ScorerSource.match_scores``)."""
         return self.source.match_scores(scores)
 
-    def rebind(self, scorer: Any) -> None:
+    def rebind(self, scorer: Scorer) -> None:
         """The same model wrapped anew for another call (``run.live_runners``): what was
         computed stays while its fingerprint holds (``refresh``), preprocessed images while
         its ``identity`` (a live scorer's architecture, preprocessing and precision) holds; the
         stats start again."""
-        before = getattr(self.source.scorer, "identity", None)
-        if before is None or before != getattr(scorer, "identity", None):
-            self.images.forget_preprocessed()
-        self.source = ScorerSource(self.spec, self.options, self.cache, scorer)
-        self.stats = ScoringStats()
-        self.images.stats = self.stats
+        self.images.store.bind(getattr(scorer, "identity", None))
+        self.scores.source = ScorerSource(self.spec, self.options, self.cache, scorer)
+        self.stats = self.scores.stats = self.images.stats = ScoringStats()
+
+    def release(self) -> None:
+        """Let go of the scorer between a live model's calls: the registry holds runners
+        weakly by model object, and a runner holding the model through its scorer would keep
+        both alive for ever. What was computed stays (``rebind`` gives the next call's)."""
+        self.scores.source = ScorerSource(self.spec, self.options, self.cache)
 
     def refresh(self) -> None:
         """Start a new call from the user (``vl_model.score``, a training loop's probe):
-        numbers belong to the weights at call time, so what was computed in memory is
-        forgotten when the built scorer's fingerprint changed since, or when it has none
-        (nothing then tells its weights apart); a file image changed since is read anew."""
-        changed = self.images.changed_files()
-        if changed:
-            self._image_vectors = {k: v for k, v in self._image_vectors.items() if k not in changed}
-            self._pair_scores = {p: v for p, v in self._pair_scores.items() if p[0] not in changed}
-        if not self.source.built:
-            return
-        current = scorer_fingerprint(self.source.scorer)
-        if not current or current != self._memory_fingerprint:
-            self._image_vectors.clear()
-            self._text_vectors.clear()
-            self._pair_scores.clear()
-            self._width.forget()
-        self._memory_fingerprint = current
+        numbers belong to the weights at call time (``CachedScorer.refresh``); a file image
+        changed since is read anew."""
+        self.scores.refresh(self.images.changed_files())
 
     def prepare(self, tests: Iterable[ChecklistTest]) -> None:
         """Score, in batches, everything ``tests`` need that is not cached yet."""
@@ -159,29 +170,22 @@ class ModelRunner:
         grids that belong to no checklist test: the ``vl_model`` fixture's ``score``)."""
         if self.mode == "refs":
             return  # reference lookups are cheap and per example: done in ``grid``
-        images: dict[ImageKey, ImageRef] = {}
-        texts: dict[str, None] = {}
-        pairs: dict[tuple[ImageKey, str], None] = {}
-        for refs, example_texts in grids:
-            for ref in refs:
-                images.setdefault(ref.key, ref)
-                for text in example_texts:
-                    pairs.setdefault((ref.key, text))
-            texts.update(dict.fromkeys(example_texts))
+        plan = Plan.of(grids)
+        memory = self.scores.memory
         if self.mode == "dual":
-            self._texts([t for t in texts if t not in self._text_vectors])
+            self._texts([t for t in plan.texts if t not in memory.texts])
+            unavailable = self.images.unavailable
             self._images(
                 [
                     r
-                    for k, r in images.items()
-                    if k not in self._image_vectors and k not in self.images.unavailable
+                    for k, r in plan.images.items()
+                    if k not in memory.images and k not in unavailable
                 ]
             )
-            self._cosine_scores(
-                [p for p in pairs if p not in self._pair_scores and p[0] in self._image_vectors]
-            )
+            todo = [p for p in plan.pairs if p not in memory.pairs and p[0] in memory.images]
+            self.scores.cosine_scores(todo, self.spec.text)
         else:
-            self._pairs(images, [p for p in pairs if p not in self._pair_scores])
+            self._pairs(plan.images, [p for p in plan.pairs if p not in memory.pairs])
 
     def grid(self, grid: Grid, example_id: str) -> np.ndarray | Unscorable:
         """The example's fp32 scores [images, texts], or why its images are unavailable."""
@@ -189,87 +193,53 @@ class ModelRunner:
         if self.mode == "refs":
             pairs = [RefPair(ref, text, example_id) for ref in refs for text in texts]
             self.stats.score_ref_calls += 1
-            scores = self._call("score_refs", len(pairs), pairs)
+            scores = self.scores.call("score_refs", len(pairs), pairs)
             return scores.reshape(len(refs), len(texts))
-        missing = tuple(ref for ref in refs if ref.key in self.images.unavailable)
-        if missing:
-            return Unscorable(missing, tuple(self.images.unavailable[ref.key] for ref in missing))
+        unscorable = self._unscorable(refs)
+        if unscorable is not None:
+            return unscorable
+        pair_scores = self.scores.memory.pairs
         out = np.empty((len(refs), len(texts)), dtype=np.float32)
         for i, ref in enumerate(refs):
             for j, text in enumerate(texts):
-                out[i, j] = self._pair_scores[(ref.key, text)]
+                out[i, j] = pair_scores[(ref.key, text)]
         return out
 
     def text_vectors(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-norm float64 embeddings of ``texts`` (a dual encoder's), each encoded once."""
         self.source.require_dual("encode_texts")
-        self._texts([t for t in dict.fromkeys(texts) if t not in self._text_vectors])
-        return np.stack([self._text_vectors[t] for t in texts])
+        self._texts([t for t in dict.fromkeys(texts) if t not in self.scores.memory.texts])
+        return np.stack([self.scores.memory.texts[t] for t in texts])
 
     def image_vectors(self, refs: Sequence[ImageRef]) -> np.ndarray | Unscorable:
         """Unit-norm float64 embeddings of ``refs`` (a dual encoder's), each encoded once; or
         which images could not be loaded, and why."""
         self.source.require_dual("encode_images")
-        unique = {r.key: r for r in refs if r.key not in self._image_vectors}
+        unique = {r.key: r for r in refs if r.key not in self.scores.memory.images}
         self._images([r for k, r in unique.items() if k not in self.images.unavailable])
-        missing = tuple(r for r in refs if r.key in self.images.unavailable)
-        if missing:
-            return Unscorable(missing, tuple(self.images.unavailable[r.key] for r in missing))
-        return np.stack([self._image_vectors[r.key] for r in refs])
+        unscorable = self._unscorable(refs)
+        if unscorable is not None:
+            return unscorable
+        return np.stack([self.scores.memory.images[r.key] for r in refs])
 
-    def _call(self, method: str, expected: int, *args: Any) -> np.ndarray:
-        """One timed call into the scorer (``ScorerSource.call``)."""
-        started = time.perf_counter()
-        try:
-            return self.source.call(method, expected, *args)
-        finally:
-            self.stats.model_seconds += time.perf_counter() - started
+    def _unscorable(self, refs: Sequence[ImageRef]) -> Unscorable | None:
+        missing = tuple(r for r in refs if r.key in self.images.unavailable)
+        if not missing:
+            return None
+        return Unscorable(missing, tuple(self.images.unavailable[r.key] for r in missing))
 
     def _texts(self, texts: list[str]) -> None:
-        """Texts from the cache, the rest encoded in batches (and cached)."""
-        keys = {t: text_key(t) for t in texts}
-        hits = self.share.common(texts, self._from_cache("text", keys, self._text_vectors))
-        self.stats.texts_cached += len(hits)
-        batches = list(self._batches([t for t in texts if t not in hits]))
-        with self.share.phase("texts", batches, self._text_vectors) as mine:
+        """Texts from the caches, the rest encoded in batches."""
+        batches = list(self._batches(self.scores.texts_to_encode(texts, self.share.common)))
+        with self.share.phase("texts", batches, self.scores.memory.texts) as mine:
             for batch in mine:
-                self.stats.encode_text_calls += 1
-                vectors = self._call("encode_texts", len(batch), batch)
-                self._keep("text", batch, keys, vectors, self._text_vectors)
-                self.stats.texts_encoded += len(batch)
+                self.scores.encode_texts(batch)
 
     def _images(self, refs: list[ImageRef]) -> None:
-        """Images from the cache by content key, the rest decoded and encoded (and cached)."""
+        """Images from the caches by content key, the rest decoded and encoded in batches."""
         self.images.key(refs)
         refs = [r for r in refs if r.key not in self.images.unavailable]
-        content = self.images.content_keys
-        keys = {r.key: content[r.key] for r in refs if r.key in content}
-        hits = self.share.common(list(keys), self._from_cache("image", keys, self._image_vectors))
-        self.stats.images_cached += len(hits)
-        self._encode_images([r for r in refs if r.key not in hits])
-
-    def _from_cache(self, kind: str, keys: dict[Any, str], into: dict[Any, np.ndarray]) -> set:
-        """The items of ``keys`` whose vectors the cache holds, put (unit norm) ``into``."""
-        found = self.source.cached(kind, list(keys.values()))
-        hits = [item for item, key in keys.items() if _is_row(found.get(key))]
-        if hits:
-            cached = [found[keys[item]] for item in hits]
-            self._width.cached(cached)
-            into.update(zip(hits, _normalise(np.stack(cached)), strict=True))
-        return set(hits)
-
-    def _keep(
-        self, kind: str, items: list[Any], keys: dict[Any, str], vectors: np.ndarray, into: dict
-    ) -> None:
-        """Vectors the model just computed for ``items``: kept (unit norm) ``into`` and cached
-        under the items' keys (an item without one is not cached)."""
-        self._width.computed(vectors)
-        self.source.stored(
-            kind, {keys[i]: v for i, v in zip(items, vectors, strict=True) if i in keys}
-        )
-        into.update(zip(items, _normalise(vectors), strict=True))
-
-    def _encode_images(self, refs: list[ImageRef]) -> None:
+        refs = self.scores.images_to_encode(refs, self.images.content_keys, self.share.common)
         if not refs:
             return
         scorer = self.source.scorer  # built before the loader pool starts
@@ -277,74 +247,35 @@ class ModelRunner:
         if not (callable(preprocess) and callable(getattr(scorer, "encode_preprocessed", None))):
             preprocess = None
         method = "encode_images" if preprocess is None else "encode_preprocessed"
-        todo = list(self._batches(refs))
+        todo, memory = list(self._batches(refs)), self.scores.memory.images
         with (
-            self.share.phase("images", todo, self._image_vectors, self.images.unavailable) as mine,
+            self.share.phase("images", todo, memory, self.images.unavailable) as mine,
             tracked(self.spec.name, sum(map(len, mine)), self.progress) as progress,
         ):
             for batch, inputs in self.images.loaded_batches(
-                mine, preprocess, self.source.user_code, overlap=not _on_cpu(scorer)
+                mine,
+                preprocess,
+                self.source.user_code,
+                overlap=not _on_cpu(scorer),
             ):
                 if not batch:
                     continue
-                self.stats.encode_image_calls += 1
-                vectors = self._call(method, len(batch), inputs)
-                items = [r.key for r in batch]
-                self._keep("image", items, self.images.content_keys, vectors, self._image_vectors)
-                self.stats.images_encoded += len(batch)
+                self.scores.encode_images(method, batch, inputs, self.images.content_keys)
                 if progress is not None:
                     progress.advance(len(batch))
 
-    def _cosine_scores(self, pairs: list[tuple[ImageKey, str]]) -> None:
-        if not pairs:
-            return
-        images = np.stack([self._image_vectors[key] for key, _ in pairs])
-        texts = np.stack([self._text_vectors[text] for _, text in pairs])
-        scores = cosines(images, texts, self.spec.text)
-        self._pair_scores.update(zip(pairs, scores, strict=True))
-
-    def _pairs(self, images: dict[ImageKey, ImageRef], pairs: list[tuple[ImageKey, str]]) -> None:
-        """Cross-encoder scores from the cache, the rest scored (and cached)."""
+    def _pairs(self, images: dict[ImageKey, ImageRef], pairs: list[Pair]) -> None:
+        """Cross-encoder scores from the caches, the rest scored in batches of unique pairs,
+        each image decoded once per batch."""
         self.images.key(list({key: images[key] for key, _ in pairs}.values()))
         pairs = [p for p in pairs if p[0] not in self.images.unavailable]
-        keys = {
-            p: pair_key(self.images.content_keys[p[0]], text_key(p[1]))
-            for p in pairs
-            if p[0] in self.images.content_keys
-        }
-        found = self.source.cached("pair", list(keys.values()))
-        for pair, key in keys.items():
-            row = found.get(key)
-            if row is not None and row.shape == (1,):
-                self._pair_scores[pair] = np.float32(row[0])
-                self.stats.pairs_cached += 1
-        self._score_pairs(images, by_image([p for p in pairs if p not in self._pair_scores]), keys)
-
-    def _score_pairs(
-        self,
-        images: dict[ImageKey, ImageRef],
-        pairs: list[tuple[ImageKey, str]],
-        keys: dict[tuple[ImageKey, str], str],
-    ) -> None:
-        """Cross-encoder: batches of unique pairs, each image decoded once per batch."""
-        for batch in self._batches(pairs):
+        content = self.images.content_keys
+        for batch in self._batches(by_image(self.scores.pairs_to_score(pairs, content))):
             refs = list({key: images[key] for key, _ in batch}.values())
             loaded = dict(zip((r.key for r in refs), self.images.load_all(refs), strict=True))
             batch = [p for p in batch if loaded[p[0]] is not None]
-            if not batch:
-                continue
-            self.stats.score_pair_calls += 1
-            scores = self._call(
-                "score_pairs",
-                len(batch),
-                [loaded[key] for key, _ in batch],
-                [text for _, text in batch],
-            ).reshape(-1)
-            self._pair_scores.update(zip(batch, scores, strict=True))
-            self.source.stored(
-                "pair", {keys[p]: scores[i : i + 1] for i, p in enumerate(batch) if p in keys}
-            )
-            self.stats.pairs_scored += len(batch)
+            if batch:
+                self.scores.score_pairs(batch, [loaded[key] for key, _ in batch], content)
 
     def _batches(self, items: Sequence[Any]) -> Iterator[list[Any]]:
         """``items`` in batches of the scorer's own ``batch_size`` (a torch backend's, sized
@@ -358,7 +289,7 @@ class ModelRunner:
             yield list(items[start : start + size])
 
 
-def by_image(pairs: list[tuple[ImageKey, str]]) -> list[tuple[ImageKey, str]]:
+def by_image(pairs: list[Pair]) -> list[Pair]:
     """Pairs grouped by image, images in first-seen order: a batch then holds few unique
     images, and a pair scorer that shares vision features within a batch (``vqa:``) runs
     its vision tower once per unique image."""
@@ -366,17 +297,6 @@ def by_image(pairs: list[tuple[ImageKey, str]]) -> list[tuple[ImageKey, str]]:
     for key, _ in pairs:
         order.setdefault(key, len(order))
     return sorted(pairs, key=lambda pair: order[pair[0]])
-
-
-def cosines(images: np.ndarray, texts: np.ndarray, model: str) -> np.ndarray:
-    """Row-wise dot products of unit image and text rows, as fp32; embeddings of two widths
-    cannot share a space, which is the scorer's mistake, said in one line."""
-    if images.shape[1] != texts.shape[1]:
-        raise ScorerProtocolError(
-            f"model '{model}': encode_images gives {images.shape[1]}-d embeddings and "
-            f"encode_texts {texts.shape[1]}-d; expected one width (a shared embedding space)"
-        )
-    return np.einsum("ij,ij->i", images, texts).astype(np.float32)
 
 
 def text_grid(vectors: np.ndarray) -> np.ndarray:
@@ -396,15 +316,3 @@ def _on_cpu(scorer: Any) -> bool:
     that does not say (a ``py:`` scorer) may use an accelerator, and images are prepared
     beside its forward passes as before."""
     return str(getattr(scorer, "device", "")).split(":")[0] == "cpu"
-
-
-def _is_row(vector: np.ndarray | None) -> bool:
-    """A cached embedding that is usable: one row of finite values."""
-    return vector is not None and vector.ndim == 1 and bool(np.isfinite(vector).all())
-
-
-def _normalise(vectors: np.ndarray) -> np.ndarray:
-    """Unit rows in float64 (a zero row stays zero and scores 0)."""
-    rows = vectors.astype(np.float64)
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return rows / np.where(norms == 0, 1.0, norms)

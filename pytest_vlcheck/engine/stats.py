@@ -1,5 +1,4 @@
-"""What a model was asked to do: counted by the runner and its image feed, summed over
-xdist workers, printed in the terminal summary and read by benchmarks."""
+"""What a runner asked its model to do: counts and seconds for benchmarks and the summary."""
 
 from __future__ import annotations
 
@@ -20,6 +19,10 @@ class ScoringStats:
     images_cached: int = 0
     texts_cached: int = 0
     pairs_cached: int = 0
+    images_prepared: int = 0
+    """Images decoded (or rendered) and preprocessed for the model in this call."""
+    images_recalled: int = 0
+    """Preprocessed images a live model's image store gave back instead (``ImageStore``)."""
     model_seconds: float = 0.0
     load_seconds: float = 0.0
 

@@ -180,7 +180,7 @@ def _open_clip_scorer(
     encoder = OpenClipScorer(
         name=name,
         fingerprint="",  # the live scorer computes its own at each access
-        model=model,
+        model=settings["model"],
         preprocess=preprocess,
         tokenizer=tokenizer,
         device=settings["device"],
@@ -218,7 +218,7 @@ def _transformers_scorer(
     encoder = encoder_class(
         name=f"live:{type(model).__name__}",
         fingerprint="",  # the live scorer computes its own at each access
-        model=model,
+        model=settings["model"],
         tokenizer=tokenizer,
         image_processor=image_processor,
         device=settings["device"],

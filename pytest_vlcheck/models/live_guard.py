@@ -6,7 +6,7 @@ whose tensors a lazily built buffer would keep and training would then refuse), 
 for the pass and every module's own train/eval flag back afterwards, and the global random
 number generators (torch CPU and CUDA, numpy, ``random``) restored, so evaluating does not
 change the training run's dropout or data order. The model is never moved or cast; a lower
-``--vl-precision`` runs under autocast instead.
+``--vl-precision`` runs on a cast copy (``live_precision``), guarded the same way.
 """
 
 from __future__ import annotations
@@ -15,30 +15,26 @@ import functools
 import random
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Any
 
 from pytest_vlcheck.errors import VlcheckUserError
+from pytest_vlcheck.models.live_precision import CastCopy
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.torch_utils import device_batch_size, effective_precision, torch_dtype
 
 
 @contextmanager
-def live_forward(model: Any, device_type: str, autocast_dtype: Any | None) -> Iterator[None]:
-    """Run the body with ``model`` in eval mode, without gradients (under autocast to
-    ``autocast_dtype`` when given); restore the flags and RNG states on the way out."""
+def live_forward(model: Any) -> Iterator[None]:
+    """Run the body with ``model`` in eval mode, without gradients; restore the flags and
+    RNG states on the way out."""
     import torch
 
     modes = [(module, module.training) for module in model.modules()]
     states = _rng_states(torch)
-    autocast = (
-        torch.autocast(device_type, dtype=autocast_dtype)
-        if autocast_dtype is not None
-        else nullcontext()
-    )
     try:
         model.eval()
-        with torch.no_grad(), autocast:
+        with torch.no_grad():
             yield
     finally:
         # Set each flag directly: module.train(flag) would also overwrite its children's.
@@ -67,9 +63,10 @@ def _restore_rng_states(torch: Any, states: dict[str, Any]) -> None:
 
 
 def run_settings(model: Any, options: ModelOptions) -> dict[str, Any]:
-    """Where and how the model runs: its own device and dtype (it is never moved or cast, so
-    ``options.device`` does not apply), with autocast when ``options.precision`` asks for
-    less than the model holds."""
+    """Where and how the model runs: its own device (it is never moved, so ``options.device``
+    does not apply) and dtype; when ``options.precision`` asks for less than the model holds,
+    on a copy of its weights cast once for the call (``live_precision.CastCopy``): the
+    encoder is given ``model`` from here, not the caller's."""
     import torch
 
     floating = [p for p in model.parameters() if p.is_floating_point()]
@@ -82,11 +79,12 @@ def run_settings(model: Any, options: ModelOptions) -> dict[str, Any]:
     precision = effective_precision(options.precision, str(device))
     wanted = torch_dtype(precision)
     lower = wanted != torch.float32 and dtype == torch.float32
-    guard = functools.partial(live_forward, model, device.type, wanted if lower else None)
+    runs = CastCopy(model, wanted) if lower else model
     return {
+        "model": runs,
         "device": str(device),
-        "dtype": dtype,
+        "dtype": wanted if lower else dtype,
         "batch_size": device_batch_size(options, str(device)),
-        "forward_context": guard,
+        "forward_context": functools.partial(live_forward, runs),
         "precision": precision if lower else str(dtype).removeprefix("torch."),
     }

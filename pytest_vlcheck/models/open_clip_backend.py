@@ -38,6 +38,7 @@ from pytest_vlcheck.errors import (
     VlcheckUserError,
     WeightsUnavailableError,
 )
+from pytest_vlcheck.models.compact_pixels import split_transform
 from pytest_vlcheck.models.open_clip_tags import pretrained_table
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity
 from pytest_vlcheck.models.torch_utils import (
@@ -115,6 +116,7 @@ class OpenClipScorer(EmbeddingOutputs):
         )
         self.truncation = TruncationLog(name)
         self.forward_context = forward_context or inference_context
+        self.compact = split_transform(preprocess)
 
     def encode_images(self, images: list[Image]) -> np.ndarray:
         """Raw fp32 image embeddings [N, D] through the model's eval transform."""
@@ -124,22 +126,40 @@ class OpenClipScorer(EmbeddingOutputs):
 
     def preprocess_image(self, image: Image) -> Any:
         """The model's eval transform of one image (thread-safe: the engine runs it in its
-        loader pool, overlapping the model)."""
-        return self.preprocess(image)
+        loader pool, overlapping the model): for open_clip's own transforms its uint8
+        pixels before ``ToTensor`` (``compact_pixels``), finished per batch."""
+        pixels = None if self.compact is None else self.compact.pixels(image)
+        return self.preprocess(image) if pixels is None else pixels
 
     def encode_preprocessed(self, pixels: list[Any]) -> np.ndarray:
         """Raw fp32 embeddings [N, D] of images already through ``preprocess_image``."""
-        import torch
 
         if not pixels:
             return self._empty()
 
         def forward(batch: Sequence[Any]) -> np.ndarray:
-            stacked = torch.stack(list(batch)).to(device=self.device, dtype=self.input_dtype)
-            return to_float32_numpy(self.model.encode_image(stacked))
+            return to_float32_numpy(self.model.encode_image(self._pixel_batch(batch)))
 
         with self.forward_context():
             return run_in_batches(pixels, self, forward)
+
+    def _pixel_batch(self, batch: Sequence[Any]) -> Any:
+        """One model input from ``preprocess_image`` outputs: uint8 pixels finished together
+        on the device, tensors (the whole transform's) stacked as they are."""
+        import torch
+
+        compact = self.compact
+        pixels = [item for item in batch if not isinstance(item, torch.Tensor)]
+        if compact is not None and len(pixels) == len(batch):
+            return compact.finish(pixels, self.device, self.input_dtype)
+        if compact is not None and pixels:  # mixed: each array finished alone, same numbers
+            batch = [
+                item
+                if isinstance(item, torch.Tensor)
+                else compact.finish([item], "cpu", torch.float32)[0]
+                for item in batch
+            ]
+        return torch.stack(list(batch)).to(device=self.device, dtype=self.input_dtype)
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         """Raw fp32 text embeddings [M, D]; over-long texts are truncated with a warning."""

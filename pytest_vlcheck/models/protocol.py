@@ -117,6 +117,10 @@ class RefScorer(Protocol):
         """Return an array_like of shape [len(pairs)]; raise ``MissingScore`` for gaps."""
 
 
+Scorer = DualEncoder | PairScorer | RefScorer
+"""Any object the engine can score with (``check_scorer`` refuses the rest)."""
+
+
 class MissingScore(VlcheckUserError, LookupError):
     """A reference scorer has no score for a pair the checklist needs."""
 

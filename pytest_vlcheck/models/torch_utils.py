@@ -46,9 +46,34 @@ FINGERPRINT_SUFFIXES = frozenset(
 )
 
 _CHUNK = 1 << 20
-# (path, size, mtime_ns, inode, ctime_ns) -> sha256 hex: hashing a multi-GB checkpoint costs
-# seconds, and a session asks for the same fingerprint several times.
-_HASH_CACHE: dict[tuple[str, int, int, int, int], str] = {}
+
+
+class FileHashes:
+    """sha256 of files by (path, size, mtime_ns, inode, ctime_ns): hashing a multi-GB
+    checkpoint costs seconds, and a session asks for the same fingerprint several times.
+
+    Lifetime: the process (``FILE_HASHES``): an entry is valid as long as the file's stat
+    is the same, whoever asks, and a training loop's sessions ask again and again."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, int, int, int, int], str] = {}
+
+    def sha256(self, path: Path) -> str:
+        """sha256 hex of the file's bytes, read once while its stat is unchanged."""
+        stat = path.stat()
+        key = (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns)
+        found = self._known.get(key)
+        if found is None:
+            digest = hashlib.sha256()
+            with open(path, "rb") as handle:
+                while chunk := handle.read(_CHUNK):
+                    digest.update(chunk)
+            found = self._known[key] = digest.hexdigest()
+        return found
+
+
+FILE_HASHES = FileHashes()
+"""The process's file hashes (made at import)."""
 
 
 class TruncationWarning(UserWarning):
@@ -289,18 +314,8 @@ def _fingerprint_members(root: Path) -> list[str]:
 def sha256_file(path: Path) -> str:
     """sha256 hex of a file's bytes, remembered for the process while its stat (size, mtime,
     inode, ctime) is unchanged: naming a model for the embedding cache and loading it hash
-    a large checkpoint once, not twice."""
-    stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns)
-    found = _HASH_CACHE.get(key)
-    if found is not None:
-        return found
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    _HASH_CACHE[key] = digest.hexdigest()
-    return _HASH_CACHE[key]
+    a large checkpoint once, not twice (``FILE_HASHES``)."""
+    return FILE_HASHES.sha256(path)
 
 
 def _is_sha256_hex(name: str) -> bool:
@@ -417,7 +432,26 @@ def concat_rows(parts: list[np.ndarray]) -> np.ndarray:
 HUB_PROBE_TIMEOUT = 2.0
 """Seconds to wait for the Hugging Face Hub before treating it as unreachable: one probe
 instead of the hub client's retries (which took ~50 s to give up offline)."""
-_HUB_STATE: dict[str, str | None] = {}
+
+
+class HubProbe:
+    """Whether each Hugging Face endpoint answered, asked once.
+
+    Lifetime: the process (``HUB_PROBE``): every model spec of every session in it asks, and
+    waiting up to ``HUB_PROBE_TIMEOUT`` seconds each time would add up."""
+
+    def __init__(self) -> None:
+        self._answers: dict[str, str | None] = {}
+
+    def reason(self, endpoint: str, timeout: float) -> str | None:
+        """Why ``endpoint`` cannot be reached (None: it answered), probed on first ask."""
+        if endpoint not in self._answers:
+            self._answers[endpoint] = _probe(endpoint, timeout)
+        return self._answers[endpoint]
+
+
+HUB_PROBE = HubProbe()
+"""The process's hub probe (made at import)."""
 
 
 def hub_unreachable_reason(timeout: float = HUB_PROBE_TIMEOUT) -> str | None:
@@ -430,9 +464,7 @@ def hub_unreachable_reason(timeout: float = HUB_PROBE_TIMEOUT) -> str | None:
     if getattr(constants, "HF_HUB_OFFLINE", False):
         return "HF_HUB_OFFLINE is set"
     endpoint = str(getattr(constants, "ENDPOINT", "https://huggingface.co"))
-    if endpoint not in _HUB_STATE:
-        _HUB_STATE[endpoint] = _probe(endpoint, timeout)
-    return _HUB_STATE[endpoint]
+    return HUB_PROBE.reason(endpoint, timeout)
 
 
 def _probe(url: str, timeout: float) -> str | None:

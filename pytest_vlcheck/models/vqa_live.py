@@ -72,7 +72,7 @@ def live_vqa_scorer(
     scorer = VqaScorer(
         name=f"live:{type(model).__name__}",
         fingerprint="",  # the live scorer computes its own at each access
-        model=model,
+        model=settings["model"],  # a cast copy when the precision is lower (live_guard)
         processor=preprocess,
         prompt=options.vqa,
         device=settings["device"],

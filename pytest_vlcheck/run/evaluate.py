@@ -23,7 +23,7 @@ from pytest_vlcheck.run.arguments import check_arguments, warn_unstepped
 from pytest_vlcheck.run.checklists import checklist_files, load_tests, selected
 from pytest_vlcheck.run.distributed import collective, on_rank_zero, run_digest
 from pytest_vlcheck.run.distributed_evaluate import for_ranks, shared_run
-from pytest_vlcheck.run.live_runners import runner_for
+from pytest_vlcheck.run.live_runners import LIVE_RUNNERS
 from pytest_vlcheck.run.outcome import Run
 from pytest_vlcheck.run.session import VlcheckSession
 from pytest_vlcheck.run.settings import KeywordOptions, Settings, build_settings
@@ -83,14 +83,21 @@ def evaluate(
     session = VlcheckSession(settings)
     if scorer is not None:
         (spec,) = settings.specs
-        session.runners[spec.name] = runner_for(
-            model, scorer, spec, settings.model_options, settings.url_cache_dir
+        session.runners[spec.name] = LIVE_RUNNERS.runner_for(
+            model,
+            scorer,
+            spec,
+            settings.model_options,
+            settings.url_cache_dir,
+            image_memory=settings.image_memory_bytes,
         )
     measure = partial(_measure, session, tests)
     try:
         run = measure() if group is None else shared_run(group, session, measure, lockstep, scorer)
     finally:
         session.close()
+        if scorer is not None:
+            session.runners[settings.specs[0].name].release()
     outputs = partial(emit_all_warning_on_loggers, run, file_sinks(run))
     outputs() if group is None else on_rank_zero(group, outputs)
     return run

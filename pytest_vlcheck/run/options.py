@@ -120,6 +120,16 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         },
     ),
     (
+        "--vl-image-memory",
+        {
+            "default": None,
+            "metavar": "SIZE",
+            "help": "host memory for the preprocessed images a live model (evaluate(model, "
+            "...), the training callbacks) keeps across calls, e.g. 500MB (default 2GB); "
+            "over it the first images are kept and the rest prepared again",
+        },
+    ),
+    (
         "--vl-bundled",
         {
             "action": "store_true",
@@ -255,6 +265,7 @@ INI_TWINS: tuple[tuple[str, Literal["linelist", "string", "bool"]], ...] = (
     ("precision", "string"),
     ("missing", "string"),
     ("cache_size", "string"),
+    ("image_memory", "string"),
     ("no_cache", "bool"),
 )
 """The options with an ini twin (``vl_<key>``), by Python name, and pytest's ini type; the

@@ -47,6 +47,7 @@ DEFAULTS: dict[str, Any] = {
     "cache_dir": None,
     "no_cache": False,
     "cache_size": "2GB",
+    "image_memory": "2GB",
     "report_dir": None,
     "max_image_pixels": None,
     "baseline": None,
@@ -81,6 +82,8 @@ class Settings:
     embedding_cache_dir: Path | None = None
     """Root of the embedding cache (``--vl-cache-dir``); None turns it off (``--vl-no-cache``)."""
     embedding_cache_bytes: int = bounds.DEFAULT_CACHE_BYTES
+    image_memory_bytes: int = bounds.DEFAULT_IMAGE_MEMORY
+    """Preprocessed images a live model keeps across calls (``--vl-image-memory``)."""
     log_specs: tuple[Any, ...] = ()
     """Loggers (``--vl-log``, ``log=``): specs or callables, checked when parsed."""
     step: int | None = None
@@ -160,6 +163,7 @@ def build_settings(source: OptionSource) -> Settings:
         set_max_image_pixels(max_pixels)
     threshold = _bounded(source.get("threshold"), bounds.finite_number, 0, 1)
     cache_bytes = _bounded(source.get("cache_size"), bounds.size, bounds.MAX_CACHE_BYTES)
+    image_memory = _bounded(source.get("image_memory"), bounds.size, bounds.MAX_CACHE_BYTES)
     image_root = source.get("image_root").value
     specs = model_specs(source.get("model"))
     return Settings(
@@ -184,6 +188,7 @@ def build_settings(source: OptionSource) -> Settings:
         if source.get("no_cache").value
         else _cache_root(source, "embeddings"),
         embedding_cache_bytes=bounds.DEFAULT_CACHE_BYTES if cache_bytes is None else cache_bytes,
+        image_memory_bytes=bounds.DEFAULT_IMAGE_MEMORY if image_memory is None else image_memory,
         log_specs=_logger_specs(source.get("log"), specs),
         step=_step(source.get("step"), specs),
     )
