@@ -22,11 +22,6 @@ PACKAGE = ROOT / "pytest_vlcheck"
 MAX_FUNCTION_LINES = 80
 MAX_CLASS_LINES = 250
 MAX_PLUGIN_LINES = 300
-CLASS_LINE_EXCEPTIONS = {
-    # ModelRunner is being slimmed (issue 30 item 3); until then it may keep its size. Remove
-    # this entry when it is under MAX_CLASS_LINES.
-    "engine/scoring.py:ModelRunner": 300,
-}
 
 
 @functools.cache
@@ -201,7 +196,6 @@ def _long_definitions() -> Iterator[str]:
             if not limit:
                 continue
             where = path.relative_to(PACKAGE).as_posix()
-            limit = CLASS_LINE_EXCEPTIONS.get(f"{where}:{node.name}", limit)
             if node.end_lineno - node.lineno + 1 > limit:
                 yield f"{where}:{node.lineno} {node.name}"
 
