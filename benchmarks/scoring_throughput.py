@@ -309,6 +309,21 @@ def report(setup: Setup, walls: dict[str, list[float]]) -> None:
             )
 
 
+def profile_plugin(setup: Setup, top: int) -> None:
+    """One more ``plugin`` run under cProfile: the ``top`` entries of the package by cumulative
+    time (the model's forward passes show as ``encode_preprocessed`` / ``encode_texts``)."""
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.runcall(plugin_engine, setup)
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).sort_stats("cumulative")
+    stats.print_stats(r"pytest_vlcheck|sqlite3|hashlib|PIL", top)
+    print(out.getvalue())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -325,6 +340,9 @@ def main() -> None:
     parser.add_argument("--methods", default="bare,plugin,loop,rerun")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--torch-threads", type=int, default=0, help="0: torch's default")
+    parser.add_argument(
+        "--profile", type=int, default=0, help="N: profile one more plugin run, top N entries"
+    )
     args = parser.parse_args()
     if args.torch_threads:
         import torch
@@ -341,6 +359,8 @@ def main() -> None:
         print(f"model {args.arch} on {args.device} ({args.precision}), batch {args.batch_size}")
         walls = run(setup, args.methods.split(","), args.repeats)
         report(setup, walls)
+        if args.profile:
+            profile_plugin(setup, args.profile)
 
 
 if __name__ == "__main__":

@@ -31,8 +31,11 @@ def _run(args: list[str], cwd: Path = ROOT) -> str:
         ("large_suite_collection.py", ["--examples", "40", "--repeats", "1"], "jsonl"),
         (
             "scoring_throughput.py",
-            ["--examples", "12", "--images", "4", "--arch", "micro", "--repeats", "1"],
-            "rerun",
+            [
+                *("--examples", "12", "--images", "4", "--arch", "micro", "--repeats", "1"),
+                *("--profile", "5"),
+            ],
+            "ordered by: cumulative",
         ),
         (
             "live_fingerprint.py",
