@@ -33,6 +33,7 @@ __all__ = [
     "BASELINE_VERSION",
     "CONDITION_KEYS",
     "NUMBER_KEYS",
+    "OPTIONAL_CONDITION_KEYS",
     "Baseline",
     "BaselineEntry",
     "BaselineError",
@@ -52,6 +53,9 @@ CONDITION_KEYS = (
     "open_clip",
     "transformers",
 )
+OPTIONAL_CONDITION_KEYS = ("decode",)
+"""Conditions written only when set (``decode: gpu``): absent means the default, so entries
+saved before the key existed still compare equal."""
 NUMBER_KEYS = ("n", "passed", "pass_rate", "ci_low", "ci_high", "threshold")
 _TEXT_KEYS = ("file", "test", "model", "capability", "task", "spec", "content_hash")
 _OPTIONAL_TEXT_KEYS = ("fingerprint", "tool_version", "git_commit")
@@ -94,6 +98,9 @@ class BaselineEntry:
         """The JSON object of this entry (outcomes sorted by id for stable diffs)."""
         doc: dict[str, Any] = {k: getattr(self, k) for k in (*_TEXT_KEYS, *_OPTIONAL_TEXT_KEYS)}
         doc["conditions"] = {k: self.conditions.get(k) for k in CONDITION_KEYS}
+        doc["conditions"].update(
+            {k: self.conditions[k] for k in OPTIONAL_CONDITION_KEYS if self.conditions.get(k)}
+        )
         doc["numbers"] = {k: self.numbers.get(k) for k in NUMBER_KEYS}
         doc["outcomes"] = dict(sorted(self.outcomes.items()))
         return doc
@@ -112,7 +119,7 @@ def _entry(c: JsonChecker, raw: Any, where: str) -> BaselineEntry:
             raise c.fail(f"{where}.{key}", f"expected a string or null, got {v!r}")
         optional[key] = v
     raw_conditions = c.mapping(obj.get("conditions", {}), f"{where}.conditions")
-    conditions = {k: raw_conditions.get(k) for k in CONDITION_KEYS}
+    conditions = {k: raw_conditions.get(k) for k in (*CONDITION_KEYS, *OPTIONAL_CONDITION_KEYS)}
     numbers = _numbers(c, obj.get("numbers"), f"{where}.numbers")
     outcomes = _outcomes(c, obj.get("outcomes", {}), numbers, f"{where}.outcomes")
     return BaselineEntry(
@@ -291,7 +298,7 @@ def make_entry(
         content_hash=content_hash,
         tool_version=__version__,
         git_commit=git_commit,
-        conditions={k: conditions.get(k) for k in CONDITION_KEYS},
+        conditions={k: conditions.get(k) for k in (*CONDITION_KEYS, *OPTIONAL_CONDITION_KEYS)},
         numbers={k: result[k] for k in NUMBER_KEYS},
         outcomes=dict(outcomes),
     )

@@ -16,7 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_vlcheck.gates.baseline import CONDITION_KEYS, Baseline, BaselineEntry
+from pytest_vlcheck.gates.baseline import (
+    CONDITION_KEYS,
+    OPTIONAL_CONDITION_KEYS,
+    Baseline,
+    BaselineEntry,
+)
 from pytest_vlcheck.metrics.paired import (
     bonferroni,
     discordant_pairs,
@@ -64,7 +69,7 @@ def _condition_warnings(entry: BaselineEntry, conditions: Mapping[str, object] |
         return []
     differ = [
         f"{k} {entry.conditions.get(k)!s} -> {conditions.get(k)!s}"
-        for k in CONDITION_KEYS
+        for k in (*CONDITION_KEYS, *OPTIONAL_CONDITION_KEYS)
         if entry.conditions.get(k) != conditions.get(k)
     ]
     if not differ:
