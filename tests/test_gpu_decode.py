@@ -165,7 +165,7 @@ def test_gpu_is_a_run_condition_and_names_its_own_namespace(tmp_path: Path) -> N
     assert "decode" not in saved(default)  # baselines saved before the option read the same
     assert saved(gpu)["decode"] == "gpu"
     assert _condition_warnings(_entry(saved(default)), run_conditions(gpu)) == [
-        "run conditions differ from the baseline: decode None -> gpu"
+        "run conditions differ from the baseline: decode cpu -> gpu"
     ]
     spec = parse_spec(TINY_SPEC)
     with EmbeddingCache(tmp_path / "c") as cache:
