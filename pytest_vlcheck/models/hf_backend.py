@@ -25,6 +25,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -231,22 +232,13 @@ def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:
     ``checkpoint-N`` folder holds the model only)."""
     spec = f"hf:{body}"
     model_body, processor_body = split_processor(body)
-    source, local = _resolve_source(model_body, spec)
-    # Unreachable hub: cached files only, so a missing model fails at once, not after retries;
-    # one that is not even cached fails before transformers and torch are imported.
-    offline = None if local else hub_unreachable_reason()
-    if offline is not None and _cached_config(source) is None:
-        raise _not_cached_error(spec, offline, "its config")
+    where = HubLocation.of(model_body, spec)
+    source, local = where.source, where.local
     import transformers
 
     device = resolve_device(options.device)
     dtype = torch_dtype(effective_precision(options.precision, device))
-    hub_kwargs: dict[str, Any] = {"local_files_only": True} if local or offline else {}
-
-    try:
-        config = transformers.AutoConfig.from_pretrained(source, **hub_kwargs)
-    except Exception as exc:  # OSError offline, ValueError for an unknown model type
-        raise _fetch_error(spec, local, offline, "its config", exc) from exc
+    config = where.config(transformers)
     _refuse_generative(spec, body, config)
     architectures = list(getattr(config, "architectures", None) or [])
     itm_name = next((a for a in architectures if a.endswith("ForImageTextRetrieval")), None)
@@ -256,13 +248,7 @@ def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:
             f"{spec}: this transformers version ({transformers.__version__}) has no class "
             f"{itm_name}; expected a transformers release that has it"
         )
-    try:
-        model, info = model_class.from_pretrained(
-            source, output_loading_info=True, **_dtype_kwargs(transformers, dtype), **hub_kwargs
-        )
-    except Exception as exc:
-        raise _fetch_error(spec, local, offline, "the model", exc) from exc
-    refuse_missing_weights(spec, model, info)
+    model = where.model(transformers, model_class, dtype)
     dual = hasattr(model, "get_image_features") and hasattr(model, "get_text_features")
     if not (itm_name or dual):
         raise ModelLoadError(
@@ -398,6 +384,56 @@ PROCESSOR_FILES = (
 )
 """What marks a ``#BASE`` folder: a model's, or a processor's ``save_pretrained`` output
 (which writes no ``config.json``)."""
+
+
+@dataclass(frozen=True)
+class HubLocation:
+    """Where a transformers model is read from (a ``save_pretrained`` folder or a hub name)
+    and whether the hub answers: worked out before transformers is imported, so a hub model
+    that is neither reachable nor cached fails at once, not after retries."""
+
+    spec: str
+    source: str
+    local: bool
+    offline: str | None
+    """Why the hub cannot be reached (None: it can, or the model is a local folder)."""
+
+    @classmethod
+    def of(cls, body: str, spec: str) -> HubLocation:
+        source, local = _resolve_source(body, spec)
+        offline = None if local else hub_unreachable_reason()
+        if offline is not None and _cached_config(source) is None:
+            raise _not_cached_error(spec, offline, "its config")
+        return cls(spec, source, local, offline)
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """``from_pretrained``'s keywords: local files only for a folder or an offline hub."""
+        return {"local_files_only": True} if self.local or self.offline else {}
+
+    def error(self, what: str, exc: Exception) -> ModelLoadError:
+        """The one line for ``what`` (its config, the model, its processor) failing to load."""
+        return _fetch_error(self.spec, self.local, self.offline, what, exc)
+
+    def config(self, transformers: Any) -> Any:
+        try:
+            return transformers.AutoConfig.from_pretrained(self.source, **self.kwargs)
+        except Exception as exc:  # OSError offline, ValueError for an unknown model type
+            raise self.error("its config", exc) from exc
+
+    def model(self, transformers: Any, model_class: Any, dtype: Any) -> Any:
+        """The model in ``dtype``, refused when the files lack some of its weights."""
+        try:
+            model, info = model_class.from_pretrained(
+                self.source,
+                output_loading_info=True,
+                **_dtype_kwargs(transformers, dtype),
+                **self.kwargs,
+            )
+        except Exception as exc:
+            raise self.error("the model", exc) from exc
+        refuse_missing_weights(self.spec, model, info)
+        return model
 
 
 def _resolve_source(

@@ -29,14 +29,10 @@ from typing import TYPE_CHECKING, Any
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
 from pytest_vlcheck.models.generative_classes import is_image_text_to_text
 from pytest_vlcheck.models.hf_backend import (
-    _cached_config,
-    _dtype_kwargs,
-    _fetch_error,
+    HubLocation,
     _fingerprint,
-    _not_cached_error,
     _pil_processor_kwargs,
     _resolve_source,
-    refuse_missing_weights,
 )
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity
 from pytest_vlcheck.models.torch_utils import (
@@ -44,7 +40,6 @@ from pytest_vlcheck.models.torch_utils import (
     device_batch_size,
     effective_precision,
     fingerprint_path,
-    hub_unreachable_reason,
     inference_context,
     resolve_device,
     run_in_batches,
@@ -278,19 +273,12 @@ def load(body: str, options: ModelOptions) -> VqaScorer:
     spec = f"vqa:{body}"
     prompt = options.vqa
     prompt.check(("--vl-vqa-question", "--vl-vqa-answer", "--vl-vqa-mode"))
-    source, local = _resolve_source(body, spec)
-    offline = None if local else hub_unreachable_reason()
-    if offline is not None and _cached_config(source) is None:
-        raise _not_cached_error(spec, offline, "its config")
+    where = HubLocation.of(body, spec)
     import transformers
 
     device = resolve_device(options.device)
     dtype = torch_dtype(effective_precision(options.precision, device))
-    hub_kwargs: dict[str, Any] = {"local_files_only": True} if local or offline else {}
-    try:
-        config = transformers.AutoConfig.from_pretrained(source, **hub_kwargs)
-    except Exception as exc:
-        raise _fetch_error(spec, local, offline, "its config", exc) from exc
+    config = where.config(transformers)
     model_type = str(getattr(config, "model_type", ""))
     if not is_image_text_to_text(model_type):
         raise ModelLoadError(
@@ -298,20 +286,13 @@ def load(body: str, options: ModelOptions) -> VqaScorer:
             "generative VLM (LLaVA, Qwen2-VL, PaliGemma, ...); a CLIP-family, SigLIP or BLIP "
             f"model loads with hf:{body}"
         )
-    auto_model: Any = transformers.AutoModelForImageTextToText
-    try:
-        model, info = auto_model.from_pretrained(
-            source, output_loading_info=True, **_dtype_kwargs(transformers, dtype), **hub_kwargs
-        )
-    except Exception as exc:
-        raise _fetch_error(spec, local, offline, "the model", exc) from exc
-    refuse_missing_weights(spec, model, info)
-    processor = _processor(transformers, spec, source, local, offline, hub_kwargs)
+    model = where.model(transformers, transformers.AutoModelForImageTextToText, dtype)
+    processor = _processor(transformers, where)
     model.to(device)
     model.eval()
     scorer = VqaScorer(
         name=spec,
-        fingerprint=vqa_fingerprint(_fingerprint(body, source, local), prompt),
+        fingerprint=vqa_fingerprint(_fingerprint(body, where.source, where.local), prompt),
         model=model,
         processor=processor,
         prompt=prompt,
@@ -323,16 +304,10 @@ def load(body: str, options: ModelOptions) -> VqaScorer:
     return scorer
 
 
-def _processor(
-    transformers: Any,
-    spec: str,
-    source: str,
-    local: bool,
-    offline: str | None,
-    hub_kwargs: dict[str, Any],
-) -> Any:
+def _processor(transformers: Any, where: HubLocation) -> Any:
     """The model's processor with the PIL image processor, checked for images and a prompt
     form (``prompt_form``)."""
+    spec, source, hub_kwargs = where.spec, where.source, where.kwargs
     pil = _pil_processor_kwargs()
     try:
         try:
@@ -343,8 +318,8 @@ def _processor(
                 source, **pil, **hub_kwargs
             )
     except Exception as exc:
-        if not local:
-            raise _fetch_error(spec, local, offline, "its processor", exc) from exc
+        if not where.local:
+            raise where.error("its processor", exc) from exc
         raise ModelLoadError(
             f"{spec}: no processor that takes images could be loaded from {source} "
             f"({short_detail(exc, 160)}); expected the files processor.save_pretrained writes "
