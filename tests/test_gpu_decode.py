@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from pytest_vlcheck.engine.content_keys import namespace
 from pytest_vlcheck.engine.device_decode import DeviceDecode, DeviceDecodeWarning
 from pytest_vlcheck.engine.image_feed import ImageFeed
 from pytest_vlcheck.engine.scorer_source import ScorerSource
@@ -128,6 +129,38 @@ def test_embeddings_agree_with_pil_and_fallbacks_are_counted(files: dict[str, Pa
     assert np.array_equal(on_device[2:], by_pil[2:])  # the fallbacks are the CPU path itself
 
 
+def test_a_runner_decodes_on_its_device_with_the_same_verdicts(files: dict[str, Path]) -> None:
+    """The engine takes ``decode="gpu"`` on any device (here the CPU): the JPEG files take the
+    device path, the PNG and the crop the CPU path, and every score stays close."""
+    from pytest_vlcheck.checklist import load_checklist
+    from pytest_vlcheck.engine import ModelRunner
+    from pytest_vlcheck.tasks import get_task
+
+    root = files["plain"].parent
+    (root / "c.yaml").write_text(
+        "vlcheck: 1\ntests:\n  - id: one\n    capability: attribute/color\n"
+        "    task: caption\n    threshold: 0\n    examples:\n"
+        "      - {image: plain.jpg, caption: a red circle, negatives: [a blue circle]}\n"
+        "      - {image: tall.jpg, caption: a blue square, negatives: [a red square]}\n"
+        "      - {image: plain.png, caption: a green circle, negatives: [a red circle]}\n"
+        "      - {image: {path: tall.jpg, crop: [2, 2, 40, 40]}, caption: a square,"
+        " negatives: [a circle]}\n"
+    )
+    [test] = load_checklist(root / "c.yaml").tests
+    spec = parse_spec(TINY_SPEC)
+    grids = {}
+    for decode in ("cpu", "gpu"):
+        runner = ModelRunner(spec, ModelOptions(device="cpu", decode=decode), ImageLoader())
+        runner.prepare([test])
+        task = get_task(test.task)
+        grids[decode] = [runner.grid(task.grid(e), e.id) for e in test.examples]
+        counts = runner.stats.images_on_device, runner.stats.images_decode_fallback
+        assert counts == ((2, 2) if decode == "gpu" else (0, 0))
+    for on_device, by_pil in zip(grids["gpu"], grids["cpu"], strict=True):
+        np.testing.assert_allclose(on_device, by_pil, atol=1e-3)
+        assert np.array_equal(on_device.argmax(-1), by_pil.argmax(-1))
+
+
 def test_a_preprocess_it_cannot_express_says_so_once() -> None:
     class Processor:
         def preprocess(self, image: Image.Image) -> object:
@@ -169,10 +202,13 @@ def test_gpu_is_a_run_condition_and_names_its_own_namespace(tmp_path: Path) -> N
     ]
     spec = parse_spec(TINY_SPEC)
     with EmbeddingCache(tmp_path / "c") as cache:
-        before = ScorerSource(spec, ModelOptions(device="cpu"), cache).namespace("image")
-        again = ScorerSource(spec, default, cache).namespace("image")
+        source = ScorerSource(spec, default, cache)
+        before = source.namespace("image")
         other = ScorerSource(spec, gpu, cache).namespace("image")
-    assert before is not None and before == again  # the default names the same namespace
+        identity = source._name.identity
+    assert identity is not None
+    # the default names the namespace the releases before the option did
+    assert before == namespace(identity.fingerprint, f"{identity.preprocessing}|fp32", "image")
     assert other is not None and other != before
 
 
