@@ -161,7 +161,7 @@ class ImageFeed:
                 self.stats.images_recalled += 1
             elif item is not None:
                 self.stats.images_prepared += 1
-                if keep and getattr(item, "device", None) is None:  # host arrays only
+                if keep and str(getattr(item, "device", "cpu")) == "cpu":  # host memory only
                     self.store.offer(ref.key, item)
 
     def load_all(self, refs: Sequence[ImageRef]) -> list[Image | None]:
