@@ -167,6 +167,7 @@ def _set_run(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
             "the run's tool_version is '0.1.0' in s1 but '9.0' in s2",
         ),
         (_set_run("torch", "1.0"), "the run's torch is"),
+        (_set_run("decode", "gpu"), "the run's decode is 'cpu' in s1 but 'gpu' in s2"),
         (
             lambda doc: doc["run"]["shard"].__setitem__("count", 3),
             "the shard count (--vl-shard K/N's N) is 2 in s1 but 3 in s2",

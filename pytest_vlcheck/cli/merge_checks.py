@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.errors import VlcheckUserError
+from pytest_vlcheck.gates.baseline import OPTIONAL_CONDITIONS
 
 if TYPE_CHECKING:
     from pytest_vlcheck.gates.baseline import Baseline
@@ -59,7 +60,9 @@ def check_reports(documents: Sequence[tuple[Path, ReportDocument]]) -> list[str]
         for model in doc.models:
             for key in ("spec", "fingerprint"):
                 agreement.same(folder, f"model '{model['name']}' {key}", model.get(key))
-        for key, value in (doc.run or {}).items():
+        # a condition written only when not its default (decode) is compared as the default
+        optional = OPTIONAL_CONDITIONS if doc.run is not None else {}
+        for key, value in {**optional, **(doc.run or {})}.items():
             if key != "shard":
                 agreement.same(folder, f"the run's {key}", value)
         for result in doc.results:

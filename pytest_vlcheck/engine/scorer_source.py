@@ -249,6 +249,8 @@ class ScorerSource:
         if name.precision is None:
             name.precision = run_precision(self.spec.scheme, self.options)
         preprocessing = f"{identity.preprocessing}|{name.precision}"
+        if self.options.decode != "cpu":  # the default adds nothing: existing caches still hit
+            preprocessing += f"|decode={self.options.decode}"
         return namespace(identity.fingerprint, preprocessing, kind)
 
     def stored(self, kind: str, items: dict[str, np.ndarray]) -> None:

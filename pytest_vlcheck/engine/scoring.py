@@ -23,6 +23,7 @@ import numpy as np
 
 from pytest_vlcheck.engine.batch_share import BatchShare, WholeShare
 from pytest_vlcheck.engine.cached_scorer import CachedScorer, Pair, cosines
+from pytest_vlcheck.engine.device_decode import DeviceDecode
 from pytest_vlcheck.engine.embedding_width import EmbeddingWidth
 from pytest_vlcheck.engine.image_feed import ImageFeed, ImageLoad
 from pytest_vlcheck.engine.image_store import ImageKey, ImageStore
@@ -88,6 +89,8 @@ class ModelRunner:
     stats: ScoringStats = field(default_factory=ScoringStats)
     scores: CachedScorer = field(init=False, repr=False)
     images: ImageFeed = field(init=False, repr=False)
+    _device: DeviceDecode | bool | None = field(default=None, init=False, repr=False)
+    """``--vl-decode gpu``'s path, once known (False: this model's preprocessing has none)."""
     share: BatchShare = field(default_factory=WholeShare, repr=False)
     """Which of the planned batches this process encodes (``engine.batch_share``)."""
 
@@ -257,12 +260,22 @@ class ModelRunner:
                 preprocess,
                 self.source.user_code,
                 overlap=not _on_cpu(scorer),
+                device=self._device_decode(scorer, preprocess),
             ):
                 if not batch:
                     continue
                 self.scores.encode_images(method, batch, inputs, self.images.content_keys)
                 if progress is not None:
                     progress.advance(len(batch))
+
+    def _device_decode(self, scorer: Any, preprocess: Any) -> DeviceDecode | None:
+        """The device path of ``--vl-decode gpu`` (the settings refuse it for a model on the
+        CPU; here any device is taken, which lets tests run the path on the CPU)."""
+        if self.options.decode != "gpu" or preprocess is None:
+            return None
+        if self._device is None:
+            self._device = DeviceDecode.for_scorer(scorer, self.spec.name) or False
+        return self._device if isinstance(self._device, DeviceDecode) else None
 
     def _pairs(self, images: dict[ImageKey, ImageRef], pairs: list[Pair]) -> None:
         """Cross-encoder scores from the caches, the rest scored in batches of unique pairs,

@@ -23,6 +23,11 @@ class ScoringStats:
     """Images decoded (or rendered) and preprocessed for the model in this call."""
     images_recalled: int = 0
     """Preprocessed images a live model's image store gave back instead (``ImageStore``)."""
+    images_on_device: int = 0
+    """Of the prepared images, those decoded and resized on the model's device (``--vl-decode
+    gpu``); the others took the CPU path."""
+    images_decode_fallback: int = 0
+    """Images ``--vl-decode gpu`` left on the CPU path (another format, mode, a crop...)."""
     model_seconds: float = 0.0
     load_seconds: float = 0.0
 

@@ -33,6 +33,7 @@ __all__ = [
     "BASELINE_VERSION",
     "CONDITION_KEYS",
     "NUMBER_KEYS",
+    "OPTIONAL_CONDITIONS",
     "Baseline",
     "BaselineEntry",
     "BaselineError",
@@ -40,6 +41,7 @@ __all__ = [
     "git_commit",
     "make_entry",
     "save_baseline",
+    "with_defaults",
 ]
 
 BASELINE_VERSION = 1
@@ -52,6 +54,9 @@ CONDITION_KEYS = (
     "open_clip",
     "transformers",
 )
+OPTIONAL_CONDITIONS = {"decode": "cpu"}
+"""Conditions written only when they differ from their default (``decode: gpu``): absent
+means the default, so entries saved before the key existed still compare equal."""
 NUMBER_KEYS = ("n", "passed", "pass_rate", "ci_low", "ci_high", "threshold")
 _TEXT_KEYS = ("file", "test", "model", "capability", "task", "spec", "content_hash")
 _OPTIONAL_TEXT_KEYS = ("fingerprint", "tool_version", "git_commit")
@@ -94,6 +99,9 @@ class BaselineEntry:
         """The JSON object of this entry (outcomes sorted by id for stable diffs)."""
         doc: dict[str, Any] = {k: getattr(self, k) for k in (*_TEXT_KEYS, *_OPTIONAL_TEXT_KEYS)}
         doc["conditions"] = {k: self.conditions.get(k) for k in CONDITION_KEYS}
+        doc["conditions"].update(
+            {k: v for k, v in self.conditions.items() if OPTIONAL_CONDITIONS.get(k, v) != v}
+        )
         doc["numbers"] = {k: self.numbers.get(k) for k in NUMBER_KEYS}
         doc["outcomes"] = dict(sorted(self.outcomes.items()))
         return doc
@@ -112,7 +120,7 @@ def _entry(c: JsonChecker, raw: Any, where: str) -> BaselineEntry:
             raise c.fail(f"{where}.{key}", f"expected a string or null, got {v!r}")
         optional[key] = v
     raw_conditions = c.mapping(obj.get("conditions", {}), f"{where}.conditions")
-    conditions = {k: raw_conditions.get(k) for k in CONDITION_KEYS}
+    conditions = with_defaults(raw_conditions)
     numbers = _numbers(c, obj.get("numbers"), f"{where}.numbers")
     outcomes = _outcomes(c, obj.get("outcomes", {}), numbers, f"{where}.outcomes")
     return BaselineEntry(
@@ -291,10 +299,16 @@ def make_entry(
         content_hash=content_hash,
         tool_version=__version__,
         git_commit=git_commit,
-        conditions={k: conditions.get(k) for k in CONDITION_KEYS},
+        conditions=with_defaults(conditions),
         numbers={k: result[k] for k in NUMBER_KEYS},
         outcomes=dict(outcomes),
     )
+
+
+def with_defaults(conditions: Mapping[str, Any]) -> dict[str, Any]:
+    """Every condition key of ``conditions``, an optional one absent taking its default."""
+    known = {k: conditions.get(k) for k in CONDITION_KEYS}
+    return known | {k: conditions.get(k, default) for k, default in OPTIONAL_CONDITIONS.items()}
 
 
 def git_commit(directory: str | Path) -> str | None:

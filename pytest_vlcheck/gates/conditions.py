@@ -16,14 +16,17 @@ __all__ = ["run_conditions"]
 def run_conditions(options: ModelOptions) -> dict[str, Any]:
     """How a run measured: the precision computed in (fp16 on the CPU is fp32), the device
     asked for, batch size, what a generative model is asked (None: the default VQAScore
-    question) and library versions (read from the installed metadata, so
-    nothing heavy is imported)."""
+    question), ``decode: gpu`` when images are decoded on the device (absent for the
+    default CPU decoding, so runs and baselines from before the option compare equal) and
+    library versions (read from the installed metadata, so nothing heavy is imported)."""
     conditions: dict[str, Any] = {
         "precision": computed_precision(options.precision, options.device),
         "device": options.device,
         "batch_size": "auto" if options.auto_batch else options.batch_size,
         "vqa": None if options.vqa == VqaPrompt() else options.vqa.describe(),
     }
+    if options.decode != "cpu":
+        conditions["decode"] = options.decode
     for name, dist in (("torch", "torch"), ("open_clip", "open_clip_torch"), ("transformers",) * 2):
         try:
             conditions[name] = metadata.version(dist)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_vlcheck.gates.baseline import CONDITION_KEYS, Baseline, BaselineEntry
+from pytest_vlcheck.gates.baseline import Baseline, BaselineEntry, with_defaults
 from pytest_vlcheck.metrics.paired import (
     bonferroni,
     discordant_pairs,
@@ -62,11 +62,8 @@ def entry_of(settings: GateSettings, file: str, test: str, model: str) -> Baseli
 def _condition_warnings(entry: BaselineEntry, conditions: Mapping[str, object] | None) -> list[str]:
     if conditions is None:
         return []
-    differ = [
-        f"{k} {entry.conditions.get(k)!s} -> {conditions.get(k)!s}"
-        for k in CONDITION_KEYS
-        if entry.conditions.get(k) != conditions.get(k)
-    ]
+    saved, now = with_defaults(entry.conditions), with_defaults(conditions)
+    differ = [f"{k} {saved[k]!s} -> {now[k]!s}" for k in saved if saved[k] != now[k]]
     if not differ:
         return []
     return ["run conditions differ from the baseline: " + ", ".join(differ)]

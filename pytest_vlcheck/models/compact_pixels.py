@@ -45,13 +45,13 @@ class CompactTransform:
             return None
         return np.ascontiguousarray(np.asarray(out, dtype=np.uint8))
 
-    def finish(self, batch: Sequence[np.ndarray], device: Any, dtype: Any) -> torch.Tensor:
-        """The model input [N, 3, H, W] of ``pixels`` outputs of one size, made on
-        ``device``: ``to_tensor``'s ``float / 255`` and ``normalize``'s ``sub`` and ``div``."""
-        import numpy as np
+    def finish(self, batch: Sequence[Any], device: Any, dtype: Any) -> torch.Tensor:
+        """The model input [N, 3, H, W] of uint8 [H, W, 3] pixels of one size (``pixels``
+        outputs, or tensors already on a device: ``gpu_decode``), made on ``device``:
+        ``to_tensor``'s ``float / 255`` and ``normalize``'s ``sub`` and ``div``."""
         import torch
 
-        stacked = torch.from_numpy(np.stack(batch)).to(device)
+        stacked = torch.stack([_tensor(item, torch).to(device) for item in batch])
         images = stacked.permute(0, 3, 1, 2).contiguous().to(torch.float32).div(255)
         mean = torch.as_tensor(self.mean, dtype=torch.float32, device=images.device)
         std = torch.as_tensor(self.std, dtype=torch.float32, device=images.device)
@@ -75,3 +75,11 @@ def split_transform(preprocess: Any) -> CompactTransform | None:
     if len(mean) != 3 or len(std) != 3 or 0 in std:
         return None
     return CompactTransform(Compose(head), tuple(map(float, mean)), tuple(map(float, std)))
+
+
+def _tensor(item: Any, torch: Any) -> torch.Tensor:
+    """A uint8 [H, W, 3] tensor of ``item``: a tensor as it is, an array copied (a PIL
+    image's array is read-only, which torch does not share)."""
+    import numpy as np
+
+    return item if isinstance(item, torch.Tensor) else torch.from_numpy(np.array(item))

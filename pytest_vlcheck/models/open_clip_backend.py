@@ -149,14 +149,12 @@ class OpenClipScorer(EmbeddingOutputs):
         import torch
 
         compact = self.compact
-        pixels = [item for item in batch if not isinstance(item, torch.Tensor)]
+        pixels = [item for item in batch if not _whole(item, torch)]
         if compact is not None and len(pixels) == len(batch):
             return compact.finish(pixels, self.device, self.input_dtype)
         if compact is not None and pixels:  # mixed: each array finished alone, same numbers
             batch = [
-                item
-                if isinstance(item, torch.Tensor)
-                else compact.finish([item], "cpu", torch.float32)[0]
+                item if _whole(item, torch) else compact.finish([item], "cpu", torch.float32)[0]
                 for item in batch
             ]
         return torch.stack(list(batch)).to(device=self.device, dtype=self.input_dtype)
@@ -649,3 +647,9 @@ def _cached_hub_file(
         if isinstance(found, str) and Path(found).is_file():
             return found
     return None
+
+
+def _whole(item: Any, torch: Any) -> bool:
+    """Whether ``item`` is the whole transform's output (a float tensor), not uint8 pixels
+    (an array, or a tensor decoded on the device) that ``CompactTransform.finish`` ends."""
+    return isinstance(item, torch.Tensor) and item.dtype != torch.uint8

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 Precision = Literal["fp32", "fp16", "bf16"]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
+Decode = Literal["cpu", "gpu"]
+DECODES: tuple[Decode, ...] = get_args(Decode)
+"""Where JPEGs are decoded and resized (``--vl-decode``): by PIL, or on the model's device."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ class ModelOptions:
     precision: Precision = "fp32"
     auto_batch: bool = False
     vqa: VqaPrompt = field(default_factory=VqaPrompt)
+    decode: Decode = "cpu"
+    """``gpu``: JPEGs decoded and resized on the model's device (``models.gpu_decode``)."""
 
 
 @dataclass(frozen=True)

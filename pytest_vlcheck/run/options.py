@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pytest_vlcheck.engine.missing import MISSING_POLICIES
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
-from pytest_vlcheck.models.protocol import PRECISIONS
+from pytest_vlcheck.models.protocol import DECODES, PRECISIONS
 from pytest_vlcheck.models.vqa_prompt import DEFAULT_ANSWER, DEFAULT_QUESTION, VQA_MODES
 
 COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -40,6 +40,15 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "choices": PRECISIONS,
             "default": None,
             "help": "forward-pass precision; decisions always use fp32 scores",
+        },
+    ),
+    (
+        "--vl-decode",
+        {
+            "choices": DECODES,
+            "default": None,
+            "help": "where JPEGs are decoded and resized: cpu (PIL, the default) or gpu (on the "
+            "model's device; other images stay on the CPU)",
         },
     ),
     (
@@ -263,6 +272,7 @@ INI_TWINS: tuple[tuple[str, Literal["linelist", "string", "bool"]], ...] = (
     ("device", "string"),
     ("batch_size", "string"),
     ("precision", "string"),
+    ("decode", "string"),
     ("missing", "string"),
     ("cache_size", "string"),
     ("image_memory", "string"),

@@ -23,7 +23,8 @@ from pytest_vlcheck.gates import Baseline, GateSettings
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
 from pytest_vlcheck.images.loading import set_max_image_pixels
 from pytest_vlcheck.models.checkpoints import unstepped
-from pytest_vlcheck.models.protocol import PRECISIONS, ModelOptions
+from pytest_vlcheck.models.gpu_decode import on_accelerator
+from pytest_vlcheck.models.protocol import DECODES, PRECISIONS, ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec, parse_specs
 from pytest_vlcheck.models.vqa_prompt import (
     DEFAULT_ANSWER,
@@ -38,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
     "device": "auto",
     "batch_size": "auto",
     "precision": "fp32",
+    "decode": "cpu",
     "vqa_question": DEFAULT_QUESTION,
     "vqa_answer": DEFAULT_ANSWER,
     "vqa_mode": "answer",
@@ -152,7 +154,8 @@ def check_keywords(values: Mapping[str, Any]) -> None:
 def build_settings(source: OptionSource) -> Settings:
     """The run's settings from ``source``; raises SettingsError on the first bad value."""
     precision, missing = source.get("precision"), source.get("missing")
-    for raw, choices in ((precision, PRECISIONS), (missing, MISSING_POLICIES)):
+    decode, device = source.get("decode"), source.get("device")
+    for raw, choices in ((precision, PRECISIONS), (missing, MISSING_POLICIES), (decode, DECODES)):
         if raw.value not in choices:
             raise SettingsError(f"{raw.where} is '{raw.value}'; expected one of {choices}")
     batch_size, auto_batch = _batch_size(source.get("batch_size"))
@@ -178,6 +181,7 @@ def build_settings(source: OptionSource) -> Settings:
             precision=precision.value,
             auto_batch=auto_batch,
             vqa=_vqa_prompt(source),
+            decode=_decode(decode, device),
         ),
         image_root=Path(image_root).resolve() if image_root else None,
         threshold=threshold,
@@ -192,6 +196,17 @@ def build_settings(source: OptionSource) -> Settings:
         log_specs=_logger_specs(source.get("log"), specs),
         step=_step(source.get("step"), specs),
     )
+
+
+def _decode(decode: Raw, device: Raw) -> Any:
+    """``gpu`` only with the model on an accelerator: decoding on the CPU's "device" is the
+    PIL path with extra steps (checked without importing torch unless ``gpu`` is asked)."""
+    if decode.value == "gpu" and not on_accelerator(device.value):
+        raise SettingsError(
+            f"{decode.where} is 'gpu' but the model runs on the CPU ({device.where} is "
+            f"'{device.value}'); expected a CUDA device or decode 'cpu'"
+        )
+    return decode.value
 
 
 def _vqa_prompt(source: OptionSource) -> VqaPrompt:
