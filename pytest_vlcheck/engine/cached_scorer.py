@@ -112,7 +112,9 @@ class CachedScorer:
         """``refs`` (not in memory) whose vectors the cache does not hold under their content
         ``keys``."""
         found = {r.key: keys[r.key] for r in refs if r.key in keys}
-        hits = common(list(found), self._from_cache("image", found, self.memory.images))
+        # every planned image is put to ``common``, not only those with a content key: a rank
+        # whose cache is off (or was turned off by a locked file) reports misses, not less work
+        hits = common([r.key for r in refs], self._from_cache("image", found, self.memory.images))
         self.stats.images_cached += len(hits)
         return [r for r in refs if r.key not in hits]
 
