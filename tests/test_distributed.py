@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,18 @@ def ranks(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     work = tmp_path_factory.mktemp(f"world{world}")
     write_checklist(work)
     hf_dir = build_hf_clip(work / "hf")
-    mp.spawn(run_rank, args=(world, _free_port(), str(work), str(hf_dir)), nprocs=world)
+    try:
+        mp.spawn(run_rank, args=(world, _free_port(), str(work), str(hf_dir)), nprocs=world)
+    except mp.ProcessExitedException as crash:
+        # A rank killed by a signal (a native abort: glibc once reported a corrupt heap in
+        # rank 0 beside a loaded xdist worker, not reproduced alone) is retried once, loudly;
+        # a second crash, or any Python error in a rank, fails every test of this world size.
+        if crash.exit_code >= 0:
+            raise
+        warnings.warn(f"{world} ranks: {crash}; spawning them again", stacklevel=1)
+        work = tmp_path_factory.mktemp(f"world{world}-again")  # no cache or report kept
+        write_checklist(work)
+        mp.spawn(run_rank, args=(world, _free_port(), str(work), str(hf_dir)), nprocs=world)
     return [json.loads((work / f"rank{r}.json").read_text()) for r in range(world)]
 
 
