@@ -44,7 +44,7 @@ def test_kept_images_are_not_decoded_again_within_the_budget() -> None:
     feed, decoded = _feed(budget=250)  # room for two
     _pass(feed, ["a.png", "b.png"])
     _pass(feed, ["a.png", "b.png"])
-    assert decoded == ["a.png", "b.png"]
+    assert sorted(decoded) == ["a.png", "b.png"]  # decoded once each, by loader threads
     assert (feed.stats.images_prepared, feed.stats.images_recalled) == (2, 2)
 
 
