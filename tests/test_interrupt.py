@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from colour_scorer import SOURCE
+from file_snapshot import files_under
 from PIL import Image
 
 CHECKLIST = """\
@@ -56,14 +57,6 @@ ARGS = (
 )
 
 
-def _files(root: Path) -> dict[str, bytes]:
-    return {
-        str(path.relative_to(root)): path.read_bytes()
-        for path in sorted(root.rglob("*"))
-        if path.is_file() and "__pycache__" not in path.parts
-    }
-
-
 def test_ctrl_c_while_scoring_keeps_the_earlier_report_and_baseline(tmp_path: Path) -> None:
     Image.new("RGB", (8, 8), (220, 20, 20)).save(tmp_path / "red.png")
     (tmp_path / "colour_model.py").write_text(BLOCKING)
@@ -72,7 +65,7 @@ def test_ctrl_c_while_scoring_keeps_the_earlier_report_and_baseline(tmp_path: Pa
     good = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert good.returncode == 0, good.stdout + good.stderr
     (tmp_path / "block").touch()
-    before = _files(tmp_path)
+    before = files_under(tmp_path)
     assert {"rep/matrix.json", "rep/report.html", "base.json"} <= set(before)
 
     run = subprocess.Popen(
@@ -96,6 +89,6 @@ def test_ctrl_c_while_scoring_keeps_the_earlier_report_and_baseline(tmp_path: Pa
     # the traceback stops at pytest's frames, without the engine's arguments
     assert stopped < 15, f"{stopped:.1f} s to stop"
     assert "pytest_vlcheck" not in output.split("KeyboardInterrupt !!!")[-1]
-    after = _files(tmp_path)
+    after = files_under(tmp_path)
     assert after.pop("scoring") == b""
     assert after == before  # report and baseline byte-identical, and nothing new anywhere

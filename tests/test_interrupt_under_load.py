@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from colour_scorer import SOURCE
+from file_snapshot import files_under
 from PIL import Image
 
 IMAGES = 8
@@ -63,14 +64,6 @@ ARGS = (
 )
 
 
-def _files(root: Path) -> dict[str, bytes]:
-    return {
-        str(path.relative_to(root)): path.read_bytes()
-        for path in sorted(root.rglob("*"))
-        if path.is_file() and "__pycache__" not in path.parts
-    }
-
-
 @pytest.mark.xdist_group("interrupt")
 def test_ctrl_c_inside_a_slow_forward_pass_stops_within_3_s(tmp_path: Path) -> None:
     for i in range(IMAGES):
@@ -81,7 +74,7 @@ def test_ctrl_c_inside_a_slow_forward_pass_stops_within_3_s(tmp_path: Path) -> N
     good = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert good.returncode == 0, good.stdout + good.stderr
     (tmp_path / "block").touch()
-    before = _files(tmp_path)
+    before = files_under(tmp_path)
     assert {"rep/matrix.json", "base.json"} <= set(before)
 
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
@@ -106,6 +99,6 @@ def test_ctrl_c_inside_a_slow_forward_pass_stops_within_3_s(tmp_path: Path) -> N
     assert run.returncode == 2, output  # pytest's "interrupted"
     assert "KeyboardInterrupt" in output
     assert stopped < 3, f"{stopped:.1f} s to stop"
-    after = _files(tmp_path)
+    after = files_under(tmp_path)
     assert after.pop("scoring") == b""
     assert after == before  # report and baseline byte-identical, nothing new anywhere
