@@ -70,3 +70,22 @@ def test_the_scorer_mixes_pixels_and_tensors_with_the_same_numbers() -> None:
     assert isinstance(items[0], np.ndarray) and isinstance(items[1], torch.Tensor)
     expected = torch.stack([preprocess(image) for image in images])
     assert torch.equal(scorer._pixel_batch(items), expected)
+
+
+def test_batches_finished_into_one_reused_tensor_keep_their_own_numbers() -> None:
+    """The CPU batch tensor is reused from batch to batch; a model whose output is a view of
+    its input (this one's) still gets each batch's embeddings copied out before the next."""
+    from pytest_vlcheck.models.open_clip_backend import OpenClipScorer
+
+    preprocess = open_clip.image_transform(96, is_train=False)
+    model = torch.nn.Identity()
+    model.encode_image = lambda x: x.flatten(1)[:, :6]  # type: ignore[attr-defined]
+    scorer = OpenClipScorer(
+        name="t", fingerprint="f", model=model, preprocess=preprocess, tokenizer=None,
+        device="cpu", input_dtype=torch.float32, batch_size=2,
+    )  # fmt: skip
+    images = _images()
+    encoded = scorer.encode_preprocessed([scorer.preprocess_image(image) for image in images])
+    whole = torch.stack([preprocess(image) for image in images]).flatten(1)[:, :6].numpy()
+    assert np.array_equal(encoded, whole)
+    assert scorer.host_batch.tensor is not None and len(scorer.host_batch.tensor) == 2

@@ -27,7 +27,6 @@ from pytest_vlcheck.engine.scorer_source import ScorerSource
 from pytest_vlcheck.engine.stats import ScoringStats
 from pytest_vlcheck.errors import ScorerProtocolError
 from pytest_vlcheck.images.refs import ImageRef
-from pytest_vlcheck.models.protocol import scorer_fingerprint
 
 Pair = tuple[ImageKey, str]
 Common = Callable[[Sequence[Hashable], set[Any]], set[Any]]
@@ -77,7 +76,7 @@ class CachedScorer:
             self.memory.forget_images(changed_files)
         if not self.source.built:
             return
-        current = scorer_fingerprint(self.source.scorer)
+        current = self.source.pin_fingerprint()
         if not current or current != self.memory.fingerprint:
             self.memory.clear()
             self.width.forget()

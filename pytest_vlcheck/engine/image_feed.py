@@ -14,7 +14,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,10 +111,7 @@ class ImageFeed:
         keep = self.store.budget > 0 and preprocess is not None
 
         def prepare(ref: ImageRef) -> tuple[Any, bool]:
-            """The model input of ``ref`` and whether the store gave it."""
-            kept = self.store.recall(ref.key) if keep else None
-            if kept is not None:
-                return kept, True
+            """The model input of ``ref`` (not in the store) and False: not recalled."""
             if device is not None and device.fallback(ref) is None:
                 self._files[ref.key] = (ref.location, _file_state(ref.location))
                 return OnDevice(ref.location), False
@@ -123,14 +120,23 @@ class ImageFeed:
                 return image, False
             return user_code("preprocess_image", preprocess, image), False
 
+        def start(batch: list[ImageRef]) -> list[Future[tuple[Any, bool]] | tuple[Any, bool]]:
+            """What the store holds, recalled here (a hand-off to a thread per image cost
+            more than the lookup), and the rest submitted to the pool."""
+            started: list[Future[tuple[Any, bool]] | tuple[Any, bool]] = []
+            for ref in batch:
+                kept = self.store.recall(ref.key) if keep else None
+                started.append(pool.submit(prepare, ref) if kept is None else (kept, True))
+            return started
+
         with loader_pool(LOAD_THREADS if overlap else _cores()) as pool:
             ahead = 2 if overlap else 0  # batches in flight beyond the one being encoded
-            pending = [[pool.submit(prepare, ref) for ref in batch] for batch in batches[:ahead]]
+            pending = [start(batch) for batch in batches[:ahead]]
             for index, batch in enumerate(batches):
                 if index + ahead < len(batches):
-                    pending.append([pool.submit(prepare, ref) for ref in batches[index + ahead]])
+                    pending.append(start(batches[index + ahead]))
                 started = time.perf_counter()
-                prepared = [future.result() for future in pending[index]]
+                prepared = [p if isinstance(p, tuple) else p.result() for p in pending[index]]
                 if device is not None:
                     prepared = self._on_device(device, prepared)
                 self.stats.load_seconds += time.perf_counter() - started

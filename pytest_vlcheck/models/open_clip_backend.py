@@ -38,7 +38,7 @@ from pytest_vlcheck.errors import (
     VlcheckUserError,
     WeightsUnavailableError,
 )
-from pytest_vlcheck.models.compact_pixels import split_transform
+from pytest_vlcheck.models.compact_pixels import HostBatch, split_transform
 from pytest_vlcheck.models.open_clip_tags import pretrained_table
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity
 from pytest_vlcheck.models.torch_utils import (
@@ -117,6 +117,7 @@ class OpenClipScorer(EmbeddingOutputs):
         self.truncation = TruncationLog(name)
         self.forward_context = forward_context or inference_context
         self.compact = split_transform(preprocess)
+        self.host_batch = HostBatch()
 
     def encode_images(self, images: list[Image]) -> np.ndarray:
         """Raw fp32 image embeddings [N, D] through the model's eval transform."""
@@ -151,7 +152,7 @@ class OpenClipScorer(EmbeddingOutputs):
         compact = self.compact
         pixels = [item for item in batch if not _whole(item, torch)]
         if compact is not None and len(pixels) == len(batch):
-            return compact.finish(pixels, self.device, self.input_dtype)
+            return compact.finish(pixels, self.device, self.input_dtype, self.host_batch)
         if compact is not None and pixels:  # mixed: each array finished alone, same numbers
             batch = [
                 item if _whole(item, torch) else compact.finish([item], "cpu", torch.float32)[0]

@@ -354,7 +354,7 @@ def to_float32_numpy(tensor: torch.Tensor) -> np.ndarray:
     """A detached fp32 numpy copy on the CPU, whatever the forward pass precision was."""
     import torch
 
-    return tensor.detach().to(device="cpu", dtype=torch.float32).numpy()
+    return tensor.detach().to(device="cpu", dtype=torch.float32, copy=True).numpy()
 
 
 def calibrated_sigmoid(similarities: Any, scale: float, bias: float) -> np.ndarray:

@@ -3,12 +3,17 @@
 A file is loaded (one that is not a checklist says why); a folder is searched recursively
 for checklist files the way the plugin recognises them (``is_checklist_file``), skipping
 the folders pytest's default ``norecursedirs`` skips. ``select`` narrows the tests.
+
+A training loop calls ``evaluate`` on the same files every N steps: a file's tests are
+parsed again only when it or its JSON Lines examples changed (``_LoadedFiles``).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_vlcheck.checklist import ChecklistTest, is_checklist_file, load_checklist
@@ -61,7 +66,56 @@ def _search(folder: Path) -> list[Path]:
 
 def load_tests(files: Sequence[Path], image_root: Path | None) -> list[ChecklistTest]:
     """Every test of ``files`` (a checklist error is raised as it is: ``FILE:LINE: ...``)."""
-    return [test for file in files for test in load_checklist(file, image_root=image_root).tests]
+    return [test for file in files for test in _LOADED.tests(file, image_root)]
+
+
+Stamp = tuple[tuple[int, int, int, int], ...]
+"""Inode, size, modification and change time (ns) of each file a checklist's tests were read
+from (a write moves the change time, which no tool can set back)."""
+
+
+def _stamp(files: Sequence[Path]) -> Stamp | None:
+    """The files' stamp, or None when one is gone."""
+    try:
+        stats = [os.stat(path) for path in files]
+    except OSError:
+        return None
+    return tuple((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) for st in stats)
+
+
+@dataclass
+class _LoadedFiles:
+    """Parsed checklists kept across ``evaluate`` calls (the bundled suite: 0.9 s of each
+    call on this machine), each with the stamp of the files it was read from; the tests are
+    frozen, so a kept one is the one a new parse would give while the stamp holds."""
+
+    limit: int = 64
+    kept: dict[tuple[str, str, str], tuple[Stamp, tuple[ChecklistTest, ...]]] = field(
+        default_factory=dict
+    )
+
+    def tests(self, file: Path, image_root: Path | None) -> tuple[ChecklistTest, ...]:
+        key = (str(file), os.getcwd(), str(image_root))  # tests hold paths as given
+        held = self.kept.get(key)
+        if held is not None and _stamp(_read_files(held[1], file)) == held[0]:
+            return held[1]
+        before = _stamp([file])
+        tests = load_checklist(file, image_root=image_root).tests
+        stamp = _stamp(_read_files(tests, file))
+        self.kept.pop(key, None)
+        if stamp is not None and before == stamp[:1]:  # not edited while it was read
+            self.kept[key] = (stamp, tests)
+            while len(self.kept) > self.limit:
+                del self.kept[next(iter(self.kept))]
+        return tests
+
+
+def _read_files(tests: Sequence[ChecklistTest], file: Path) -> list[Path]:
+    """The checklist file and its tests' JSON Lines example files."""
+    return [file, *dict.fromkeys(t.examples_file for t in tests if t.examples_file)]
+
+
+_LOADED = _LoadedFiles()
 
 
 def selected(tests: list[ChecklistTest], select: Sequence[str] | None) -> list[ChecklistTest]:
