@@ -21,7 +21,8 @@ Rules (what makes ``plugin/bare`` the cost the plugin adds, and nothing else):
 - the bare script decodes as the plugin does: the same decoder (the plugin's ``ImageLoader``
   and the scorer's ``preprocess_image`` / ``encode_preprocessed``, i.e. the same pixels and
   dtype), the same threads (on a CPU model one thread per core, each batch prepared and then
-  encoded; on an accelerator ``LOAD_THREADS`` threads two batches ahead of the model), the
+  encoded; on an accelerator ``preparation_cores`` threads two batches ahead of the model,
+  loading through the same image worker processes), the
   same batch size (the scorer's, as the engine uses it) and the same precision;
 - the methods alternate, ``--repeats`` times each, in one invocation; medians are reported,
   with ``plugin/bare`` side by side.
@@ -43,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import tempfile
@@ -61,7 +61,8 @@ from pytest_vlcheck.checklist import load_checklist
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.engine import ModelRunner, evaluate_test
 from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
-from pytest_vlcheck.engine.image_feed import LOAD_THREADS
+from pytest_vlcheck.engine.image_feed import cpu_threads
+from pytest_vlcheck.engine.image_processes import preparation_cores, shared_processes
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import parse_spec
@@ -193,22 +194,23 @@ def _lookahead(
         yield [future.result() for future in pending[index]]
 
 
-def _loader_scheme(device: str) -> tuple[int, int]:
-    """The engine's loader threads and batches ahead: on a CPU model one thread per core and
-    none ahead (the forward pass takes every core); on an accelerator ``LOAD_THREADS``, two
-    batches ahead of the model."""
+def _loader_scheme(device: str) -> tuple[int, int, Any]:
+    """The engine's loader threads, batches ahead and loader: on a CPU model one thread per
+    core, none ahead (the forward pass takes every core), ``ImageLoader``; on an accelerator
+    ``preparation_cores`` threads two batches ahead, through the image worker processes."""
     if device.split(":")[0] == "cpu":
-        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1, 0
-    return LOAD_THREADS, 2
+        return cpu_threads(), 0, ImageLoader()
+    threads = preparation_cores(None)
+    return threads, 2, shared_processes(threads, None) if threads >= 2 else ImageLoader()
 
 
 def bare_script(setup: Setup) -> float:
     """Decode + preprocess in threads, encode each unique input once in batches; pass rate."""
     import torch
 
-    scorer, load = setup.scorer, ImageLoader()
+    scorer = setup.scorer
     size = scorer.batch_size  # the batch the engine uses (``device_batch_size``)
-    threads, ahead = _loader_scheme(str(scorer.device))
+    threads, ahead, load = _loader_scheme(str(scorer.device))
     refs = list({ex.image.key: ex.image for ex in setup.test.examples}.values())
     texts = list(
         dict.fromkeys(t for ex in setup.test.examples for t in (*ex.captions, *ex.negatives))

@@ -151,14 +151,17 @@ def test_a_spec_model_shares_its_batches_and_one_embedding_cache(ranks: list[Any
 
 
 def test_torchrun_ranks_share_the_image_threads(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_vlcheck.engine.image_feed import loader_pool
+    from pytest_vlcheck.engine.image_feed import cpu_threads, loader_pool
+    from pytest_vlcheck.engine.image_processes import preparation_cores, usable_cores
 
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
-    with loader_pool(8) as pool:
+    with loader_pool() as pool:
         assert pool._max_workers == 2
+    assert cpu_threads() == max(1, usable_cores() // 4)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "16")
-    with loader_pool(8) as pool:
+    with loader_pool() as pool:
         assert pool._max_workers == 1
+    assert preparation_cores(None) == 1
 
 
 def test_every_rank_raises_the_first_failed_ranks_error() -> None:

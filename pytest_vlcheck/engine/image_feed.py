@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 from pytest_vlcheck.engine.content_keys import image_key
 from pytest_vlcheck.engine.device_decode import DeviceDecode, OnDevice
 from pytest_vlcheck.engine.embedding_cache import RACY_SECONDS
+from pytest_vlcheck.engine.image_processes import preparation_cores, shared_processes, usable_cores
 from pytest_vlcheck.engine.image_store import ImageKey, ImageStore
-from pytest_vlcheck.images.loading import over_pixel_limit
+from pytest_vlcheck.images.loading import ImageLoader, over_pixel_limit
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.models.torch_utils import sha256_file
 
@@ -99,23 +100,31 @@ class ImageFeed:
         *,
         overlap: bool = True,
         device: DeviceDecode | None = None,
+        workers: int | None = None,
     ) -> Iterator[tuple[list[ImageRef], list[Any]]]:
         """Batches of decoded (and, with ``preprocess``, preprocessed) images. With
         ``overlap`` (a model on an accelerator) the next batches are prepared in the pool
         while the model runs; without (a model on the CPU, whose forward pass takes every
         core) each batch is prepared by one thread per core and then encoded: loader threads
         beside the forward pass only slowed both (the bundled suite on ``tiny``: 26-28 s
-        against 24.7 s). With ``device`` (``--vl-decode gpu``) the plain JPEG files of a
-        batch are decoded together on the model's device, the rest as before."""
+        against 24.7 s). With ``overlap`` this process's share of the cores prepares images
+        (at most ``workers``, ``--vl-workers``), the tool's own loading in worker processes
+        (``image_processes``) when two or more. With ``device`` (``--vl-decode gpu``) the
+        plain JPEG files of a batch are decoded together on the model's device, the rest as
+        before."""
 
         keep = self.store.budget > 0 and preprocess is not None
+        threads = preparation_cores(workers) if overlap else cpu_threads()
+        load = self.load_image
+        if overlap and threads >= 2 and isinstance(load, ImageLoader):
+            load = shared_processes(threads, load.url_cache_dir)
 
         def prepare(ref: ImageRef) -> tuple[Any, bool]:
             """The model input of ``ref`` (not in the store) and False: not recalled."""
             if device is not None and device.fallback(ref) is None:
                 self._files[ref.key] = (ref.location, _file_state(ref.location))
                 return OnDevice(ref.location), False
-            image = self.load_one(ref)
+            image = self.load_one(ref, load)
             if image is None or preprocess is None:
                 return image, False
             return user_code("preprocess_image", preprocess, image), False
@@ -129,7 +138,7 @@ class ImageFeed:
                 started.append(pool.submit(prepare, ref) if kept is None else (kept, True))
             return started
 
-        with loader_pool(LOAD_THREADS if overlap else _cores()) as pool:
+        with loader_pool(threads) as pool:
             ahead = 2 if overlap else 0  # batches in flight beyond the one being encoded
             pending = [start(batch) for batch in batches[:ahead]]
             for index, batch in enumerate(batches):
@@ -178,30 +187,38 @@ class ImageFeed:
         self.stats.load_seconds += time.perf_counter() - started
         return results
 
-    def load_one(self, ref: ImageRef) -> Image | None:
-        """The decoded image, or None with the reason recorded."""
+    def load_one(self, ref: ImageRef, load: ImageLoad | None = None) -> Image | None:
+        """The decoded image (by ``load``, else the feed's loader), or None with the reason
+        recorded."""
         if ref.kind == "file":
             self._files[ref.key] = (ref.location, _file_state(ref.location))
         try:
-            return self.load_image(ref)
+            return (load or self.load_image)(ref)
         except ImageUnavailable as exc:
             self.unavailable[ref.key] = exc.reason
             return None
 
 
-def _cores() -> int:
-    """The cores this process may run on (a container's share, not the machine's)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+def cpu_threads() -> int:
+    """Loader threads beside a model on the CPU: one per core of this process's machine
+    share among torchrun's ranks (measured best; xdist workers each take all, as before)."""
+    return max(1, usable_cores() // _local_ranks())
+
+
+def _local_ranks() -> int:
+    """torchrun's processes on this machine (``LOCAL_WORLD_SIZE``)."""
+    local_ranks = os.environ.get("LOCAL_WORLD_SIZE", "1")
+    return max(1, int(local_ranks)) if local_ranks.isdigit() else 1
 
 
 @contextlib.contextmanager
-def loader_pool(threads: int = LOAD_THREADS) -> Iterator[ThreadPoolExecutor]:
-    """The decoding threads. When the caller stops early (Ctrl-C, an error, a consumer that
-    stops reading batches), what has not started is cancelled, not finished first: a run stops
-    within the images already being decoded, not the batches queued behind them. Under
-    ``torchrun`` the threads are shared by the machine's ranks (``LOCAL_WORLD_SIZE``)."""
-    local_ranks = os.environ.get("LOCAL_WORLD_SIZE", "1")  # torchrun: processes on this machine
-    threads = max(1, threads // max(1, int(local_ranks))) if local_ranks.isdigit() else threads
+def loader_pool(threads: int | None = None) -> Iterator[ThreadPoolExecutor]:
+    """The decoding threads (default: ``LOAD_THREADS`` shared by the machine's torchrun
+    ranks). When the caller stops early (Ctrl-C, an error, a consumer that stops reading
+    batches), what has not started is cancelled, not finished first: a run stops within the
+    images already being decoded, not the batches queued behind them."""
+    if threads is None:
+        threads = max(1, LOAD_THREADS // _local_ranks())
     pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="vlcheck-load")
     try:
         yield pool

@@ -261,6 +261,7 @@ class ModelRunner:
                 self.source.user_code,
                 overlap=not _on_cpu(scorer),
                 device=self._device_decode(scorer, preprocess),
+                workers=self.options.workers,
             ):
                 if not batch:
                     continue

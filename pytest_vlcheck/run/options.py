@@ -52,6 +52,16 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         },
     ),
     (
+        "--vl-workers",
+        {
+            "default": None,
+            "metavar": "N",
+            "help": "cores that prepare images beside a model on an accelerator: N loader "
+            "threads and, from 2, N processes that decode and render (default: this "
+            "process's share of its cores among xdist workers and torchrun ranks)",
+        },
+    ),
+    (
         "--vl-vqa-question",
         {
             "default": DEFAULT_QUESTION,
@@ -273,6 +283,7 @@ INI_TWINS: tuple[tuple[str, Literal["linelist", "string", "bool"]], ...] = (
     ("batch_size", "string"),
     ("precision", "string"),
     ("decode", "string"),
+    ("workers", "string"),
     ("missing", "string"),
     ("cache_size", "string"),
     ("image_memory", "string"),

@@ -1,0 +1,136 @@
+"""Image worker processes beside a model on an accelerator: how many, the same pixels and
+reasons as the loader in this process, a worker's death, Ctrl-C, and a run through them."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from test_plugin import CHECKLIST, colour_project
+
+from pytest_vlcheck import evaluate
+from pytest_vlcheck.engine.image_processes import (
+    ImageProcesses,
+    ImageWorkerWarning,
+    machine_share,
+    preparation_cores,
+    usable_cores,
+)
+from pytest_vlcheck.images.loading import ImageLoader
+from pytest_vlcheck.images.perturb import make_perturbation
+from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable, canonical_scene
+
+SCENE = canonical_scene(
+    {
+        "size": [64, 48],
+        "background": "white",
+        "objects": [{"shape": "circle", "color": "red", "size": 0.3, "position": [0.3, 0.5]}],
+    }
+)
+
+
+def test_the_share_divides_the_cores_among_xdist_workers_and_torchrun_ranks() -> None:
+    assert machine_share(16, {}) == 16
+    assert machine_share(16, {"PYTEST_XDIST_WORKER_COUNT": "2"}) == 8
+    assert machine_share(16, {"PYTEST_XDIST_WORKER_COUNT": "2", "LOCAL_WORLD_SIZE": "4"}) == 2
+    assert machine_share(16, {"LOCAL_WORLD_SIZE": "32"}) == 1  # never none
+    assert machine_share(16, {"LOCAL_WORLD_SIZE": "x"}) == 16  # not a count: not divided
+    assert preparation_cores(None, {}) == usable_cores()
+    assert preparation_cores(1, {}) == 1
+    assert preparation_cores(10**6, {"PYTEST_XDIST_WORKER_COUNT": "1000000"}) == 1
+
+
+def _refs(tmp_path: Path) -> list[ImageRef]:
+    image = tmp_path / "photo.png"
+    Image.new("RGB", (40, 30), (10, 200, 30)).save(image)
+    file = str(image)
+    return [
+        ImageRef("scene", SCENE, SCENE),
+        ImageRef("scene", SCENE, SCENE, perturb=make_perturbation("noise", 0.05, 7)),
+        ImageRef("file", "photo.png", file, crop=(0.25, 0.0, 0.5, 1.0), crop_relative=True),
+        ImageRef("file", "photo.png", file),
+    ]
+
+
+@pytest.fixture
+def workers() -> object:
+    processes = ImageProcesses(2, None)
+    yield processes
+    processes.close()
+
+
+def test_workers_give_the_pixels_the_loader_gives(workers: ImageProcesses, tmp_path: Path) -> None:
+    loader = ImageLoader()
+    for ref in _refs(tmp_path):
+        got, expected = workers(ref), loader(ref)
+        assert (got.mode, got.size) == (expected.mode, expected.size)
+        assert got.tobytes() == expected.tobytes(), ref.describe()
+
+
+def test_workers_give_the_loaders_reasons(workers: ImageProcesses, tmp_path: Path) -> None:
+    (tmp_path / "broken.jpg").write_bytes(b"not a jpeg")
+    for name in ("missing.png", "broken.jpg"):
+        ref = ImageRef("file", name, str(tmp_path / name))
+        with pytest.raises(ImageUnavailable) as expected:
+            ImageLoader()(ref)
+        with pytest.raises(ImageUnavailable) as got:
+            workers(ref)
+        assert got.value.reason == expected.value.reason
+    assert workers(_refs(tmp_path)[0]).size == (64, 48)  # the worker still answers
+
+
+def test_a_dead_worker_is_dropped_with_a_warning(workers: ImageProcesses, tmp_path: Path) -> None:
+    ref = _refs(tmp_path)[0]
+    expected = ImageLoader()(ref).tobytes()
+    for worker in list(workers._workers):
+        worker.process.kill()
+        worker.process.wait()
+        with pytest.warns(ImageWorkerWarning, match=r"ended \(exit code -9\)"):
+            assert workers(ref).tobytes() == expected
+    assert workers(ref).tobytes() == expected  # none left: loaded in this process
+
+
+def test_workers_leave_ctrl_c_to_the_run(workers: ImageProcesses, tmp_path: Path) -> None:
+    ref = _refs(tmp_path)[0]
+    for worker in workers._workers:
+        assert os.getpgid(worker.process.pid) != os.getpgid(0)  # out of the terminal's reach
+        assert worker.load(ref).size == (64, 48)  # started: its handler is in place
+        os.kill(worker.process.pid, signal.SIGINT)
+    for _ in range(4):
+        assert workers(ref).size == (64, 48)
+    assert all(worker.process.poll() is None for worker in workers._workers)
+
+
+def _worker_children() -> int:
+    """Image worker processes whose parent is this process (Linux's /proc)."""
+    count = 0
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        count += parent == os.getpid() and b"pytest_vlcheck.images.worker" in command
+    return count
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads Linux's /proc")
+def test_a_run_beside_an_accelerator_loads_through_workers_with_the_same_results(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``py:`` scorer that names no device may use an accelerator: its images are
+    prepared beside it, through worker processes from two cores on."""
+    if usable_cores() < 2:
+        pytest.skip("needs two cores")
+    colour_project(pytester, CHECKLIST)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    one = evaluate("py:colour_model:make", "checks.yaml", no_cache=True, workers=1)
+    assert _worker_children() == 0
+    two = evaluate("py:colour_model:make", "checks.yaml", no_cache=True, workers=2)
+    assert _worker_children() == 2
+    assert one.to_json() == two.to_json()
