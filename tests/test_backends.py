@@ -11,6 +11,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -182,6 +183,34 @@ def test_a_batch_that_runs_out_of_gpu_memory_is_halved_until_it_fits():
     with pytest.warns(BatchSizeWarning), pytest.raises(torch.cuda.OutOfMemoryError):
         run_in_batches(items, nothing_fits, nothing_fits.forward)
     assert nothing_fits.sizes == [2, 1]  # at one input the error is the user's to see
+
+
+class _Fetched(torch.Tensor):
+    """A forward's output that logs when it is read back (``detach``)."""
+
+    log: ClassVar[list[tuple[str, int]]] = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        if func is torch.Tensor.detach:
+            cls.log.append(("fetched", int(args[0][0, 0])))
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def test_a_device_output_is_read_back_after_the_next_batch_is_launched():
+    """Beside an accelerator the host tokenises batch k + 1 while the device runs batch k."""
+    model = _Model(batch_size=2, fits=2)
+
+    def launch(batch: list[float]) -> torch.Tensor:
+        _Fetched.log.append(("launched", int(batch[0])))
+        return torch.tensor([[2 * item] for item in batch]).as_subclass(_Fetched)
+
+    _Fetched.log.clear()
+    rows = run_in_batches([0.0, 1.0, 2.0, 3.0, 4.0], model, launch)
+    assert rows.dtype == np.float32 and rows.ravel().tolist() == [0, 2, 4, 6, 8]
+    launched = [("launched", i) for i in (0, 2, 4)]
+    fetched = [("fetched", 2 * i) for i in (0, 2, 4)]
+    assert _Fetched.log == [launched[0], launched[1], fetched[0], launched[2], *fetched[1:]]
 
 
 def test_fingerprint_of_a_file_is_its_sha256(tmp_path: Path):

@@ -25,6 +25,7 @@ from pytest_vlcheck.models.gpu_decode import decode_jpegs, fallback_reason
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import parse_spec
 from pytest_vlcheck.run.settings import KeywordOptions, build_settings
+from pytest_vlcheck.run.sinks import stats_line
 from pytest_vlcheck.tiny import TINY_SPEC
 
 torch = pytest.importorskip("torch")
@@ -156,6 +157,9 @@ def test_a_runner_decodes_on_its_device_with_the_same_verdicts(files: dict[str, 
         grids[decode] = [runner.grid(task.grid(e), e.id) for e in test.examples]
         counts = runner.stats.images_on_device, runner.stats.images_decode_fallback
         assert counts == ((2, 2) if decode == "gpu" else (0, 0))
+        line = stats_line("tiny", runner.stats)
+        assert line is not None
+        assert line.endswith("; 2 decoded on the device, 2 on the CPU") == (decode == "gpu")
     for on_device, by_pil in zip(grids["gpu"], grids["cpu"], strict=True):
         np.testing.assert_allclose(on_device, by_pil, atol=1e-3)
         assert np.array_equal(on_device.argmax(-1), by_pil.argmax(-1))

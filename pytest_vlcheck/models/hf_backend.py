@@ -164,10 +164,11 @@ class HfDualScorer(_HfModel):
         if not texts:
             return self._empty()
 
-        def forward(batch: Sequence[str]) -> np.ndarray:
+        def forward(batch: Sequence[str]) -> Any:
+            """The device tensor: fetched after the next batch is tokenised and launched."""
             tokens = self._tokens(list(batch), pad_to_max=self.pad_to_max)
             inputs = {k: v for k, v in tokens.items() if k in self._text_names}
-            return to_float32_numpy(_features(self.model.get_text_features(**inputs)))
+            return _features(self.model.get_text_features(**inputs))
 
         with self.forward_context():
             return run_in_batches(texts, self, forward)

@@ -165,10 +165,11 @@ class OpenClipScorer(EmbeddingOutputs):
         if not texts:
             return self._empty()
 
-        def forward(batch: Sequence[str]) -> np.ndarray:
+        def forward(batch: Sequence[str]) -> Any:
+            """The device tensor: fetched after the next batch is tokenised and launched."""
             tokens = self.tokenizer([*batch, ""])  # the empty text shows the padding
             self._check_truncation(list(batch), tokens)
-            return to_float32_numpy(self.model.encode_text(tokens[:-1].to(self.device)))
+            return self.model.encode_text(tokens[:-1].to(self.device, non_blocking=True))
 
         with self.forward_context():
             return run_in_batches(texts, self, forward)

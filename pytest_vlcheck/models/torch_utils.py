@@ -98,9 +98,14 @@ def device_batch_size(options: ModelOptions, device: str) -> int:
 
 
 def run_in_batches(
-    items: Sequence[T], owner: Any, forward: Callable[[Sequence[T]], np.ndarray]
+    items: Sequence[T], owner: Any, forward: Callable[[Sequence[T]], np.ndarray | torch.Tensor]
 ) -> np.ndarray:
     """``forward`` over consecutive chunks of ``owner.batch_size`` items, rows joined as fp32.
+
+    A ``forward`` may return its device tensor instead of numpy: it is copied back only once
+    the next chunk is launched, so beside an accelerator the host prepares chunk k + 1 (a
+    tokenizer's Python) while the device still runs chunk k (CUDA runs a launched forward
+    pass asynchronously; on the CPU the order of the same work is all that changes).
 
     A chunk that runs the GPU out of memory is tried again at half the size, and
     ``owner.batch_size`` keeps the smaller size for the rest of the run (one
@@ -108,12 +113,12 @@ def run_in_batches(
     """
     import torch
 
-    parts: list[np.ndarray] = []
+    parts: list[Any] = []
     start = 0
     while start < len(items):
         size = max(1, int(owner.batch_size))
         try:
-            parts.append(forward(items[start : start + size]))
+            out = forward(items[start : start + size])
         except torch.cuda.OutOfMemoryError:
             if size == 1:
                 raise
@@ -126,7 +131,12 @@ def run_in_batches(
                 stacklevel=2,
             )
             continue
+        if parts and isinstance(parts[-1], torch.Tensor):
+            parts[-1] = to_float32_numpy(parts[-1])
+        parts.append(out)
         start += size
+    if parts and isinstance(parts[-1], torch.Tensor):
+        parts[-1] = to_float32_numpy(parts[-1])
     return concat_rows(parts)
 
 

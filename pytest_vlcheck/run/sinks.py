@@ -40,11 +40,17 @@ def stats_line(name: str, stats: ScoringStats) -> str | None:
     """One model's scoring counts, or None when it scored nothing."""
     if not (stats.model_calls or stats.cached):
         return None
-    return (
+    line = (
         f"[{name}] {stats.images_encoded} images, {stats.texts_encoded} texts, "
         f"{stats.pairs_scored} pairs in {stats.model_calls} model calls, {stats.cached} cached; "
         f"{stats.model_seconds:.1f} s in the model, {stats.load_seconds:.1f} s waiting for images"
     )
+    if stats.images_on_device or stats.images_decode_fallback:  # --vl-decode gpu only
+        line += (
+            f"; {stats.images_on_device} decoded on the device, "
+            f"{stats.images_decode_fallback} on the CPU"
+        )
+    return line
 
 
 def matrix_segments(run: Run, width: int) -> list[list[Segment]]:
