@@ -62,17 +62,17 @@ class CompactTransform:
         target = torch.device(device)
         mean = torch.tensor(self.mean, dtype=torch.float32, device=target).view(-1, 1, 1)
         std = torch.tensor(self.std, dtype=torch.float32, device=target).view(-1, 1, 1)
-        if target.type == "cpu" and all(t.device.type == "cpu" for t in tensors):
+        on_host = all(t.device.type == "cpu" for t in tensors)
+        if target.type == "cpu" and on_host:
             height, width, channels = tensors[0].shape
             shape = (len(tensors), channels, height, width)
             images = (into or HostBatch()).take(shape)
             for image, pixels in zip(images, tensors, strict=True):
                 image.copy_(pixels.permute(2, 0, 1)).div_(255).sub_(mean).div_(std)
-        else:
-            stacked = torch.stack([t.to(target, non_blocking=True) for t in tensors])
-            images = stacked.permute(0, 3, 1, 2).to(
-                torch.float32, memory_format=torch.contiguous_format
-            )
+        else:  # stacked where the pixels are, then moved in one transfer
+            stacked = torch.stack(tensors if on_host else [t.to(target) for t in tensors])
+            images = stacked.to(target, non_blocking=True).permute(0, 3, 1, 2)
+            images = images.to(torch.float32, memory_format=torch.contiguous_format)
             images.div_(255).sub_(mean).div_(std)
         return images.to(dtype=dtype)
 
