@@ -151,8 +151,9 @@ def test_a_spec_model_shares_its_batches_and_one_embedding_cache(ranks: list[Any
 
 
 def test_torchrun_ranks_share_the_image_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_vlcheck.cores import usable_cores
     from pytest_vlcheck.engine.image_feed import cpu_threads, loader_pool
-    from pytest_vlcheck.engine.image_processes import preparation_cores, usable_cores
+    from pytest_vlcheck.engine.image_processes import preparation_cores
 
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
     with loader_pool() as pool:

@@ -12,12 +12,11 @@ from PIL import Image
 from test_plugin import CHECKLIST, colour_project
 
 from pytest_vlcheck import evaluate
+from pytest_vlcheck.cores import machine_share, usable_cores
 from pytest_vlcheck.engine.image_processes import (
     ImageProcesses,
     ImageWorkerWarning,
-    machine_share,
     preparation_cores,
-    usable_cores,
 )
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.images.perturb import make_perturbation

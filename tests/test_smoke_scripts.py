@@ -48,6 +48,11 @@ def _run(args: list[str], cwd: Path = ROOT) -> str:
             "rerun/empty",
         ),
         ("in_loop.py", ["--select", "color_image", "--repeats", "1"], "after update"),
+        (
+            "image_workers.py",
+            ["--workers", "2", "--limit", "60", "--repeats", "1"],
+            "2 worker processes",
+        ),
         ("vqa_throughput.py", ["--pairs", "8", "--images", "2", "--repeats", "1"], "pairs/s"),
         ("text_only_baseline.py", [str(BUNDLED_ATTRIBUTE)], "attribute.yaml::"),
         (

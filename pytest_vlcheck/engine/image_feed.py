@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_vlcheck.cores import processes_sharing, usable_cores
 from pytest_vlcheck.engine.content_keys import image_key
 from pytest_vlcheck.engine.device_decode import DeviceDecode, OnDevice
 from pytest_vlcheck.engine.embedding_cache import RACY_SECONDS
-from pytest_vlcheck.engine.image_processes import preparation_cores, shared_processes, usable_cores
+from pytest_vlcheck.engine.image_processes import preparation_cores, shared_processes
 from pytest_vlcheck.engine.image_store import ImageKey, ImageStore
 from pytest_vlcheck.images.loading import ImageLoader, over_pixel_limit
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
@@ -202,13 +203,7 @@ class ImageFeed:
 def cpu_threads() -> int:
     """Loader threads beside a model on the CPU: one per core of this process's machine
     share among torchrun's ranks (measured best; xdist workers each take all, as before)."""
-    return max(1, usable_cores() // _local_ranks())
-
-
-def _local_ranks() -> int:
-    """torchrun's processes on this machine (``LOCAL_WORLD_SIZE``)."""
-    local_ranks = os.environ.get("LOCAL_WORLD_SIZE", "1")
-    return max(1, int(local_ranks)) if local_ranks.isdigit() else 1
+    return max(1, usable_cores() // processes_sharing("LOCAL_WORLD_SIZE"))
 
 
 @contextlib.contextmanager
@@ -218,7 +213,7 @@ def loader_pool(threads: int | None = None) -> Iterator[ThreadPoolExecutor]:
     batches), what has not started is cancelled, not finished first: a run stops within the
     images already being decoded, not the batches queued behind them."""
     if threads is None:
-        threads = max(1, LOAD_THREADS // _local_ranks())
+        threads = max(1, LOAD_THREADS // processes_sharing("LOCAL_WORLD_SIZE"))
     pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="vlcheck-load")
     try:
         yield pool

@@ -22,10 +22,12 @@ import subprocess
 import sys
 import threading
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from pytest_vlcheck.cores import machine_share, usable_cores
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.images.worker import ref_to_json
@@ -40,23 +42,7 @@ class ImageWorkerWarning(UserWarning):
     """An image worker process ended; its images are loaded in the parent."""
 
 
-def machine_share(cores: int, environ: dict[str, str] | None = None) -> int:
-    """This process's share of ``cores``: divided among pytest-xdist's workers
-    (``PYTEST_XDIST_WORKER_COUNT``) and torchrun's ranks on this machine (``LOCAL_WORLD_SIZE``)."""
-    env = os.environ if environ is None else environ
-    sharing = 1
-    for name in ("PYTEST_XDIST_WORKER_COUNT", "LOCAL_WORLD_SIZE"):
-        value = env.get(name, "1")
-        sharing *= max(1, int(value)) if value.isdigit() else 1
-    return max(1, cores // sharing)
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (a container's share, not the machine's)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def preparation_cores(cap: int | None, environ: dict[str, str] | None = None) -> int:
+def preparation_cores(cap: int | None, environ: Mapping[str, str] | None = None) -> int:
     """Cores that prepare images beside a model on an accelerator (as many loader threads,
     and as many worker processes when two or more): this process's share of the cores it
     may run on, at most ``cap`` (``--vl-workers``)."""

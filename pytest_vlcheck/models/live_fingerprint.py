@@ -31,11 +31,12 @@ a training run produces do not depend on them.
 from __future__ import annotations
 
 import hashlib
-import os
 import struct
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from pytest_vlcheck.cores import usable_cores
 
 CHUNK = 1 << 22
 """Words per chunk: the length of each key vector."""
@@ -83,17 +84,11 @@ def _slice_digests(arrays: Sequence[Any]) -> list[bytes]:
         for array in arrays
         for start in range(0, max(array.nbytes, 1), HOST_SLICE)
     ]
-    threads = min(MAX_HASH_THREADS, _usable_cpus(), len(slices))
+    threads = min(MAX_HASH_THREADS, usable_cores(), len(slices))
     if threads <= 1:
         return [hashlib.sha256(piece).digest() for piece in slices]
     with ThreadPoolExecutor(threads, thread_name_prefix="vlcheck-fingerprint") as pool:
         return list(pool.map(lambda piece: hashlib.sha256(piece).digest(), slices))
-
-
-def _usable_cpus() -> int:
-    """CPUs this process may run on (its affinity where the platform tells it)."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def _tensor_sums(tensor: Any) -> Any:
