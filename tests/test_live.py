@@ -372,6 +372,16 @@ def test_transformers_siglip_pads_to_its_context_and_reads_its_current_calibrati
     assert scorer.fingerprint != before
 
 
+def test_a_live_model_says_where_it_computes(tiny_live):
+    """The engine prepares images before each batch for a model on the CPU (the forward pass
+    takes every core) and beside it for one on an accelerator: it must know which."""
+    from pytest_vlcheck.engine.scoring import _on_cpu
+
+    model, preprocess, tokenizer = tiny_live
+    scorer = live_scorer(model, preprocess=preprocess, tokenizer=tokenizer, options=CPU)
+    assert scorer.device == "cpu" and _on_cpu(scorer)
+
+
 def test_a_scorer_object_is_returned_as_is():
     class Colours:
         def encode_images(self, images):

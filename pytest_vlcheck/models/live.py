@@ -70,6 +70,12 @@ class LiveScorer:
         """Texts that were longer than the context and were cut."""
         return set(self.encoder.truncated_texts)
 
+    @property
+    def device(self) -> str:
+        """Where the model computes (the engine prepares images beside an accelerator, and
+        before each batch on the CPU)."""
+        return str(self.encoder.device)
+
     def preprocess_image(self, image: Image) -> Any:
         """The caller's eval preprocessing of one image (thread-safe; no model involved)."""
         return self.encoder.preprocess_image(image)
