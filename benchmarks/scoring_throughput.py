@@ -337,6 +337,13 @@ def main() -> None:
     )
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"])
+    parser.add_argument(
+        "--decode",
+        default="cpu",
+        choices=["cpu", "gpu"],
+        help="the plugin's --vl-decode (gpu: compare the plugin with the floor measured part "
+        "by part; bare and loop decode with PIL either way)",
+    )
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--methods", default="bare,plugin,loop,rerun")
@@ -354,7 +361,7 @@ def main() -> None:
         folder = Path(tmp)
         checklist = write_data(folder, args.examples, args.images, args.seed)
         spec = write_model(folder, args.arch, args.seed)
-        options = ModelOptions(args.device, args.batch_size, args.precision)
+        options = ModelOptions(args.device, args.batch_size, args.precision, decode=args.decode)
         runner = ModelRunner(parse_spec(spec), options, ImageLoader())
         test = load_checklist(checklist).tests[0]
         setup = Setup(test, spec, options, runner.source.scorer, folder / "caches")

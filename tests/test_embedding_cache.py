@@ -342,3 +342,29 @@ def test_float64_values_keep_every_bit(tmp_path: Path) -> None:
 def test_a_cache_size_below_one_byte_is_refused(text: str) -> None:
     with pytest.raises(ValueError, match="expected a size from 1 byte to 1024TB"):
         bounds.size(text, 1024**5)
+
+
+def test_processes_opening_a_fresh_cache_at_once_all_keep_it(tmp_path: Path) -> None:
+    """Switching a new file to WAL takes a lock SQLite's busy timeout does not wait for: two
+    xdist workers or torchrun ranks opening a fresh cache together left it off in one of
+    them (threads share the race: 2 in 80 opens failed before)."""
+    import threading
+
+    for round_ in range(50):
+        root = tmp_path / str(round_)
+        start, opened = threading.Barrier(4), []
+
+        def open_cache(
+            root: Path = root, start: threading.Barrier = start, opened: list = opened
+        ) -> None:
+            start.wait()
+            opened.append(EmbeddingCache(root))
+
+        threads = [threading.Thread(target=open_cache) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(opened) == 4 and all(cache.enabled for cache in opened), round_
+        for cache in opened:
+            cache.close()

@@ -137,7 +137,7 @@ class EmbeddingCache:
         self._namespace_ids: dict[str, int] = {}
         try:
             Path(root).mkdir(parents=True, exist_ok=True)
-            self._db = self._open()
+            self._db = _when_unlocked(self._open)
         except (sqlite3.OperationalError, NewerSchemaError) as exc:  # locked, read-only, a
             self._disable(exc)  # later vlcheck's: the file is fine, leave it alone
         except sqlite3.DatabaseError as exc:  # garbage or a truncated file: start again
@@ -178,7 +178,7 @@ class EmbeddingCache:
                 source = Path(f"{self.path}{suffix}")
                 if source.exists():
                     source.replace(Path(f"{aside}{suffix}"))
-            self._db = self._open()
+            self._db = _when_unlocked(self._open)
         except (OSError, sqlite3.Error) as again:
             self._disable(again)
             return
@@ -442,6 +442,23 @@ def _migrate(db: sqlite3.Connection) -> None:
             db.execute(f"DROP TABLE IF EXISTS {table}")
     for statement in _SCHEMA:
         db.execute(statement)
+
+
+def _when_unlocked(open_cache: Callable[[], sqlite3.Connection]) -> sqlite3.Connection:
+    """``open_cache()``, tried again for up to ``BUSY_TIMEOUT_S`` while another process holds
+    the lock that switching a new file to WAL or creating its tables takes: SQLite's busy
+    timeout does not cover those, and ranks or xdist workers opening a fresh cache at once
+    disabled it in all but one (3 of 30 processes, started three at a time)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    delay = 0.01
+    while True:
+        try:
+            return open_cache()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(2 * delay, 0.5)
 
 
 @contextmanager
