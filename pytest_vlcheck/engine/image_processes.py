@@ -16,7 +16,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -36,6 +35,12 @@ if TYPE_CHECKING:
     from PIL.Image import Image
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_START = (
+    "import sys; sys.path.insert(0, {root!r}); import pytest_vlcheck; del sys.path[0]; "
+    "from pytest_vlcheck.images.worker import main; main()"
+)
+"""The worker imports this very package (not another on the working directory's path),
+with the rest of ``sys.path`` in its usual order."""
 
 
 class ImageWorkerWarning(UserWarning):
@@ -112,15 +117,12 @@ class ImageProcesses:
             "max_image_pixels": Image.MAX_IMAGE_PIXELS,
             "url_cache_dir": None if self.url_cache_dir is None else str(self.url_cache_dir),
         }
-        path = os.environ.get("PYTHONPATH", "")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_ROOT, path]))}
-        command = [sys.executable, "-m", "pytest_vlcheck.images.worker", json.dumps(config)]
+        command = [sys.executable, "-c", _START.format(root=PACKAGE_ROOT), json.dumps(config)]
         for _ in range(self.count):
             process = subprocess.Popen(  # a session of its own: the terminal's Ctrl-C
                 command,  # goes to the run, which ends the workers
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                env=env,
                 start_new_session=True,
             )
             self._workers.append(_Worker(process))

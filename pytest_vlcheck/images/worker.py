@@ -2,10 +2,10 @@
 rendering a scene, cropping, perturbing) for a parent run that keeps an accelerator busy.
 
 Rendering a scene is Python, so loader threads share one core through the GIL; processes
-do not. ``engine.image_processes`` starts each worker as ``python -m
-pytest_vlcheck.images.worker CONFIG``: a fresh interpreter, never a fork of a process that
-holds CUDA and torch's threads, and never a second import of the caller's main script (which
-multiprocessing's spawn and forkserver do, running an unguarded training script again).
+do not. ``engine.image_processes`` starts each worker as ``python -c`` calling ``main`` with
+a JSON config: a fresh interpreter, never a fork of a process that holds CUDA and torch's
+threads, and never a second import of the caller's main script (which multiprocessing's
+spawn and forkserver do, running an unguarded training script again).
 The model's preprocessing and any user code stay in the parent's threads.
 
 The protocol, one request at a time: the parent writes an ``ImageRef`` as one JSON line; the
@@ -86,7 +86,3 @@ def main() -> None:
     responses = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a stray print goes to stderr, not into the pixel stream
     serve(json.loads(sys.argv[1]), sys.stdin.buffer, responses)
-
-
-if __name__ == "__main__":
-    main()
