@@ -4,6 +4,8 @@ the live image store holds a quarter of the bytes)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -49,18 +51,25 @@ def test_other_callables_keep_the_whole_transform() -> None:
     assert split_transform(grey) is None  # one channel: not the RGB form
 
 
-def test_the_scorer_mixes_pixels_and_tensors_with_the_same_numbers() -> None:
-    """A head giving no RGB image for one input (a user's transform) falls back to the whole
-    transform for that image only; the batch still equals the image-by-image stack."""
+def _viewing_scorer(batch_size: int) -> tuple[Any, Any]:
+    """open_clip's 96-px eval transform and a scorer whose model's output is a view of the
+    first six numbers of its input."""
     from pytest_vlcheck.models.open_clip_backend import OpenClipScorer
 
     preprocess = open_clip.image_transform(96, is_train=False)
     model = torch.nn.Identity()
-    model.encode_image = lambda x: x.flatten(1)[:, :4]  # type: ignore[attr-defined]
+    model.encode_image = lambda x: x.flatten(1)[:, :6]  # type: ignore[attr-defined]
     scorer = OpenClipScorer(
         name="t", fingerprint="f", model=model, preprocess=preprocess, tokenizer=None,
-        device="cpu", input_dtype=torch.float32, batch_size=8,
+        device="cpu", input_dtype=torch.float32, batch_size=batch_size,
     )  # fmt: skip
+    return preprocess, scorer
+
+
+def test_the_scorer_mixes_pixels_and_tensors_with_the_same_numbers() -> None:
+    """A head giving no RGB image for one input (a user's transform) falls back to the whole
+    transform for that image only; the batch still equals the image-by-image stack."""
+    preprocess, scorer = _viewing_scorer(batch_size=8)
     images = _images()[:3]
     items = [
         scorer.preprocess_image(images[0]),
@@ -75,15 +84,7 @@ def test_the_scorer_mixes_pixels_and_tensors_with_the_same_numbers() -> None:
 def test_batches_finished_into_one_reused_tensor_keep_their_own_numbers() -> None:
     """The CPU batch tensor is reused from batch to batch; a model whose output is a view of
     its input (this one's) still gets each batch's embeddings copied out before the next."""
-    from pytest_vlcheck.models.open_clip_backend import OpenClipScorer
-
-    preprocess = open_clip.image_transform(96, is_train=False)
-    model = torch.nn.Identity()
-    model.encode_image = lambda x: x.flatten(1)[:, :6]  # type: ignore[attr-defined]
-    scorer = OpenClipScorer(
-        name="t", fingerprint="f", model=model, preprocess=preprocess, tokenizer=None,
-        device="cpu", input_dtype=torch.float32, batch_size=2,
-    )  # fmt: skip
+    preprocess, scorer = _viewing_scorer(batch_size=2)
     images = _images()
     encoded = scorer.encode_preprocessed([scorer.preprocess_image(image) for image in images])
     whole = torch.stack([preprocess(image) for image in images]).flatten(1)[:, :6].numpy()
