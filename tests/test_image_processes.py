@@ -133,3 +133,14 @@ def test_a_run_beside_an_accelerator_loads_through_workers_with_the_same_results
     two = evaluate("py:colour_model:make", "checks.yaml", no_cache=True, workers=2)
     assert _worker_children() == 2
     assert one.to_json() == two.to_json()
+
+
+def test_the_option_is_a_whole_number_of_cores() -> None:
+    from pytest_vlcheck.errors import SettingsError
+    from pytest_vlcheck.run.settings import KeywordOptions, build_settings
+
+    assert build_settings(KeywordOptions({"workers": "3"})).model_options.workers == 3
+    assert build_settings(KeywordOptions({})).model_options.workers is None
+    for bad in (0, "x", 2000):
+        with pytest.raises(SettingsError, match=r"^workers is .*; expected a whole number from 1"):
+            build_settings(KeywordOptions({"workers": bad}))
