@@ -21,7 +21,7 @@ Rules (what makes ``plugin/bare`` the cost the plugin adds, and nothing else):
 - the bare script decodes as the plugin does: the same decoder (the plugin's ``ImageLoader``
   and the scorer's ``preprocess_image`` / ``encode_preprocessed``, i.e. the same pixels and
   dtype), the same threads (on a CPU model one thread per core, each batch prepared and then
-  encoded; on an accelerator ``preparation_cores`` threads two batches ahead of the model,
+  encoded; on an accelerator ``preparation``'s threads two batches ahead of the model,
   loading through the same image worker processes), the
   same batch size (the scorer's, as the engine uses it) and the same precision;
 - the methods alternate, ``--repeats`` times each, in one invocation; medians are reported,
@@ -62,7 +62,7 @@ from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.engine import ModelRunner, evaluate_test
 from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
 from pytest_vlcheck.engine.image_feed import cpu_threads
-from pytest_vlcheck.engine.image_processes import preparation_cores, shared_processes
+from pytest_vlcheck.engine.image_processes import preparation, shared_processes
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import parse_spec
@@ -197,11 +197,12 @@ def _lookahead(
 def _loader_scheme(device: str) -> tuple[int, int, Any]:
     """The engine's loader threads, batches ahead and loader: on a CPU model one thread per
     core, none ahead (the forward pass takes every core), ``ImageLoader``; on an accelerator
-    ``preparation_cores`` threads two batches ahead, through the image worker processes."""
+    ``preparation``'s threads two batches ahead, through its image worker processes."""
     if device.split(":")[0] == "cpu":
         return cpu_threads(), 0, ImageLoader()
-    threads = preparation_cores(None)
-    return threads, 2, shared_processes(threads, None) if threads >= 2 else ImageLoader()
+    threads, processes = preparation(None)
+    workers = shared_processes(processes, None) if processes else None
+    return threads, 2, workers or ImageLoader()
 
 
 def bare_script(setup: Setup) -> float:

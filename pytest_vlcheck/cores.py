@@ -1,5 +1,6 @@
-"""How many cores this process may use: its affinity (a container's share, not the
-machine's), shared among pytest-xdist's workers and torchrun's ranks on the machine."""
+"""How many cores this process may use: its affinity (a cpuset's share of the machine; a
+CPU quota is not seen), shared among pytest-xdist's workers and torchrun's ranks on the
+machine."""
 
 from __future__ import annotations
 

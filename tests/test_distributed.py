@@ -153,7 +153,7 @@ def test_a_spec_model_shares_its_batches_and_one_embedding_cache(ranks: list[Any
 def test_torchrun_ranks_share_the_image_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_vlcheck.cores import usable_cores
     from pytest_vlcheck.engine.image_feed import cpu_threads, loader_pool
-    from pytest_vlcheck.engine.image_processes import preparation_cores
+    from pytest_vlcheck.engine.image_processes import preparation
 
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
     with loader_pool() as pool:
@@ -162,7 +162,8 @@ def test_torchrun_ranks_share_the_image_threads(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "16")
     with loader_pool() as pool:
         assert pool._max_workers == 1
-    assert preparation_cores(None) == 1
+    crowded = {"LOCAL_WORLD_SIZE": "16", "PYTEST_XDIST_WORKER_COUNT": str(usable_cores())}
+    assert preparation(None, crowded) == (1, 0)  # one core, 8 // 16 threads: still one
 
 
 def test_every_rank_raises_the_first_failed_ranks_error() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,12 @@ from test_plugin import CHECKLIST, colour_project
 from pytest_vlcheck import evaluate
 from pytest_vlcheck.cores import machine_share, usable_cores
 from pytest_vlcheck.engine.image_processes import (
+    DEFAULT_MAX_WORKERS,
+    LOAD_THREADS,
     ImageProcesses,
     ImageWorkerWarning,
-    preparation_cores,
+    close_shared,
+    preparation,
 )
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.images.perturb import make_perturbation
@@ -37,9 +41,13 @@ def test_the_share_divides_the_cores_among_xdist_workers_and_torchrun_ranks() ->
     assert machine_share(16, {"PYTEST_XDIST_WORKER_COUNT": "2", "LOCAL_WORLD_SIZE": "4"}) == 2
     assert machine_share(16, {"LOCAL_WORLD_SIZE": "32"}) == 1  # never none
     assert machine_share(16, {"LOCAL_WORLD_SIZE": "x"}) == 16  # not a count: not divided
-    assert preparation_cores(None, {}) == usable_cores()
-    assert preparation_cores(1, {}) == 1
-    assert preparation_cores(10**6, {"PYTEST_XDIST_WORKER_COUNT": "1000000"}) == 1
+    cores = min(usable_cores(), DEFAULT_MAX_WORKERS)
+    assert preparation(None, {}) == (max(cores, LOAD_THREADS), cores if cores >= 2 else 0)
+    assert preparation(1, {}) == (1, 0)  # one core: one thread, no hand-off to a process
+    assert preparation(10**6, {"PYTEST_XDIST_WORKER_COUNT": "1000000"}) == (1, 0)
+    one_core = {"PYTEST_XDIST_WORKER_COUNT": str(usable_cores())}
+    assert preparation(None, one_core) == (LOAD_THREADS, 0)  # a URL download waits, no core
+    assert preparation(None, {**one_core, "LOCAL_WORLD_SIZE": "4"}) == (LOAD_THREADS // 4, 0)
 
 
 def _refs(tmp_path: Path) -> list[ImageRef]:
@@ -128,6 +136,7 @@ def test_a_run_beside_an_accelerator_loads_through_workers_with_the_same_results
     colour_project(pytester, CHECKLIST)
     monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
     monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    close_shared()  # an earlier test's run may have started some
     one = evaluate("py:colour_model:make", "checks.yaml", no_cache=True, workers=1)
     assert _worker_children() == 0
     two = evaluate("py:colour_model:make", "checks.yaml", no_cache=True, workers=2)
@@ -144,3 +153,52 @@ def test_the_option_is_a_whole_number_of_cores() -> None:
     for bad in (0, "x", 2000):
         with pytest.raises(SettingsError, match=r"^workers is .*; expected a whole number from 1"):
             build_settings(KeywordOptions({"workers": bad}))
+
+
+def test_with_warnings_as_errors_a_dead_pool_still_loads(
+    workers: ImageProcesses, tmp_path: Path
+) -> None:
+    """``-W error`` raises the drop's warning in a loader thread: the threads waiting for a
+    worker must already know none is left, not wait for ever."""
+    import threading
+    import warnings
+
+    ref = _refs(tmp_path)[0]
+    for worker in list(workers._workers):
+        worker.process.kill()
+        worker.process.wait()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ImageWorkerWarning)
+        for _ in range(2):
+            with pytest.raises(ImageWorkerWarning):
+                workers(ref)
+    done: list[object] = []
+    thread = threading.Thread(target=lambda: done.append(workers(ref)), daemon=True)
+    thread.start()
+    thread.join(timeout=20)
+    assert done and done[0].size == (64, 48)  # type: ignore[attr-defined]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_lets_go_of_the_workers(tmp_path: Path) -> None:
+    """A DataLoader's forked workers hold copies of the workers' pipes: they close them, so
+    the parent's close still ends its workers at once; the child starts its own."""
+    from pytest_vlcheck.engine.image_processes import shared_processes
+
+    close_shared()
+    processes = shared_processes(2, None)
+    assert processes is not None
+    ref = _refs(tmp_path)[0]
+    child = os.fork()
+    if child == 0:  # the child: its own workers work, then it leaves without cleanup
+        code = 0
+        try:
+            mine = shared_processes(2, None)
+            code = int(mine is None or mine is processes or mine(ref).size != (64, 48))
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    started = time.monotonic()
+    close_shared()
+    assert time.monotonic() - started < 2  # no worker waited out its 5 s

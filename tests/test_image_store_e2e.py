@@ -99,3 +99,28 @@ def test_a_live_models_runner_goes_with_the_model(
     del model
     gc.collect()
     assert gone() is None and runner() is None
+
+
+def test_another_worker_count_keeps_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``workers`` says how many cores prepare images, not what they are: the next call with
+    another count recalls every image it kept."""
+    import torch
+
+    from pytest_vlcheck import evaluate
+
+    write_colour_squares(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    model, preprocess, tokenizer = live_model()
+    calls = []
+    for workers in (1, 2):
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.mul_(1.001)  # everything is encoded again
+        run = evaluate(
+            model, "checks.yaml", preprocess=preprocess, tokenizer=tokenizer, workers=workers
+        )
+        calls.append(run.stats["model"])
+    assert calls[0].images_prepared > 0 and calls[0].images_recalled == 0
+    assert calls[1].images_prepared == 0 and calls[1].images_recalled == calls[0].images_prepared

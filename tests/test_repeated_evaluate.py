@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,16 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return colour_project(pytester, CHECKLIST)
 
 
+def _settled(path: Path) -> None:
+    """Modified 10 s ago: past the racy window in which a parse is not kept."""
+    past = time.time_ns() - 10**10
+    os.utime(path, ns=(past, past))
+
+
 def test_a_checklist_is_parsed_again_only_when_its_file_changed(project: pytest.Pytester) -> None:
     checks = Path("checks.yaml")
+    assert load_tests([checks], None)[0] is not load_tests([checks], None)[0]  # just written
+    _settled(checks)
     first = load_tests([checks], None)
     assert all(a is b for a, b in zip(first, load_tests([checks], None), strict=True))
 

@@ -23,7 +23,7 @@ from pytest_vlcheck.cores import processes_sharing, usable_cores
 from pytest_vlcheck.engine.content_keys import image_key
 from pytest_vlcheck.engine.device_decode import DeviceDecode, OnDevice
 from pytest_vlcheck.engine.embedding_cache import RACY_SECONDS
-from pytest_vlcheck.engine.image_processes import preparation_cores, shared_processes
+from pytest_vlcheck.engine.image_processes import LOAD_THREADS, preparation, shared_processes
 from pytest_vlcheck.engine.image_store import ImageKey, ImageStore
 from pytest_vlcheck.images.loading import ImageLoader, over_pixel_limit
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
@@ -40,7 +40,6 @@ FileStamp = tuple[int, int, int] | None
 FileState = tuple[FileStamp, str | None]
 """A loaded file's stamp and, for a file written moments before, its sha256."""
 ImageLoad = Callable[[ImageRef], "Image"]
-LOAD_THREADS = 8
 
 
 @dataclass
@@ -110,15 +109,15 @@ class ImageFeed:
         beside the forward pass only slowed both (the bundled suite on ``tiny``: 26-28 s
         against 24.7 s). With ``overlap`` this process's share of the cores prepares images
         (at most ``workers``, ``--vl-workers``), the tool's own loading in worker processes
-        (``image_processes``) when two or more. With ``device`` (``--vl-decode gpu``) the
+        (``image_processes.preparation``). With ``device`` (``--vl-decode gpu``) the
         plain JPEG files of a batch are decoded together on the model's device, the rest as
         before."""
 
         keep = self.store.budget > 0 and preprocess is not None
-        threads = preparation_cores(workers) if overlap else cpu_threads()
-        load = self.load_image
-        if overlap and threads >= 2 and isinstance(load, ImageLoader):
-            load = shared_processes(threads, load.url_cache_dir)
+        threads, processes = preparation(workers) if overlap else (cpu_threads(), 0)
+        load: ImageLoad = self.load_image
+        if processes and isinstance(load, ImageLoader):
+            load = shared_processes(processes, load.url_cache_dir) or load
 
         def prepare(ref: ImageRef) -> tuple[Any, bool]:
             """The model input of ``ref`` (not in the store) and False: not recalled."""

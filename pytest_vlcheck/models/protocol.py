@@ -56,7 +56,7 @@ class ModelOptions:
     """``gpu``: JPEGs decoded and resized on the model's device (``models.gpu_decode``)."""
     workers: int | None = None
     """Cores preparing images beside a model on an accelerator (``--vl-workers``; None: this
-    process's share, ``engine.image_processes.preparation_cores``); results do not depend on
+    process's share, ``engine.image_processes.preparation``); results do not depend on
     it, so it is no run condition and names no cache namespace."""
 
 

@@ -133,7 +133,8 @@ def run_in_batches(
             continue
         if parts and isinstance(parts[-1], torch.Tensor):
             parts[-1] = to_float32_numpy(parts[-1])
-        parts.append(out)
+        # kept as a copy of its own: a compiled forward (CUDA graphs) reuses its output
+        parts.append(out.detach().clone() if isinstance(out, torch.Tensor) else out)
         start += size
     if parts and isinstance(parts[-1], torch.Tensor):
         parts[-1] = to_float32_numpy(parts[-1])

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_vlcheck.checklist import ChecklistTest, is_checklist_file, load_checklist
+from pytest_vlcheck.engine.embedding_cache import RACY_SECONDS
 from pytest_vlcheck.errors import SettingsError
 from pytest_vlcheck.parsing.yaml_lines import checklist_header_problem
 
@@ -103,11 +105,19 @@ class _LoadedFiles:
         tests = load_checklist(file, image_root=image_root).tests
         stamp = _stamp(_read_files(tests, file))
         self.kept.pop(key, None)
-        if stamp is not None and before == stamp[:1]:  # not edited while it was read
+        if stamp is not None and before == stamp[:1] and not _racy(stamp):
             self.kept[key] = (stamp, tests)
             while len(self.kept) > self.limit:
                 del self.kept[next(iter(self.kept))]
         return tests
+
+
+def _racy(stamp: Stamp) -> bool:
+    """Whether a file was modified within ``RACY_SECONDS``: a same-size edit in the same
+    clock tick (file systems with 1-2 s timestamps) would leave its stamp as it is, so such
+    a parse is not kept (as git treats racily clean files)."""
+    now = time.time_ns()
+    return any(now - mtime < RACY_SECONDS * 1e9 for _, _, mtime, _ in stamp)
 
 
 def _read_files(tests: Sequence[ChecklistTest], file: Path) -> list[Path]:

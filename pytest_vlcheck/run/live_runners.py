@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,12 @@ class LiveRunners:
             held = self._held.get(model)
         except TypeError:  # an object that cannot be referenced weakly is not remembered
             held = None
-        same = held is not None and (held.spec, held.options) == (spec, options)
+        same = held is not None and (held.spec, _results(held.options)) == (
+            spec,
+            _results(options),
+        )
         if held is not None and same and held.images.store.budget == image_memory:
+            held.options = options  # ``--vl-workers`` may differ
             held.rebind(scorer)
         else:
             loader = ImageLoader(url_cache_dir)
@@ -56,6 +61,11 @@ class LiveRunners:
                 self._held[model] = held
         held.refresh()
         return held
+
+
+def _results(options: ModelOptions) -> ModelOptions:
+    """The options that decide results (``workers`` only says how many cores prepare)."""
+    return replace(options, workers=None)
 
 
 LIVE_RUNNERS = LiveRunners()
