@@ -186,13 +186,13 @@ def test_a_batch_that_runs_out_of_gpu_memory_is_halved_until_it_fits():
 
 
 class _Fetched(torch.Tensor):
-    """A forward's output that logs when it is read back (``detach``)."""
+    """A forward's output that logs when it is read back (``to`` the host)."""
 
     log: ClassVar[list[tuple[str, int]]] = []
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        if func is torch.Tensor.detach:
+        if func is torch.Tensor.to:
             cls.log.append(("fetched", int(args[0][0, 0])))
         return super().__torch_function__(func, types, args, kwargs or {})
 
