@@ -26,7 +26,7 @@ from pytest_vlcheck.errors import UserCodeError, VlcheckUserError
 
 T = TypeVar("T")
 
-__all__ = ["PluginError", "Registry"]
+__all__ = ["PluginError", "Registry", "check_named"]
 
 
 class PluginError(VlcheckUserError, TypeError):
@@ -40,6 +40,21 @@ def _resolve(reference: str) -> Any:
     for part in attribute.split(".") if attribute else ():
         value = getattr(value, part)
     return value
+
+
+def check_named(value: Any, name: str, where: str, kind: type[T], spelled: str) -> T:
+    """``value`` if it is a ``kind`` (``spelled``: its public dotted name) calling itself
+    ``name``; else a ``PluginError`` (the ``check`` of registries serving instances)."""
+    if not isinstance(value, kind):
+        raise PluginError(f"{where} is {type(value).__name__}; expected a {spelled}")
+    check_name(value, name, where)
+    return value
+
+
+def check_name(value: Any, name: str, where: str) -> None:
+    """A ``PluginError`` unless ``value.name`` is the ``name`` it was registered under."""
+    if value.name != name:
+        raise PluginError(f"{where} calls itself '{value.name}'; expected its name '{name}'")
 
 
 def _accept(value: Any, name: str, where: str) -> Any:

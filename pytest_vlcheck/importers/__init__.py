@@ -10,20 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_vlcheck.importers.common import Importer, SourceError
-from pytest_vlcheck.registry import PluginError, Registry
+from pytest_vlcheck.registry import Registry, check_named
 
 ENTRY_POINT_GROUP = "pytest_vlcheck.importers"
 
 
 def check_importer(value: Any, name: str, where: str) -> Importer:
     """``value`` if it is the ``Importer`` of format ``name``; else a ``PluginError``."""
-    if not isinstance(value, Importer):
-        raise PluginError(
-            f"{where} is {type(value).__name__}; expected a pytest_vlcheck.importers.Importer"
-        )
-    if value.name != name:
-        raise PluginError(f"{where} calls itself '{value.name}'; expected its name '{name}'")
-    return value
+    return check_named(value, name, where, Importer, "pytest_vlcheck.importers.Importer")
 
 
 FORMATS: Registry[Importer] = Registry(

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pytest_vlcheck.loggers.protocol import Logger, LoggerKind, LoggerSpecError
-from pytest_vlcheck.registry import PluginError, Registry
+from pytest_vlcheck.registry import Registry, check_named
 
 ENTRY_POINT_GROUP = "pytest_vlcheck.loggers"
 _MLFLOW_SCHEMES = {"", "file", "http", "https", "databricks", "sqlite", "postgresql", "mysql"}
@@ -213,13 +213,7 @@ JSONL = LoggerKind("jsonl", _start_jsonl, "FILE", None, _check_file)
 
 def check_logger_kind(value: Any, name: str, where: str) -> LoggerKind:
     """``value`` if it is the ``LoggerKind`` called ``name``; else a ``PluginError``."""
-    if not isinstance(value, LoggerKind):
-        raise PluginError(
-            f"{where} is {type(value).__name__}; expected a pytest_vlcheck.loggers.LoggerKind"
-        )
-    if value.name != name:
-        raise PluginError(f"{where} calls itself '{value.name}'; expected its name '{name}'")
-    return value
+    return check_named(value, name, where, LoggerKind, "pytest_vlcheck.loggers.LoggerKind")
 
 
 LOGGERS: Registry[LoggerKind] = Registry(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_vlcheck.registry import PluginError, Registry
+from pytest_vlcheck.registry import PluginError, Registry, check_name
 from pytest_vlcheck.tasks.protocol import Task
 
 ENTRY_POINT_GROUP = "pytest_vlcheck.tasks"
@@ -28,8 +28,7 @@ def check_task(value: Any, name: str, where: str) -> Task:
             f"{where} lacks {', '.join(missing)}; a task kind provides every member of "
             "pytest_vlcheck.tasks.Task (subclass pytest_vlcheck.tasks.base.BaseTask for defaults)"
         )
-    if value.name != name:
-        raise PluginError(f"{where} calls itself '{value.name}'; expected its name '{name}'")
+    check_name(value, name, where)
     return value
 
 
