@@ -9,18 +9,17 @@ paths (each file's header).
 
 from __future__ import annotations
 
-import difflib
 import inspect
-import os
 from typing import Any
 
-from pytest_vlcheck.run.checklists import checklist_files
+from pytest_vlcheck.run.checklists import checklist_files, given_paths
 from pytest_vlcheck.run.evaluate import evaluate
 from pytest_vlcheck.run.settings import (
     DEFAULTS,
     KeywordOptions,
     SettingsError,
     build_settings,
+    refuse_unknown,
 )
 
 _SET_BY_THE_CALLBACK = {
@@ -46,22 +45,8 @@ def _check(checklists: Any, options: dict[str, Any]) -> None:
         if key in options:
             raise SettingsError(f"{key}={options[key]!r:.40}: not a callback option; {why}")
     own = set(inspect.signature(evaluate).parameters) - _CALLBACK_OWN
-    known = sorted(own | set(DEFAULTS))
-    for key in options:
-        if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise SettingsError(
-                f"{key}: not an evaluate keyword; {hint}expected one of {', '.join(known)}"
-            )
+    refuse_unknown(options, sorted(own | set(DEFAULTS)), "an evaluate keyword")
     build_settings(KeywordOptions({k: v for k, v in options.items() if k in DEFAULTS}))
-    paths = [checklists] if isinstance(checklists, (str, os.PathLike)) else checklists
-    if not isinstance(paths, (list, tuple)) or not all(
-        isinstance(path, (str, os.PathLike)) for path in paths
-    ):
-        raise SettingsError(
-            f"checklists: got {type(checklists).__name__} {checklists!r:.60}; expected a path, "
-            "or a list of checklist files and folders"
-        )
+    paths = given_paths(checklists)
     if paths or not options.get("bundled"):
-        checklist_files(list(paths))
+        checklist_files(paths)

@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pytest_vlcheck.checklist import ChecklistTest, is_checklist_file, load_checklist
 from pytest_vlcheck.engine.embedding_cache import RACY_SECONDS
@@ -32,7 +33,22 @@ NOTHING_FOUND = (
 )
 
 
-def checklist_files(paths: Sequence[str | Path], where: str = "checklists") -> list[Path]:
+def given_paths(checklists: Any) -> list[str | os.PathLike[str]]:
+    """``evaluate``'s ``checklists`` argument as a list: a path, or a list of paths."""
+    paths = [checklists] if isinstance(checklists, (str, os.PathLike)) else checklists
+    if not isinstance(paths, (list, tuple)) or not all(
+        isinstance(path, (str, os.PathLike)) for path in paths
+    ):
+        raise SettingsError(
+            f"checklists: got {type(checklists).__name__} {checklists!r:.60}; expected a path, "
+            "or a list of checklist files and folders"
+        )
+    return list(paths)
+
+
+def checklist_files(
+    paths: Sequence[str | os.PathLike[str]], where: str = "checklists"
+) -> list[Path]:
     """Every checklist file under ``paths``, each once, in path order."""
     found: dict[Path, None] = {}
     for given in paths:

@@ -6,7 +6,6 @@ returned ``Run`` equals what ``--vl-report`` writes for the same weights and che
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
@@ -20,7 +19,7 @@ from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.verdict import final
 from pytest_vlcheck.run.arguments import check_arguments, warn_unstepped
-from pytest_vlcheck.run.checklists import checklist_files, load_tests, selected
+from pytest_vlcheck.run.checklists import checklist_files, given_paths, load_tests, selected
 from pytest_vlcheck.run.distributed import collective, on_rank_zero, run_digest
 from pytest_vlcheck.run.distributed_evaluate import for_ranks, shared_run
 from pytest_vlcheck.run.live_runners import LIVE_RUNNERS
@@ -168,15 +167,7 @@ def _object_spec(name: str, model: Any) -> ModelSpec:
 
 def _paths(checklists: Any, bundled: bool) -> list[Path]:
     """The paths to search, the bundled suite's folder added with ``bundled``."""
-    paths = [checklists] if isinstance(checklists, (str, os.PathLike)) else checklists
-    if not isinstance(paths, (list, tuple)) or not all(
-        isinstance(path, (str, os.PathLike)) for path in paths
-    ):
-        raise SettingsError(
-            f"checklists: got {type(checklists).__name__} {checklists!r:.60}; expected a path, "
-            "or a list of checklist files and folders"
-        )
-    paths = list(paths)
+    paths = given_paths(checklists)
     if bundled:
         from pytest_vlcheck.checklist.bundled import bundled_checklists_dir
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -143,13 +143,17 @@ _NONE_OK = {key for key, default in DEFAULTS.items() if default is None}
 
 def check_keywords(values: Mapping[str, Any]) -> None:
     """Refuse a keyword that is no run option, suggesting the nearest one."""
+    refuse_unknown(values, list(DEFAULTS), "a vlcheck option")
+
+
+def refuse_unknown(values: Mapping[str, Any], known: Sequence[str], what: str) -> None:
+    """A ``SettingsError`` for the first key of ``values`` not in ``known`` (``what`` each
+    of them is), with the nearest known one."""
     for key in values:
-        if key not in DEFAULTS:
-            close = difflib.get_close_matches(key, DEFAULTS, n=1)
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            raise SettingsError(
-                f"{key}: not a vlcheck option; {hint}expected one of {', '.join(DEFAULTS)}"
-            )
+            raise SettingsError(f"{key}: not {what}; {hint}expected one of {', '.join(known)}")
 
 
 def build_settings(source: OptionSource) -> Settings:
