@@ -55,9 +55,14 @@ class GateComparison:
     ``b``: examples lost, ``c``: examples gained.
 
     ``min_detectable_drop_pts`` is None when even every matched example flipping to wrong
-    could not reach significance (the test is too small to gate on at this m). ``test`` names
-    the paired test behind ``p_mid``: ``mcnemar_midp`` (exact mid-p) or ``clustered_mcnemar``
-    (Durkalski's, when paired examples share a cluster).
+    could not reach significance (the test is too small to gate on at this m), and for
+    ``few_clusters``. ``test`` names the paired test behind ``p_mid``: ``mcnemar_midp`` (exact
+    mid-p), ``clustered_midp`` (the mid-p on counts divided by ``design_effect``, when paired
+    examples share a cluster), ``few_clusters`` (too few clusters to test: ``p_mid`` 1) or,
+    in files written before, ``clustered_mcnemar`` (Durkalski's). ``clusters``: the paired
+    examples' clusters (0: not counted); ``lost`` and ``gained``: the example ids behind
+    ``b`` and ``c``. The last four are written only when they differ from their defaults,
+    so files written before them read back and write again unchanged.
     """
 
     delta_pts: float
@@ -77,12 +82,23 @@ class GateComparison:
     warnings: tuple[str, ...] = ()
     baseline_model: str = ""
     test: str = "mcnemar_midp"
+    design_effect: float = 1.0
+    clusters: int = 0
+    lost: tuple[str, ...] = ()
+    gained: tuple[str, ...] = ()
 
     _NUMBERS: ClassVar = ("delta_pts", "baseline_rate", "current_rate", "p_mid", "p_corrected")
     _COUNTS: ClassVar = ("n_matched", "b", "c", "added", "removed")
+    _OPTIONAL: ClassVar = {"design_effect": 1.0, "clusters": 0, "lost": (), "gained": ()}
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self) | {"warnings": list(self.warnings)}
+        doc = dataclasses.asdict(self) | {"warnings": list(self.warnings)}
+        for key, default in self._OPTIONAL.items():
+            if doc[key] == default:
+                del doc[key]
+            elif isinstance(default, tuple):
+                doc[key] = list(doc[key])
+        return doc
 
     @classmethod
     def from_json(cls, c: JsonChecker, raw: Mapping[str, Any], where: str) -> GateComparison:
@@ -107,6 +123,10 @@ class GateComparison:
             warnings=_texts(c, raw.get("warnings", []), f"{where}.warnings", "warnings"),
             baseline_model=c.text(raw, "baseline_model", where),
             test=c.text(raw, "test", where, "mcnemar_midp"),
+            design_effect=c.number(raw.get("design_effect", 1.0), f"{where}.design_effect") or 1.0,
+            clusters=c.integer(raw.get("clusters", 0), f"{where}.clusters"),
+            lost=_texts(c, raw.get("lost", []), f"{where}.lost", "example ids"),
+            gained=_texts(c, raw.get("gained", []), f"{where}.gained", "example ids"),
         )
 
 
