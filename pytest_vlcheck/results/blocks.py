@@ -248,8 +248,9 @@ def prior_from_json(c: JsonChecker, raw: Any, where: str) -> Prior:
 @dataclass(frozen=True)
 class ReferenceDelta:
     """A later model against the run's first (``model``) on the same test: the change in
-    points, the McNemar mid-p (None: no example id shared) and its Holm adjustment over the
-    run, the examples paired and the discordant counts ``(lost, gained)``."""
+    points, the paired test's p (None: no example id shared) and its Holm adjustment over the
+    run, the examples paired, the discordant counts ``(lost, gained)`` and the test, named
+    as the gate block's ``test`` (written only when it is not the exact mid-p)."""
 
     model: str
     delta_pts: float
@@ -257,9 +258,13 @@ class ReferenceDelta:
     p_holm: float | None
     n_paired: int
     discordant: tuple[int, int]
+    test: str = "mcnemar_midp"
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self) | {"discordant": list(self.discordant)}
+        doc = dataclasses.asdict(self) | {"discordant": list(self.discordant)}
+        if self.test == "mcnemar_midp":
+            del doc["test"]
+        return doc
 
     @classmethod
     def from_json(cls, c: JsonChecker, raw: Any, where: str) -> ReferenceDelta:
@@ -279,4 +284,5 @@ class ReferenceDelta:
             p_holm=c.number(r.get("p_holm"), f"{where}.p_holm"),
             n_paired=c.integer(r["n_paired"], f"{where}.n_paired"),
             discordant=(lost, gained),
+            test=c.text(r, "test", where, "mcnemar_midp"),
         )
