@@ -135,16 +135,25 @@ def paired_design_effect(changes: Mapping[Hashable, Sequence[int]]) -> Fraction:
     """DEFF of the paired differences, at least 1 (module docstring): ``changes`` maps each
     cluster to its examples' d_i (1 lost, -1 gained, 0 unchanged). Exact arithmetic, so that
     all-singleton clusters give exactly 1."""
-    diffs = [d for cluster in changes.values() for d in cluster]
-    n, k = len(diffs), len(changes)
+    k = len(changes)
+    sizes = [len(c) for c in changes.values()]
+    sums = [sum(c) for c in changes.values()]
+    n, total = sum(sizes), sum(sums)
     if n < 2 or k < 2:
         return Fraction(1)
-    mean = Fraction(sum(diffs), n)
-    within = Fraction(n, n - 1) * sum((d - mean) ** 2 for d in diffs)
+    mean = Fraction(total, n)
+    # sum_i (d_i - d)^2 = sum_i d_i^2 - n d^2, and d_i^2 = |d_i|
+    squares = sum(abs(d) for c in changes.values() for d in c)
+    within = Fraction(n, n - 1) * (squares - total * mean)
     if within == 0:  # every example changed alike: no variance to inflate
         return Fraction(1)
-    between = Fraction(k, k - 1) * sum((sum(c) - len(c) * mean) ** 2 for c in changes.values())
-    return max(Fraction(1), between / within)
+    # sum_k (D_k - m_k d)^2 = sum_k D_k^2 - 2 d sum_k m_k D_k + d^2 sum_k m_k^2
+    spread = (
+        sum(s * s for s in sums)
+        - 2 * mean * sum(m * s for m, s in zip(sizes, sums, strict=True))
+        + mean * mean * sum(m * m for m in sizes)
+    )
+    return max(Fraction(1), Fraction(k, k - 1) * spread / within)
 
 
 def clustered_midp(lost: int, gained: int, design_effect: Fraction) -> float:
