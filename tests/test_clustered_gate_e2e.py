@@ -113,6 +113,12 @@ def test_the_four_cases_serially(project: pytest.Pytester, capsys: pytest.Captur
     assert rows["hundred"]["p_mid"] >= 0.16 and not rows["hundred"]["regressed"]
     assert rows["one_image"]["test"] == "few_clusters" and rows["one_image"]["p_mid"] == 1
     assert rows["spread"]["p_mid"] == 0.0625 and not rows["spread"]["regressed"]
+    # report.html: what flipped, the first lost ones as the report kept them (texts, scores)
+    html = (project.path / "rep" / "report.html").read_text()
+    assert "<summary>B: 20 lost, 0 gained since the baseline (A)</summary>" in html
+    assert "<p>lost (first 10 of 20):</p>" in html and "sixtynot0" in html
+    assert "<summary>B: 30 lost, 20 gained since the baseline (A)</summary>" in html
+    assert '<p>gained (first 10 of 20):</p>\n<p class="example"><b>30</b></p>' in html
     # vlcheck compare, baseline against the report: the same tests, the same marks
     capsys.readouterr()
     assert main(["compare", str(project.path / "base.json"), str(project.path / "rep")]) == 0
