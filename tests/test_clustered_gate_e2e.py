@@ -119,6 +119,12 @@ def test_the_four_cases_serially(project: pytest.Pytester, capsys: pytest.Captur
     assert "<p>lost (first 10 of 20):</p>" in html and "sixtynot0" in html
     assert "<summary>B: 30 lost, 20 gained since the baseline (A)</summary>" in html
     assert '<p>gained (first 10 of 20):</p>\n<p class="example"><b>30</b></p>' in html
+    # the baseline saved every example's scores: a flipped one shows both sides
+    assert '<p class="meta">scores at the baseline 0.6000 0.4000; now 0.4000 0.6000</p>' in html
+    assert rows["sixty"]["scores"]["0"] == {
+        "baseline": [[pytest.approx(0.6), pytest.approx(0.4)]],
+        "now": [[pytest.approx(0.4), pytest.approx(0.6)]],
+    }
     # vlcheck compare, baseline against the report: the same tests, the same marks
     capsys.readouterr()
     assert main(["compare", str(project.path / "base.json"), str(project.path / "rep")]) == 0

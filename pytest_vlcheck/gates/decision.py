@@ -17,16 +17,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_vlcheck.gates.baseline import Baseline, BaselineEntry, with_defaults
+from pytest_vlcheck.gates.baseline import Baseline, BaselineEntry, Grid, with_defaults
 from pytest_vlcheck.metrics.clustered import FEW_CLUSTERS, min_detectable_lost, paired_test
 from pytest_vlcheck.metrics.paired import bonferroni, flipped
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import GateComparison, GateWarning
+from pytest_vlcheck.results.samples import finite_rows
 from pytest_vlcheck.results.verdict import settled
 
 __all__ = [
     "DEFAULT_ALPHA",
     "DEFAULT_MAX_DROP",
+    "FLIPPED_SHOWN",
     "GATE_CLUSTERS",
     "GateSettings",
     "apply_gate",
@@ -37,6 +39,8 @@ __all__ = [
 DEFAULT_MAX_DROP = 2.0
 DEFAULT_ALPHA = 0.05
 NO_ENTRY = "no baseline entry for this test"
+FLIPPED_SHOWN = 10
+"""How many lost (and gained) examples the gate's lines name and keep the scores of."""
 GATE_CLUSTERS = ("on", "off")
 """``--vl-gate-clusters``: test with the clustered mid-p when examples share a cluster, or not."""
 
@@ -83,6 +87,7 @@ def gate(
     conditions: Mapping[str, object] | None = None,
     clusters: Mapping[str, str] | None = None,
     use_clusters: bool = True,
+    current_scores: Mapping[str, Grid] | None = None,
 ) -> GateComparison:
     """Compare one item with its baseline entry (examples paired by id).
 
@@ -91,7 +96,9 @@ def gate(
     ``apply_gate`` calls it only when some example id pairs (otherwise it does not gate).
     ``clusters`` (example id -> cluster) makes the test the clustered mid-p when two paired
     examples share a cluster, unless ``use_clusters`` is off. ``min_detectable_drop_pts``
-    is the same test's, at the design effect measured here.
+    is the same test's, at the design effect measured here. ``current_scores`` (example id
+    -> scores) and the entry's saved scores are kept for the first ``FLIPPED_SHOWN`` lost and
+    gained examples, so a report shows what they scored before and now.
     """
     if m < 1:
         raise ValueError(f"m counts the items gated in the run, at least 1, got {m}")
@@ -135,7 +142,23 @@ def gate(
         clusters=decided.clusters,
         lost=tuple(lost),
         gained=tuple(gained),
+        scores=_flipped_scores(entry, current_scores or {}, lost, gained),
     )
+
+
+def _flipped_scores(
+    entry: BaselineEntry, now: Mapping[str, Grid], lost: list[str], gained: list[str]
+) -> dict[str, dict[str, Grid]]:
+    """``{id: {"now": ..., "baseline": ...}}`` for the first lost and gained examples shown,
+    each side where it is known (today's always from a run; the baseline's when saved)."""
+    out: dict[str, dict[str, Grid]] = {}
+    for example in (*lost[:FLIPPED_SHOWN], *gained[:FLIPPED_SHOWN]):
+        if example not in now:
+            continue
+        out[example] = {"now": finite_rows(now[example])}
+        if example in entry.scores:
+            out[example]["baseline"] = finite_rows(entry.scores[example])
+    return out
 
 
 def _unpaired(entry: BaselineEntry, n_current: int) -> str:
@@ -184,5 +207,6 @@ def apply_gate(
         conditions=conditions,
         clusters={o.id: o.cluster for o in result.outcomes if o.cluster},
         use_clusters=settings.use_clusters,
+        current_scores={o.id: o.scores for o in result.outcomes},
     )
     return settled(dataclasses.replace(result, gate=measured), gate_only=settings.gate_only)

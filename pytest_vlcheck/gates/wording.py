@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pytest_vlcheck import fmt
-from pytest_vlcheck.gates.decision import GateSettings, entry_of
+from pytest_vlcheck.gates.decision import FLIPPED_SHOWN, GateSettings, entry_of
 from pytest_vlcheck.metrics.clustered import CLUSTERED, EXACT, FEW_CLUSTERS, MIN_CLUSTERS
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import GateComparison, GateWarning
@@ -120,13 +120,10 @@ def gate_details(g: GateComparison) -> list[str]:
     return lines
 
 
-SHOWN_IDS = 10
-
-
 def _first_ids(ids: tuple[str, ...]) -> str:
-    """The first ``SHOWN_IDS`` example ids, and how many more."""
-    more = f" (+{len(ids) - SHOWN_IDS} more)" if len(ids) > SHOWN_IDS else ""
-    return ", ".join(ids[:SHOWN_IDS]) + more
+    """The first ``FLIPPED_SHOWN`` example ids, and how many more."""
+    more = f" (+{len(ids) - FLIPPED_SHOWN} more)" if len(ids) > FLIPPED_SHOWN else ""
+    return ", ".join(ids[:FLIPPED_SHOWN]) + more
 
 
 def power_note(g: GateComparison) -> str:

@@ -15,6 +15,7 @@ from html import escape
 from typing import Any
 
 from pytest_vlcheck import fmt
+from pytest_vlcheck.gates.decision import FLIPPED_SHOWN
 from pytest_vlcheck.report.image_labels import image_label, shorten_scenes
 from pytest_vlcheck.report.prior_view import prior_html
 from pytest_vlcheck.report.sections import Cell, Delta, Failures, Report, Section, SliceTable
@@ -313,14 +314,19 @@ def _failures(failures: Failures, thumbnails: Mapping[str, str] | None) -> list[
     return out
 
 
-FLIPPED_SHOWN = 10
+_SIDES = (("baseline", "at the baseline"), ("now", "now"))
+
+
+def _grid(rows: list[list[Any]]) -> str:
+    """``0.6000 0.4000`` per image row, rows joined by `` / ``."""
+    return " / ".join(" ".join(fmt.score(x) for x in row) for row in rows)
 
 
 def _flipped(task: str, cell: Cell, thumbnails: Mapping[str, str] | None) -> list[str]:
     """The examples lost and gained since the baseline (the first ``FLIPPED_SHOWN`` of each),
     so a reviewer sees what the checkpoint forgot: a lost one the report kept as a failing
-    example with its texts, images and scores, any other by its id (its scores are in
-    ``samples.jsonl``; the report is rendered from ``matrix.json`` alone)."""
+    example with its texts, images and scores, any other by its id; then its scores today
+    and, where the baseline saved them, before (the gate block's ``scores``)."""
     g = cell.result.gate
     if not isinstance(g, GateComparison) or not (g.lost or g.gained):
         return []
@@ -340,6 +346,10 @@ def _flipped(task: str, cell: Cell, thumbnails: Mapping[str, str] | None) -> lis
                 out += _example(task, kept[example], thumbnails)
             else:
                 out.append(f'<p class="example"><b>{_e(example)}</b></p>')
+            sides = g.scores.get(example, {})
+            said = [f"{when} {_grid(sides[side])}" for side, when in _SIDES if side in sides]
+            if said:
+                out.append(f'<p class="meta">scores {_e("; ".join(said))}</p>')
     out.append("</details>")
     return out
 

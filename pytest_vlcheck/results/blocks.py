@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pytest_vlcheck.results.json_checks import JsonChecker
+from pytest_vlcheck.results.json_checks import JsonChecker, is_number
 
 __all__ = [
     "Gate",
@@ -86,13 +86,23 @@ class GateComparison:
     clusters: int = 0
     lost: tuple[str, ...] = ()
     gained: tuple[str, ...] = ()
+    scores: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """For the first lost and gained examples shown: ``{id: {"now": grid, "baseline":
+    grid}}``, ``baseline`` only where the baseline saved scores."""
 
     _NUMBERS: ClassVar = ("delta_pts", "baseline_rate", "current_rate", "p_mid", "p_corrected")
     _COUNTS: ClassVar = ("n_matched", "b", "c", "added", "removed")
-    _OPTIONAL: ClassVar = {"design_effect": 1.0, "clusters": 0, "lost": (), "gained": ()}
+    _OPTIONAL: ClassVar = {
+        "design_effect": 1.0,
+        "clusters": 0,
+        "lost": (),
+        "gained": (),
+        "scores": {},
+    }
 
     def to_json(self) -> dict[str, Any]:
         doc = dataclasses.asdict(self) | {"warnings": list(self.warnings)}
+        doc["scores"] = {k: dict(v) for k, v in self.scores.items()}
         for key, default in self._OPTIONAL.items():
             if doc[key] == default:
                 del doc[key]
@@ -127,7 +137,27 @@ class GateComparison:
             clusters=c.integer(raw.get("clusters", 0), f"{where}.clusters"),
             lost=_texts(c, raw.get("lost", []), f"{where}.lost", "example ids"),
             gained=_texts(c, raw.get("gained", []), f"{where}.gained", "example ids"),
+            scores=_flipped_scores(c, raw.get("scores", {}), f"{where}.scores"),
         )
+
+
+def _flipped_scores(c: JsonChecker, raw: Any, where: str) -> dict[str, dict[str, Any]]:
+    """``{id: {"now": grid, "baseline": grid}}``, each grid a list of lists of numbers or
+    null, ``baseline`` optional."""
+    out: dict[str, dict[str, Any]] = {}
+    for example, sides in c.mapping(raw, where).items():
+        place = f"{where}[{example!r}]"
+        block = c.mapping(sides, place)
+        if "now" not in block or not set(block) <= {"now", "baseline"}:
+            raise c.fail(place, 'expected {"now": scores} and optionally "baseline"')
+        for side, grid in block.items():
+            rows = c.listing(grid, f"{place}.{side}")
+            if not all(
+                isinstance(r, list) and all(x is None or is_number(x) for x in r) for r in rows
+            ):
+                raise c.fail(f"{place}.{side}", "expected a list of lists of numbers or null")
+        out[example] = dict(block)
+    return out
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from pytest_vlcheck.results.json_checks import ReportFormatError
 __all__ = [
     "SampleRow",
     "example_outcomes",
+    "finite_rows",
     "outcomes_by_key",
     "read_samples",
     "sample_rows",
@@ -53,9 +54,7 @@ class SampleRow:
 
     def to_json(self) -> str:
         """The JSON line (without newline), keys in the documented order."""
-        scores = [
-            [x if x is not None and math.isfinite(x) else None for x in r] for r in self.scores
-        ]
+        scores = finite_rows(self.scores)
         doc = {
             "file": self.file,
             "test": self.test,
@@ -68,6 +67,13 @@ class SampleRow:
         if self.cluster:
             doc["cluster"] = self.cluster
         return json.dumps(doc, ensure_ascii=False, allow_nan=False)
+
+
+def finite_rows(
+    scores: Iterable[Iterable[float | None]],
+) -> list[list[float | None]]:
+    """Scores as JSON can hold them: fresh lists, a non-finite score as None."""
+    return [[x if x is not None and math.isfinite(x) else None for x in r] for r in scores]
 
 
 def sample_rows(results: Iterable[CapabilityResult]) -> Iterator[SampleRow]:
