@@ -138,7 +138,7 @@ def gate(
         warnings=tuple(warnings),
         baseline_model=entry.model,
         test=decided.test,
-        design_effect=decided.design_effect,
+        design_effect=float(decided.design_effect),
         clusters=decided.clusters,
         lost=tuple(lost),
         gained=tuple(gained),

@@ -122,7 +122,7 @@ class PairedTest:
 
     test: str
     p: float
-    design_effect: float = 1.0
+    design_effect: Fraction = Fraction(1)
     clusters: int = 0
     changed_clusters: int = 0
 
@@ -163,7 +163,7 @@ def clustered_midp(lost: int, gained: int, design_effect: Fraction) -> float:
     return max(adjusted, mcnemar_midp(lost, gained))
 
 
-def min_detectable_lost(alpha_corrected: float, design_effect: float) -> int:
+def min_detectable_lost(alpha_corrected: float, design_effect: Fraction | float) -> int:
     """The fewest lost examples (none gained) significant at ``alpha_corrected`` when their
     count is divided by ``design_effect``: the least d with d / DEFF rounded half up at least
     the exact test's ``min_detectable_discordant``."""
@@ -195,7 +195,7 @@ def paired_test(
         changes.setdefault(key, []).append(int(before and not after) - int(after and not before))
     changed = sum(1 for c in changes.values() if any(c))
     if len(changes) < MIN_CLUSTERS or (changed == 1 and lost + gained > 1):
-        return PairedTest(FEW_CLUSTERS, 1.0, 1.0, len(changes), changed)
+        return PairedTest(FEW_CLUSTERS, 1.0, Fraction(1), len(changes), changed)
     deff = paired_design_effect(changes)
     p = clustered_midp(lost, gained, deff)
-    return PairedTest(CLUSTERED, p, float(deff), len(changes), changed)
+    return PairedTest(CLUSTERED, p, deff, len(changes), changed)
