@@ -1,5 +1,6 @@
-"""Baselines' optional per-example ``scores`` (issue 41): saved, read back, validated, absent
-in older files, and shown beside today's for the examples a gate finds flipped."""
+"""Baselines' optional per-example ``scores`` and ``clusters`` (issue 41): saved, read back,
+validated, absent in older files; scores shown beside today's for the examples a gate finds
+flipped, clusters used by ``vlcheck compare`` on two baselines."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pytest_vlcheck.gates.baseline import Baseline, BaselineError, make_entry
 from pytest_vlcheck.gates.decision import gate
 
 
-def entry(scores: dict | None):
+def entry(scores: dict | None, clusters: dict | None = None):
     outcomes = {"x0": True, "x1": True, "x2": False}
     return make_entry(
         row("color", "tiny"),
@@ -23,6 +24,7 @@ def entry(scores: dict | None):
         content_hash="h",
         conditions=CONDITIONS,
         scores=scores,
+        clusters=clusters,
     )
 
 
@@ -59,6 +61,29 @@ def test_bad_scores_are_one_clear_error(tmp_path: Path, scores: dict, message: s
     path.write_text(json.dumps(doc))
     with pytest.raises(BaselineError, match=message):
         Baseline.load(path)
+
+
+@pytest.mark.parametrize(
+    ("clusters", "message"),
+    [
+        ({"nope": "img"}, r"clusters\['nope'\]: expected an example id of 'outcomes'"),
+        ({"x0": 3}, r"clusters\['x0'\]: expected a string, got 3"),
+    ],
+)
+def test_bad_clusters_are_one_clear_error(tmp_path: Path, clusters: dict, message: str) -> None:
+    doc = json.loads(Baseline((entry(None),)).to_json())
+    doc["entries"][0]["clusters"] = clusters
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(BaselineError, match=message):
+        Baseline.load(path)
+
+
+def test_clusters_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    Baseline((entry(None, {"x0": "img0", "x1": "img0"}),)).dump(path)
+    assert json.loads(path.read_text())["entries"][0]["clusters"] == {"x0": "img0", "x1": "img0"}
+    assert Baseline.load(path).entries[0].clusters == {"x0": "img0", "x1": "img0"}
 
 
 def test_the_gate_keeps_both_sides_of_the_flipped_examples() -> None:

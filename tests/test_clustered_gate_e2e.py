@@ -90,7 +90,7 @@ def gate_b(project: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def test_the_four_cases_serially(project: pytest.Pytester, capsys: pytest.CaptureFixture) -> None:
-    result = gate_b(project)
+    result = gate_b(project, "--vl-save-baseline=b.json")
     result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(["*REGRESSED relation/sixty: *(gate: regressed: dropped 33.3*"])
     result.stdout.fnmatch_lines(["*- vlcheck gate -*", *VERDICTS])
@@ -134,6 +134,11 @@ def test_the_four_cases_serially(project: pytest.Pytester, capsys: pytest.Captur
     assert marked == {"relation/sixty"}
     assert "too few clusters to test" in next(r for r in rows if r.startswith("relation/one_"))
     assert "relation/sixty [rep]: lost 20: 0, 1, 2, 3, 4 ..." in out
+    # two baselines (they keep each example's cluster): the same marks
+    assert main(["compare", str(project.path / "base.json"), str(project.path / "b.json")]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("relation/")]
+    assert {line.split()[0] for line in rows if "▼" in line} == {"relation/sixty"}
+    assert "too few clusters to test" in next(r for r in rows if r.startswith("relation/one_"))
 
 
 def test_one_case_under_xdist_and_with_clusters_off(project: pytest.Pytester) -> None:

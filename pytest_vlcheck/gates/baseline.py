@@ -4,10 +4,11 @@ Format, load, merge, prune, and the entries a run saves (``baseline_entries``,
 ``save_baseline``).
 
 A baseline holds, per (file, test, model), the verdict numbers, the per-example outcomes by
-example id (and, since issue 41, each example's scores, optional: older files load without
-them), what was measured (spec, fingerprint, test content hash) and how (run conditions,
-tool version, git commit). ``file`` is relative to pytest's rootdir, so keys match across
-checkouts and machines. Format: ``{"vlcheck_baseline": 1, "tool_version", "entries": [...]}``.
+example id (and, since issue 41, each example's scores and cluster, optional: older files
+load without them), what was measured (spec, fingerprint, test content hash) and how (run
+conditions, tool version, git commit). ``file`` is relative to pytest's rootdir, so keys
+match across checkouts and machines. Format: ``{"vlcheck_baseline": 1, "tool_version",
+"entries": [...]}``.
 """
 
 from __future__ import annotations
@@ -92,6 +93,9 @@ class BaselineEntry:
     scores: Mapping[str, Grid] = field(default_factory=dict)
     """Example id -> its scores (``samples.jsonl``'s ``scores``), so a gate can show what
     an example that flipped scored before; empty in baselines saved before the field."""
+    clusters: Mapping[str, str] = field(default_factory=dict)
+    """Example id -> its cluster (``samples.jsonl``'s ``cluster``), for examples that have
+    one, so ``vlcheck compare`` tests two baselines as the gate would; may be empty."""
 
     @property
     def key(self) -> Key:
@@ -113,6 +117,8 @@ class BaselineEntry:
         doc["outcomes"] = dict(sorted(self.outcomes.items()))
         if self.scores:
             doc["scores"] = {k: finite_rows(v) for k, v in sorted(self.scores.items())}
+        if self.clusters:
+            doc["clusters"] = dict(sorted(self.clusters.items()))
         return doc
 
 
@@ -133,6 +139,7 @@ def _entry(c: JsonChecker, raw: Any, where: str) -> BaselineEntry:
     numbers = _numbers(c, obj.get("numbers"), f"{where}.numbers")
     outcomes = _outcomes(c, obj.get("outcomes", {}), numbers, f"{where}.outcomes")
     scores = _scores(c, obj.get("scores", {}), outcomes, f"{where}.scores")
+    clusters = _clusters(c, obj.get("clusters", {}), outcomes, f"{where}.clusters")
     return BaselineEntry(
         **texts,
         **optional,
@@ -140,7 +147,19 @@ def _entry(c: JsonChecker, raw: Any, where: str) -> BaselineEntry:
         numbers=numbers,
         outcomes=outcomes,
         scores=scores,
+        clusters=clusters,
     )
+
+
+def _clusters(c: JsonChecker, raw: Any, outcomes: Mapping[str, bool], where: str) -> dict[str, str]:
+    """Example id -> cluster name, for ids among the outcomes."""
+    clusters = dict(c.mapping(raw, where))
+    for example, cluster in clusters.items():
+        if example not in outcomes:
+            raise c.fail(f"{where}[{example!r}]", "expected an example id of 'outcomes'")
+        if not isinstance(cluster, str):
+            raise c.fail(f"{where}[{example!r}]", f"expected a string, got {cluster!r}")
+    return clusters
 
 
 def _scores(c: JsonChecker, raw: Any, outcomes: Mapping[str, bool], where: str) -> dict[str, Grid]:
@@ -315,9 +334,10 @@ def make_entry(
     conditions: Mapping[str, Any],
     git_commit: str | None = None,
     scores: Mapping[str, Grid] | None = None,
+    clusters: Mapping[str, str] | None = None,
 ) -> BaselineEntry:
     """An entry from a matrix row (``matrix.json`` result fields), its example outcomes and,
-    optionally, their scores."""
+    optionally, their scores and clusters."""
     return BaselineEntry(
         file=result["file"],
         test=result["test"],
@@ -333,6 +353,7 @@ def make_entry(
         numbers={k: result[k] for k in NUMBER_KEYS},
         outcomes=dict(outcomes),
         scores=dict(scores or {}),
+        clusters=dict(clusters or {}),
     )
 
 
@@ -376,6 +397,7 @@ def baseline_entries(
             conditions=conditions,
             git_commit=commit,
             scores={o.id: o.scores for o in r.outcomes},
+            clusters={o.id: o.cluster for o in r.outcomes if o.cluster},
         )
         for r in results
         if r.status in MEASURED and r.n > 0
