@@ -47,32 +47,20 @@ def test_a_baseline_without_scores_loads_and_writes_none(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize(
-    ("scores", "message"),
+    ("key", "value", "message"),
     [
-        ({"nope": [[0.5]]}, r"scores\['nope'\]: expected an example id of 'outcomes'"),
-        ({"x0": [["a"]]}, r"scores\['x0'\]: expected a list of lists of numbers or null"),
-        ({"x0": 0.5}, r"scores\['x0'\]"),
+        ("scores", {"nope": [[0.5]]}, r"scores\['nope'\]: expected an example id of 'outcomes'"),
+        ("scores", {"x0": [["a"]]}, r"scores\['x0'\]: expected a list of lists of numbers or null"),
+        ("scores", {"x0": 0.5}, r"scores\['x0'\]"),
+        ("clusters", {"nope": "img"}, r"clusters\['nope'\]: expected an example id of 'outcomes'"),
+        ("clusters", {"x0": 3}, r"clusters\['x0'\]: expected a string, got 3"),
     ],
 )
-def test_bad_scores_are_one_clear_error(tmp_path: Path, scores: dict, message: str) -> None:
+def test_bad_scores_or_clusters_are_one_clear_error(
+    tmp_path: Path, key: str, value: dict, message: str
+) -> None:
     doc = json.loads(Baseline((entry(None),)).to_json())
-    doc["entries"][0]["scores"] = scores
-    path = tmp_path / "b.json"
-    path.write_text(json.dumps(doc))
-    with pytest.raises(BaselineError, match=message):
-        Baseline.load(path)
-
-
-@pytest.mark.parametrize(
-    ("clusters", "message"),
-    [
-        ({"nope": "img"}, r"clusters\['nope'\]: expected an example id of 'outcomes'"),
-        ({"x0": 3}, r"clusters\['x0'\]: expected a string, got 3"),
-    ],
-)
-def test_bad_clusters_are_one_clear_error(tmp_path: Path, clusters: dict, message: str) -> None:
-    doc = json.loads(Baseline((entry(None),)).to_json())
-    doc["entries"][0]["clusters"] = clusters
+    doc["entries"][0][key] = value
     path = tmp_path / "b.json"
     path.write_text(json.dumps(doc))
     with pytest.raises(BaselineError, match=message):
