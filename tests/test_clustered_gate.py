@@ -4,11 +4,13 @@ computations, its wording, and the four cases of issue 41 at the level of ``gate
 from __future__ import annotations
 
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
 from test_paired import entry as paired_entry
 
+from pytest_vlcheck.errors import SettingsError
 from pytest_vlcheck.gates.decision import gate
 from pytest_vlcheck.gates.wording import gate_details, gate_verdict, power_note
 from pytest_vlcheck.metrics.clustered import (
@@ -23,6 +25,7 @@ from pytest_vlcheck.metrics.clustered import (
 from pytest_vlcheck.metrics.paired import mcnemar_midp
 from pytest_vlcheck.results.blocks import GateComparison
 from pytest_vlcheck.results.json_checks import JsonChecker, ReportFormatError
+from pytest_vlcheck.run.settings import KeywordOptions, build_settings
 
 # 18 examples on 6 images of 3; lost: all 3 of k1 and k2, 2 of k3; gained: 1 of k4
 LOST = {"k1": 3, "k2": 3, "k3": 2}
@@ -226,3 +229,12 @@ def test_size_and_power_under_a_clustered_null_by_simulation() -> None:
     assert exact_size >= 0.09
     drops = [paired_test(*coin_per_image(rng, 30, 4, 0.9)) for _ in range(200)]
     assert sum(t.p < 0.05 for t in drops) / 200 >= 0.8
+
+
+def test_gate_clusters_as_an_evaluate_keyword(tmp_path: Path) -> None:
+    def use_clusters(**kw: str) -> bool:
+        return build_settings(KeywordOptions(kw, tmp_path)).gates.use_clusters
+
+    assert use_clusters() and not use_clusters(gate_clusters="off")
+    with pytest.raises(SettingsError, match=r"gate_clusters is 'maybe'; expected one of"):
+        use_clusters(gate_clusters="maybe")
