@@ -7,20 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_paired import entry as paired_entry
 
 from pytest_vlcheck import metrics
 from pytest_vlcheck.checklist import ChecklistError, load_checklist
 from pytest_vlcheck.engine.result_extras import cluster_keys
-from pytest_vlcheck.gates.decision import gate
-from pytest_vlcheck.gates.wording import verdict_suffix
 from pytest_vlcheck.metrics.aggregates import MIXED, all_of_slices
-from pytest_vlcheck.metrics.clustered import (
-    clustered_interval,
-    clustered_mcnemar,
-    design_effect,
-    has_shared_clusters,
-)
+from pytest_vlcheck.metrics.clustered import clustered_interval, design_effect
 from pytest_vlcheck.metrics.word_order import reordered_share
 from pytest_vlcheck.tasks import get_task
 
@@ -57,19 +49,6 @@ def test_negative_correlation_does_not_narrow_and_constant_outcomes_are_deff_1()
     assert design_effect([True, True, True], ["a", "a", "b"]) == 1.0
 
 
-def test_clustered_mcnemar_by_hand() -> None:
-    reference = {"a": True, "b": True, "c": False, "d": True, "e": True}
-    current = {"a": False, "b": False, "c": True, "d": False, "e": True}
-    clusters = {"a": "k1", "b": "k1", "c": "k2", "d": "k3", "e": "k3"}
-    # d_k = b_k - c_k: k1 2, k2 -1, k3 1; chi2 = (3 - 1)^2 / (4 + 1 + 1) = 2/3
-    p = clustered_mcnemar(reference, current, clusters)
-    assert p == pytest.approx(math.erfc(math.sqrt(1 / 3)))
-    assert round(p, 4) == 0.4142
-    assert clustered_mcnemar(reference, reference, clusters) == 1.0
-    assert has_shared_clusters(clusters, list(current))
-    assert not has_shared_clusters({"a": "1", "b": "2"}, ["a", "b", "c"])
-
-
 def test_all_of_slices_by_pattern_and_mixed() -> None:
     # pairs p1, p2 under pattern X (p1 both right, p2 one wrong), p3 under Y (both right),
     # p4 whose members differ in pattern (mixed, right); p5 unscored is left out
@@ -84,26 +63,6 @@ def test_all_of_slices_by_pattern_and_mixed() -> None:
             "Y": {"groups": 1, "passed": 1, "rate": 1.0},
         }
     }
-
-
-def test_the_gate_uses_the_clustered_test_only_when_paired_examples_share_a_cluster() -> None:
-    # 12 examples, 4 images of 3 examples; the first 2 images lose all 3 of theirs: B = 6,
-    # C = 0, d_k = 3, 3 -> chi2 = 36 / 18 = 2, p = erfc(1) = 0.1573 (the exact mid-p of 6
-    # lost and 0 gained, 2**-6, would call the same drop significant)
-    before = {f"e{i}": True for i in range(12)}
-    after = {f"e{i}": i >= 6 for i in range(12)}
-    clusters = {f"e{i}": f"img{i // 3}" for i in range(12)}
-    entry = paired_entry(before)
-    clustered = gate(after, 0.5, entry, m=1, alpha=0.05, max_drop_pts=2.0, clusters=clusters)
-    assert clustered.test == "clustered_mcnemar"
-    assert clustered.p_mid == pytest.approx(math.erfc(1.0))
-    assert not clustered.regressed
-    assert "clustered McNemar p 0.16 >= alpha/m 0.05" in verdict_suffix(clustered)
-    singles = {f"e{i}": f"img{i}" for i in range(12)}
-    plain = gate(after, 0.5, entry, m=1, alpha=0.05, max_drop_pts=2.0, clusters=singles)
-    assert (plain.test, plain.p_mid) == ("mcnemar_midp", 2**-6)
-    assert plain.regressed
-    assert gate(after, 0.5, entry, m=1, alpha=0.05, max_drop_pts=2.0).p_mid == 2**-6
 
 
 CLUSTERED = """\

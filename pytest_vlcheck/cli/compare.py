@@ -66,7 +66,10 @@ def _from_entry(entry: BaselineEntry) -> CapabilityResult:
         threshold=threshold,
         chance=None,
         status="passed" if ok else "failed",
-        outcomes=tuple(ExampleOutcome(i, c, False, []) for i, c in entry.outcomes.items()),
+        outcomes=tuple(
+            ExampleOutcome(i, c, False, [], entry.clusters.get(i, ""))
+            for i, c in entry.outcomes.items()
+        ),
     )
 
 

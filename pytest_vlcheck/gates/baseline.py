@@ -4,9 +4,11 @@ Format, load, merge, prune, and the entries a run saves (``baseline_entries``,
 ``save_baseline``).
 
 A baseline holds, per (file, test, model), the verdict numbers, the per-example outcomes by
-example id, what was measured (spec, fingerprint, test content hash) and how (run conditions,
-tool version, git commit). ``file`` is relative to pytest's rootdir, so keys match across
-checkouts and machines. Format: ``{"vlcheck_baseline": 1, "tool_version", "entries": [...]}``.
+example id (and, since issue 41, each example's scores and cluster, optional: older files
+load without them), what was measured (spec, fingerprint, test content hash) and how (run
+conditions, tool version, git commit). ``file`` is relative to pytest's rootdir, so keys
+match across checkouts and machines. Format: ``{"vlcheck_baseline": 1, "tool_version",
+"entries": [...]}``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pytest_vlcheck.results.json_checks import (
     is_number,
     read_json,
 )
+from pytest_vlcheck.results.samples import finite_rows
 
 __all__ = [
     "BASELINE_VERSION",
@@ -62,6 +65,8 @@ _TEXT_KEYS = ("file", "test", "model", "capability", "task", "spec", "content_ha
 _OPTIONAL_TEXT_KEYS = ("fingerprint", "tool_version", "git_commit")
 
 Key = tuple[str, str, str]
+Grid = list[list[float | None]]
+"""An example's scores: ``grid[i][j]`` = s(image i, text j), None where not finite."""
 
 
 class BaselineError(ReportFormatError):
@@ -85,6 +90,12 @@ class BaselineEntry:
     conditions: Mapping[str, Any] = field(default_factory=dict)
     numbers: Mapping[str, Any] = field(default_factory=dict)
     outcomes: Mapping[str, bool] = field(default_factory=dict)
+    scores: Mapping[str, Grid] = field(default_factory=dict)
+    """Example id -> its scores (``samples.jsonl``'s ``scores``), so a gate can show what
+    an example that flipped scored before; empty in baselines saved before the field."""
+    clusters: Mapping[str, str] = field(default_factory=dict)
+    """Example id -> its cluster (``samples.jsonl``'s ``cluster``), for examples that have
+    one, so ``vlcheck compare`` tests two baselines as the gate would; may be empty."""
 
     @property
     def key(self) -> Key:
@@ -104,6 +115,10 @@ class BaselineEntry:
         )
         doc["numbers"] = {k: self.numbers.get(k) for k in NUMBER_KEYS}
         doc["outcomes"] = dict(sorted(self.outcomes.items()))
+        if self.scores:
+            doc["scores"] = {k: finite_rows(v) for k, v in sorted(self.scores.items())}
+        if self.clusters:
+            doc["clusters"] = dict(sorted(self.clusters.items()))
         return doc
 
 
@@ -123,9 +138,41 @@ def _entry(c: JsonChecker, raw: Any, where: str) -> BaselineEntry:
     conditions = with_defaults(raw_conditions)
     numbers = _numbers(c, obj.get("numbers"), f"{where}.numbers")
     outcomes = _outcomes(c, obj.get("outcomes", {}), numbers, f"{where}.outcomes")
+    scores = _scores(c, obj.get("scores", {}), outcomes, f"{where}.scores")
+    clusters = _clusters(c, obj.get("clusters", {}), outcomes, f"{where}.clusters")
     return BaselineEntry(
-        **texts, **optional, conditions=conditions, numbers=numbers, outcomes=outcomes
+        **texts,
+        **optional,
+        conditions=conditions,
+        numbers=numbers,
+        outcomes=outcomes,
+        scores=scores,
+        clusters=clusters,
     )
+
+
+def _clusters(c: JsonChecker, raw: Any, outcomes: Mapping[str, bool], where: str) -> dict[str, str]:
+    """Example id -> cluster name, for ids among the outcomes."""
+    clusters = dict(c.mapping(raw, where))
+    for example, cluster in clusters.items():
+        if example not in outcomes:
+            raise c.fail(f"{where}[{example!r}]", "expected an example id of 'outcomes'")
+        if not isinstance(cluster, str):
+            raise c.fail(f"{where}[{example!r}]", f"expected a string, got {cluster!r}")
+    return clusters
+
+
+def _scores(c: JsonChecker, raw: Any, outcomes: Mapping[str, bool], where: str) -> dict[str, Grid]:
+    """Example id -> a list of rows of numbers or nulls, for ids among the outcomes."""
+    scores: dict[str, Grid] = {}
+    for example, grid in c.mapping(raw, where).items():
+        if example not in outcomes:
+            raise c.fail(f"{where}[{example!r}]", "expected an example id of 'outcomes'")
+        rows = c.listing(grid, f"{where}[{example!r}]")
+        if not all(isinstance(r, list) and all(x is None or is_number(x) for x in r) for r in rows):
+            raise c.fail(f"{where}[{example!r}]", "expected a list of lists of numbers or null")
+        scores[example] = [[None if x is None else float(x) for x in r] for r in rows]
+    return scores
 
 
 _RATE_KEYS = ("pass_rate", "ci_low", "ci_high", "threshold")
@@ -286,8 +333,11 @@ def make_entry(
     content_hash: str,
     conditions: Mapping[str, Any],
     git_commit: str | None = None,
+    scores: Mapping[str, Grid] | None = None,
+    clusters: Mapping[str, str] | None = None,
 ) -> BaselineEntry:
-    """An entry from a matrix row (``matrix.json`` result fields) and its example outcomes."""
+    """An entry from a matrix row (``matrix.json`` result fields), its example outcomes and,
+    optionally, their scores and clusters."""
     return BaselineEntry(
         file=result["file"],
         test=result["test"],
@@ -302,6 +352,8 @@ def make_entry(
         conditions=with_defaults(conditions),
         numbers={k: result[k] for k in NUMBER_KEYS},
         outcomes=dict(outcomes),
+        scores=dict(scores or {}),
+        clusters=dict(clusters or {}),
     )
 
 
@@ -344,6 +396,8 @@ def baseline_entries(
             content_hash=r.content_hash,
             conditions=conditions,
             git_commit=commit,
+            scores={o.id: o.scores for o in r.outcomes},
+            clusters={o.id: o.cluster for o in r.outcomes if o.cluster},
         )
         for r in results
         if r.status in MEASURED and r.n > 0

@@ -1,8 +1,9 @@
 """The gate decision: compare one item with its baseline entry and settle its verdict.
 
-Examples are paired by id; the change is tested with the exact McNemar mid-p (Durkalski's
-clustered McNemar when paired examples share a cluster, e.g. an image), Bonferroni-corrected
-over ``m``, the items gated in the whole selection (``gates.counting``).
+Examples are paired by id; the change is tested with the exact McNemar mid-p (adjusted for
+the design effect when paired examples share a cluster, e.g. an image:
+``metrics.clustered.paired_test``), Bonferroni-corrected over ``m``, the items gated in the
+whole selection (``gates.counting``). Too few clusters to test is not a regression.
 Bonferroni keeps each verdict a function of its own item, so serial runs, ``-n N`` and CI
 shards agree; Holm is for reports. An item regresses on a significant drop of more than
 ``max_drop_pts``. An item whose examples share no id with its entry cannot be paired, so it
@@ -16,20 +17,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_vlcheck.gates.baseline import Baseline, BaselineEntry, with_defaults
-from pytest_vlcheck.metrics.paired import (
-    bonferroni,
-    discordant_pairs,
-    min_detectable_discordant,
-    paired_p_value,
-)
+from pytest_vlcheck.gates.baseline import Baseline, BaselineEntry, Grid, with_defaults
+from pytest_vlcheck.metrics.clustered import FEW_CLUSTERS, min_detectable_lost, paired_test
+from pytest_vlcheck.metrics.paired import bonferroni, flipped
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import GateComparison, GateWarning
+from pytest_vlcheck.results.samples import finite_rows
 from pytest_vlcheck.results.verdict import settled
 
 __all__ = [
     "DEFAULT_ALPHA",
     "DEFAULT_MAX_DROP",
+    "FLIPPED_SHOWN",
+    "GATE_CLUSTERS",
     "GateSettings",
     "apply_gate",
     "entry_of",
@@ -39,6 +39,10 @@ __all__ = [
 DEFAULT_MAX_DROP = 2.0
 DEFAULT_ALPHA = 0.05
 NO_ENTRY = "no baseline entry for this test"
+FLIPPED_SHOWN = 10
+"""How many lost (and gained) examples the gate's lines name and keep the scores of."""
+GATE_CLUSTERS = ("on", "off")
+"""``--vl-gate-clusters``: test with the clustered mid-p when examples share a cluster, or not."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,8 @@ class GateSettings:
     max_drop_pts: float = DEFAULT_MAX_DROP
     alpha: float = DEFAULT_ALPHA
     gate_only: bool = False
+    use_clusters: bool = True
+    """``--vl-gate-clusters``: off gates the examples as independent (the exact mid-p)."""
 
 
 def entry_of(settings: GateSettings, file: str, test: str, model: str) -> BaselineEntry | None:
@@ -80,25 +86,36 @@ def gate(
     content_hash: str | None = None,
     conditions: Mapping[str, object] | None = None,
     clusters: Mapping[str, str] | None = None,
+    use_clusters: bool = True,
+    current_scores: Mapping[str, Grid] | None = None,
 ) -> GateComparison:
     """Compare one item with its baseline entry (examples paired by id).
 
     ``content_hash`` and ``conditions`` are the current run's; when given and different from
     the entry's they become warnings (a changed test, a bf16 run against an fp32 baseline).
     ``apply_gate`` calls it only when some example id pairs (otherwise it does not gate).
-    ``clusters`` (example id -> cluster) makes the test the clustered McNemar when two paired
-    examples share a cluster.
+    ``clusters`` (example id -> cluster) makes the test the clustered mid-p when two paired
+    examples share a cluster, unless ``use_clusters`` is off. ``min_detectable_drop_pts``
+    is the same test's, at the design effect measured here. ``current_scores`` (example id
+    -> scores) and the entry's saved scores are kept for the first ``FLIPPED_SHOWN`` lost and
+    gained examples, so a report shows what they scored before and now.
     """
     if m < 1:
         raise ValueError(f"m counts the items gated in the run, at least 1, got {m}")
-    n_matched, b, c = discordant_pairs(entry.outcomes, current_outcomes)
-    p_mid, test = paired_p_value(entry.outcomes, current_outcomes, clusters or {})
+    paired, lost, gained = flipped(entry.outcomes, current_outcomes)
+    n_matched, b, c = len(paired), len(lost), len(gained)
+    decided = paired_test(
+        entry.outcomes, current_outcomes, clusters or {}, use_clusters=use_clusters
+    )
+    p_mid = decided.p
     alpha_corrected = alpha / m
     baseline_rate = entry.pass_rate if entry.pass_rate is not None else 0.0
     # rounded so that a drop of exactly max_drop_pts (0.48 vs 0.50) is not "more" by 2e-15
     delta_pts = round(100.0 * (current_rate - baseline_rate), 9)
     significant = p_mid < alpha_corrected
-    d = min_detectable_discordant(alpha_corrected)
+    d = min_detectable_lost(alpha_corrected, decided.design_effect)
+    if decided.test == FEW_CLUSTERS:
+        d = n_matched + 1
     warnings = []
     if content_hash is not None and content_hash != entry.content_hash:
         warnings.append("the test changed since the baseline (content hash differs)")
@@ -120,8 +137,28 @@ def gate(
         min_detectable_drop_pts=100.0 * d / n_matched if d <= n_matched else None,
         warnings=tuple(warnings),
         baseline_model=entry.model,
-        test=test,
+        test=decided.test,
+        design_effect=float(decided.design_effect),
+        clusters=decided.clusters,
+        lost=tuple(lost),
+        gained=tuple(gained),
+        scores=_flipped_scores(entry, current_scores or {}, lost, gained),
     )
+
+
+def _flipped_scores(
+    entry: BaselineEntry, now: Mapping[str, Grid], lost: list[str], gained: list[str]
+) -> dict[str, dict[str, Grid]]:
+    """``{id: {"now": ..., "baseline": ...}}`` for the first lost and gained examples shown,
+    each side where it is known (today's always from a run; the baseline's when saved)."""
+    out: dict[str, dict[str, Grid]] = {}
+    for example in (*lost[:FLIPPED_SHOWN], *gained[:FLIPPED_SHOWN]):
+        if example not in now:
+            continue
+        out[example] = {"now": finite_rows(now[example])}
+        if example in entry.scores:
+            out[example]["baseline"] = finite_rows(entry.scores[example])
+    return out
 
 
 def _unpaired(entry: BaselineEntry, n_current: int) -> str:
@@ -169,5 +206,7 @@ def apply_gate(
         content_hash=result.content_hash,
         conditions=conditions,
         clusters={o.id: o.cluster for o in result.outcomes if o.cluster},
+        use_clusters=settings.use_clusters,
+        current_scores={o.id: o.scores for o in result.outcomes},
     )
     return settled(dataclasses.replace(result, gate=measured), gate_only=settings.gate_only)

@@ -1,8 +1,10 @@
 """Several models in one run: each later ``--vl-model`` compared with the first, per test.
 
 "Compare two checkpoints" without a baseline file: examples are paired by id, the change is
-tested with the exact McNemar mid-p, and Holm adjusts the p-values over every test x model
-compared in the run. It reports; it never changes an item's verdict. Pure: no pytest.
+tested as the gate tests it (``metrics.clustered.paired_test``: the exact McNemar mid-p, the
+clustered mid-p when paired examples share a cluster), and Holm adjusts the p-values over
+every test x model compared in the run. It reports; it never changes an item's verdict.
+Pure: no pytest.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TypeGuard
 
-from pytest_vlcheck.metrics.paired import discordant_pairs, holm, mcnemar_midp
+from pytest_vlcheck.metrics.clustered import paired_test
+from pytest_vlcheck.metrics.paired import discordant_pairs, holm
 from pytest_vlcheck.results import MEASURED, CapabilityResult
 from pytest_vlcheck.results.blocks import ReferenceDelta
 
@@ -27,18 +30,22 @@ def reference_delta(reference: CapabilityResult, other: CapabilityResult) -> Ref
 
     ``p_value`` is None when no example id is shared (nothing to pair).
     """
-    n_paired, lost, gained = discordant_pairs(
-        {o.id: o.correct for o in reference.outcomes}, {o.id: o.correct for o in other.outcomes}
-    )
+    before = {o.id: o.correct for o in reference.outcomes}
+    after = {o.id: o.correct for o in other.outcomes}
+    n_paired, lost, gained = discordant_pairs(before, after)
+    # each example's cluster as this run recorded it, else as the reference did
+    clusters = {o.id: o.cluster for o in (*reference.outcomes, *other.outcomes) if o.cluster}
+    decided = paired_test(before, after, clusters)
     # rounded like the gate's delta, so 0.48 vs 0.50 reads -2.0, not -2.0000000000000018
     delta = round(100.0 * ((other.pass_rate or 0.0) - (reference.pass_rate or 0.0)), 9)
     return ReferenceDelta(
         model=reference.model,
         delta_pts=delta,
-        p_value=mcnemar_midp(lost, gained) if n_paired else None,
+        p_value=decided.p if n_paired else None,
         p_holm=None,
         n_paired=n_paired,
         discordant=(lost, gained),
+        test=decided.test,
     )
 
 

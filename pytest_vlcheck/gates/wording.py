@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pytest_vlcheck import fmt
-from pytest_vlcheck.gates.decision import GateSettings, entry_of
+from pytest_vlcheck.gates.decision import FLIPPED_SHOWN, GateSettings, entry_of
+from pytest_vlcheck.metrics.clustered import CLUSTERED, EXACT, FEW_CLUSTERS, MIN_CLUSTERS
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import GateComparison, GateWarning
 
@@ -28,19 +29,53 @@ def pvalue(p: float) -> str:
     return f"{p:.2g}"
 
 
+TEST_NAMES = {
+    EXACT: "McNemar mid-p",
+    CLUSTERED: "clustered mid-p",
+    "clustered_mcnemar": "clustered McNemar p",  # Durkalski's, in files written before
+}
+CLUSTER_ADVICE = (
+    "give the examples more images, group them with a `cluster:` tag, or gate them as "
+    "independent with --vl-gate-clusters=off"
+)
+
+
+def few_clusters_reason(g: GateComparison) -> str:
+    """Why the clustered test cannot decide: too few clusters, or every change in one."""
+    if g.clusters < MIN_CLUSTERS:
+        return (
+            f"the {g.n_matched} paired examples form {g.clusters} cluster"
+            f"{'' if g.clusters == 1 else 's'} (images, or values of the `cluster:` tag), fewer "
+            f"than the {MIN_CLUSTERS} the clustered test needs"
+        )
+    return f"the {g.b + g.c} lost and gained examples all sit in one of the {g.clusters} clusters"
+
+
+def _few_clusters_verdict(g: GateComparison, drop: str) -> str:
+    """A change the clustered test cannot judge, said as such (never "not significant")."""
+    change = f"dropped {drop}" if g.delta_pts < 0 else f"{fmt.points(g.delta_pts)} pts"
+    return (
+        f"{change}, not tested for significance: {few_clusters_reason(g)}, so a change cannot "
+        f"be told from noise ({g.b} lost, {g.c} gained); {CLUSTER_ADVICE}"
+    )
+
+
 def gate_verdict(g: GateComparison) -> str:
     """The gate's verdict in words: ``regressed``, ``dropped N pts, not significant``,
-    ``dropped N pts, less than --vl-max-drop``, ``improved`` or ``unchanged``, with the test
-    that decided it (the exact McNemar mid-p, or the clustered McNemar's p when examples
-    share clusters, against alpha / m, m the items gated) and the paired examples lost and
-    gained, which are what significance depends on."""
-    significant = g.p_mid < g.alpha_corrected
-    name = "clustered McNemar p" if g.test == "clustered_mcnemar" else "McNemar mid-p"
-    test = (
-        f"{name} {pvalue(g.p_mid)} {'<' if significant else '>='} alpha/m "
-        f"{pvalue(g.alpha_corrected)}; {g.b} lost, {g.c} gained"
-    )
+    ``dropped N pts, less than --vl-max-drop``, ``improved``, ``unchanged``, or not tested
+    for too few clusters, with the test that decided it (the exact McNemar mid-p, or the
+    clustered mid-p when examples share clusters, against alpha / m, m the items gated) and
+    the paired examples lost and gained, which are what significance depends on."""
     drop = f"{fmt.points(-g.delta_pts, signed=False)} pts"
+    if g.test == FEW_CLUSTERS:
+        return _few_clusters_verdict(g, drop)
+    significant = g.p_mid < g.alpha_corrected
+    test = (
+        f"{TEST_NAMES.get(g.test, g.test)} {pvalue(g.p_mid)} {'<' if significant else '>='} "
+        f"alpha/m {pvalue(g.alpha_corrected)}; {g.b} lost, {g.c} gained"
+    )
+    if g.test == CLUSTERED:
+        test += f" in {g.clusters} clusters, design effect {g.design_effect:.2f}"
     if g.regressed:
         return f"regressed: dropped {drop}, significant ({test})"
     if g.improved:
@@ -76,13 +111,30 @@ def gate_details(g: GateComparison) -> list[str]:
     if g.added or g.removed:
         lines.append(f"{g.added} examples added, {g.removed} removed since the baseline")
     lines.append(power_note(g))
+    lines += [
+        f"{what}: {_first_ids(ids)}"
+        for what, ids in (("lost", g.lost), ("gained", g.gained))
+        if ids
+    ]
     lines += [f"warning: {w}" for w in g.warnings]
     return lines
 
 
+def _first_ids(ids: tuple[str, ...]) -> str:
+    """The first ``FLIPPED_SHOWN`` example ids, and how many more."""
+    more = f" (+{len(ids) - FLIPPED_SHOWN} more)" if len(ids) > FLIPPED_SHOWN else ""
+    return ", ".join(ids[:FLIPPED_SHOWN]) + more
+
+
 def power_note(g: GateComparison) -> str:
     """What it takes to be significant here, true to McNemar: significance depends on the
-    lost and gained examples together, not on their difference."""
+    lost and gained examples together, not on their difference; for the clustered test, at
+    the design effect measured here."""
+    if g.test == FEW_CLUSTERS:
+        return (
+            f"no number of lost examples can be significant here: {few_clusters_reason(g)}; "
+            f"{CLUSTER_ADVICE}"
+        )
     if g.min_detectable_drop_pts is None:
         return (
             f"too few examples to gate at this m: even all {g.n_matched} paired examples lost "
@@ -90,10 +142,15 @@ def power_note(g: GateComparison) -> str:
             "gate fewer items, or raise --vl-alpha"
         )
     lost = round(g.min_detectable_drop_pts * g.n_matched / 100)
+    at_deff = ""
+    if g.test == CLUSTERED:
+        at_deff = (
+            f" by the clustered test at the design effect measured here ({g.design_effect:.2f})"
+        )
     return (
         f"with no example gained, {lost} lost examples ({lost}/{g.n_matched} = "
         f"{fmt.pct(g.min_detectable_drop_pts / 100)[:-1]} pts) would be significant at this "
-        "m; each gained example raises that number"
+        f"m{at_deff}; each gained example raises that number"
     )
 
 

@@ -14,22 +14,31 @@ __all__ = [
     "bonferroni",
     "change_mark",
     "discordant_pairs",
+    "flipped",
     "holm",
     "mcnemar_midp",
     "min_detectable_discordant",
-    "paired_p_value",
 ]
+
+
+def flipped(
+    reference: Mapping[str, bool], other: Mapping[str, bool]
+) -> tuple[list[str], list[str], list[str]]:
+    """``(paired, lost, gained)`` example ids: those both runs scored, those right in the
+    reference and wrong in ``other``, and those wrong in the reference and right in ``other``
+    (in ``other``'s order)."""
+    paired = [i for i in other if i in reference]
+    lost = [i for i in paired if reference[i] and not other[i]]
+    gained = [i for i in paired if not reference[i] and other[i]]
+    return paired, lost, gained
 
 
 def discordant_pairs(
     reference: Mapping[str, bool], other: Mapping[str, bool]
 ) -> tuple[int, int, int]:
-    """``(n_paired, lost, gained)``: the example ids both runs scored, those right in the
-    reference and wrong in ``other``, and those wrong in the reference and right in ``other``."""
-    paired = [i for i in other if i in reference]
-    lost = sum(1 for i in paired if reference[i] and not other[i])
-    gained = sum(1 for i in paired if not reference[i] and other[i])
-    return len(paired), lost, gained
+    """``(n_paired, lost, gained)``: how many ids ``flipped`` finds of each."""
+    paired, lost, gained = flipped(reference, other)
+    return len(paired), len(lost), len(gained)
 
 
 def mcnemar_midp(b: int, c: int) -> float:
@@ -52,21 +61,6 @@ def mcnemar_midp(b: int, c: int) -> float:
         tail += term
     # 2 * P(X <= k) - P(X = k), with every probability counted in units of 2**-n
     return float(min(Fraction(1), Fraction(2 * tail - term, 2**n)))
-
-
-def paired_p_value(
-    reference: Mapping[str, bool], other: Mapping[str, bool], clusters: Mapping[str, str]
-) -> tuple[float, str]:
-    """The p-value of the change between two runs paired by example, and the test used:
-    Durkalski's clustered McNemar (``clustered_mcnemar``) when two paired examples share a
-    cluster (``clusters``: example id -> cluster), else the exact mid-p (``mcnemar_midp``)."""
-    from pytest_vlcheck.metrics.clustered import clustered_mcnemar, has_shared_clusters
-
-    paired = [i for i in other if i in reference]
-    if has_shared_clusters(clusters, paired):
-        return clustered_mcnemar(reference, other, clusters), "clustered_mcnemar"
-    _, lost, gained = discordant_pairs(reference, other)
-    return mcnemar_midp(lost, gained), "mcnemar_midp"
 
 
 def bonferroni(p: float, m: int) -> float:

@@ -16,7 +16,8 @@ from pytest_vlcheck import fmt
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
 from pytest_vlcheck.gates.reference import with_reference
 from pytest_vlcheck.gates.wording import pvalue
-from pytest_vlcheck.metrics.paired import change_mark
+from pytest_vlcheck.metrics.clustered import FEW_CLUSTERS, MIN_CLUSTERS
+from pytest_vlcheck.metrics.paired import change_mark, flipped
 from pytest_vlcheck.report.html import CSS, curve_figures
 from pytest_vlcheck.report.markdown import escape_md, markdown_table
 from pytest_vlcheck.report.matrix import Matrix, build_matrix
@@ -115,11 +116,12 @@ def _cell_parts(comparison: Comparison, result: CapabilityResult | None) -> tupl
     ref = result.reference
     if ref is None:
         return rate, "", ""
-    p = (
-        ""
-        if ref.p_value is None or ref.p_holm is None
-        else (f", p {pvalue(ref.p_value)}, Holm {pvalue(ref.p_holm)}")
-    )
+    if ref.test == FEW_CLUSTERS:
+        p = ", too few clusters to test"
+    elif ref.p_value is None or ref.p_holm is None:
+        p = ""
+    else:
+        p = f", p {pvalue(ref.p_value)}, Holm {pvalue(ref.p_holm)}"
     return rate, f" {fmt.points(ref.delta_pts)} pts", p
 
 
@@ -147,17 +149,50 @@ def _note(comparison: Comparison) -> str:
             "outcomes to pair (give report folders with samples.jsonl, or baselines)."
         )
     return (
-        f"Reference: {c.series[0]}. p: paired McNemar mid-p on examples matched by id. "
+        f"Reference: {c.series[0]}. p: paired McNemar mid-p on examples matched by id, "
+        "the gate's clustered mid-p where paired examples share an image or a cluster tag "
+        f"(too few clusters to test: fewer than {MIN_CLUSTERS}, or every change in one). "
         f"▼/▲: p < alpha/m = {pvalue(c.alpha)}/{c.m} and a change of more than "
         f"{c.max_drop_pts:g} pts, the gate's rule (--alpha, --max-drop). Holm: the "
         f"Holm-adjusted p over the {c.m} paired comparisons, for information."
     )
 
 
+FLIPPED_SHOWN = 5
+
+
+def flipped_lines(comparison: Comparison) -> list[str]:
+    """Per compared cell with examples lost or gained against the reference, the first
+    ``FLIPPED_SHOWN`` ids of each, so a reader sees what changed, not only a count."""
+    lines = []
+    reference = comparison.series[0]
+    for row in comparison.matrix.rows:
+        first = row.cells.get(reference)
+        if first is None:
+            continue
+        before = {o.id: o.correct for o in first.outcomes}
+        for series in comparison.series[1:]:
+            cell = row.cells.get(series)
+            if cell is None or not cell.outcomes:
+                continue
+            _, lost, gained = flipped(before, {o.id: o.correct for o in cell.outcomes})
+            parts = [
+                f"{what} {len(ids)}: {', '.join(ids[:FLIPPED_SHOWN])}"
+                + (" ..." if len(ids) > FLIPPED_SHOWN else "")
+                for what, ids in (("lost", lost), ("gained", gained))
+                if ids
+            ]
+            if parts:
+                lines.append(f"{row.label} [{series}]: {'; '.join(parts)}")
+    return lines
+
+
 def render_terminal(comparison: Comparison) -> list[str]:
-    """The table as fixed-width lines, then what its marks mean."""
+    """The table as fixed-width lines, what its marks mean, then the examples that flipped."""
     header, body = _table(comparison)
-    return [*plain_table(header, body), "", _note(comparison)]
+    flips = flipped_lines(comparison)
+    heading = [f"Examples lost and gained against {comparison.series[0]}:"] if flips else []
+    return [*plain_table(header, body), "", _note(comparison), *heading, *flips]
 
 
 def render_markdown(comparison: Comparison) -> str:

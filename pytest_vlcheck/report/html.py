@@ -15,6 +15,7 @@ from html import escape
 from typing import Any
 
 from pytest_vlcheck import fmt
+from pytest_vlcheck.gates.decision import FLIPPED_SHOWN
 from pytest_vlcheck.report.image_labels import image_label, shorten_scenes
 from pytest_vlcheck.report.prior_view import prior_html
 from pytest_vlcheck.report.sections import Cell, Delta, Failures, Report, Section, SliceTable
@@ -25,6 +26,7 @@ from pytest_vlcheck.report.svg import (
     radar_chart,
 )
 from pytest_vlcheck.results import FailureExample
+from pytest_vlcheck.results.blocks import GateComparison
 from pytest_vlcheck.tasks import TASKS
 
 __all__ = ["CSS", "curve_figures", "render_html", "true_marks"]
@@ -312,6 +314,46 @@ def _failures(failures: Failures, thumbnails: Mapping[str, str] | None) -> list[
     return out
 
 
+_SIDES = (("baseline", "at the baseline"), ("now", "now"))
+
+
+def _grid(rows: list[list[Any]]) -> str:
+    """``0.6000 0.4000`` per image row, rows joined by `` / ``."""
+    return " / ".join(" ".join(fmt.score(x) for x in row) for row in rows)
+
+
+def _flipped(task: str, cell: Cell, thumbnails: Mapping[str, str] | None) -> list[str]:
+    """The examples lost and gained since the baseline (the first ``FLIPPED_SHOWN`` of each),
+    so a reviewer sees what the checkpoint forgot: a lost one the report kept as a failing
+    example with its texts, images and scores, any other by its id; then its scores today
+    and, where the baseline saved them, before (the gate block's ``scores``)."""
+    g = cell.result.gate
+    if not isinstance(g, GateComparison) or not (g.lost or g.gained):
+        return []
+    kept = {f.id: f for f in cell.result.failures}
+    out = [
+        "<details>",
+        f"<summary>{_e(cell.model)}: {g.b} lost, {g.c} gained since the baseline "
+        f"({_e(g.baseline_model)})</summary>",
+    ]
+    for what, ids in (("lost", g.lost), ("gained", g.gained)):
+        if not ids:
+            continue
+        more = f" (first {FLIPPED_SHOWN} of {len(ids)})" if len(ids) > FLIPPED_SHOWN else ""
+        out.append(f"<p>{what}{more}:</p>")
+        for example in ids[:FLIPPED_SHOWN]:
+            if example in kept:
+                out += _example(task, kept[example], thumbnails)
+            else:
+                out.append(f'<p class="example"><b>{_e(example)}</b></p>')
+            sides = g.scores.get(example, {})
+            said = [f"{when} {_grid(sides[side])}" for side, when in _SIDES if side in sides]
+            if said:
+                out.append(f'<p class="meta">scores {_e("; ".join(said))}</p>')
+    out.append("</details>")
+    return out
+
+
 def _slices(table: SliceTable, models: list[str]) -> list[str]:
     rows = [
         [_td(_e(value)), *(_td(table.text(c), "num") for c in cells)]
@@ -363,6 +405,8 @@ def _test_section(section: Section, thumbnails: Mapping[str, str] | None) -> lis
     ]
     if notes:
         out += ["<ul>", *notes, "</ul>"]
+    for cell in section.cells:
+        out += _flipped(section.task, cell, thumbnails)
     models = section.models
     if section.metric_names:
         rows = [

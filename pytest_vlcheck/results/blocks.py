@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pytest_vlcheck.results.json_checks import JsonChecker
+from pytest_vlcheck.results.json_checks import JsonChecker, is_number
 
 __all__ = [
     "Gate",
@@ -55,9 +55,14 @@ class GateComparison:
     ``b``: examples lost, ``c``: examples gained.
 
     ``min_detectable_drop_pts`` is None when even every matched example flipping to wrong
-    could not reach significance (the test is too small to gate on at this m). ``test`` names
-    the paired test behind ``p_mid``: ``mcnemar_midp`` (exact mid-p) or ``clustered_mcnemar``
-    (Durkalski's, when paired examples share a cluster).
+    could not reach significance (the test is too small to gate on at this m), and for
+    ``few_clusters``. ``test`` names the paired test behind ``p_mid``: ``mcnemar_midp`` (exact
+    mid-p), ``clustered_midp`` (the mid-p on counts divided by ``design_effect``, when paired
+    examples share a cluster), ``few_clusters`` (too few clusters to test: ``p_mid`` 1) or,
+    in files written before, ``clustered_mcnemar`` (Durkalski's). ``clusters``: the paired
+    examples' clusters (0: not counted); ``lost`` and ``gained``: the example ids behind
+    ``b`` and ``c``. The last four are written only when they differ from their defaults,
+    so files written before them read back and write again unchanged.
     """
 
     delta_pts: float
@@ -77,12 +82,33 @@ class GateComparison:
     warnings: tuple[str, ...] = ()
     baseline_model: str = ""
     test: str = "mcnemar_midp"
+    design_effect: float = 1.0
+    clusters: int = 0
+    lost: tuple[str, ...] = ()
+    gained: tuple[str, ...] = ()
+    scores: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """For the first lost and gained examples shown: ``{id: {"now": grid, "baseline":
+    grid}}``, ``baseline`` only where the baseline saved scores."""
 
     _NUMBERS: ClassVar = ("delta_pts", "baseline_rate", "current_rate", "p_mid", "p_corrected")
     _COUNTS: ClassVar = ("n_matched", "b", "c", "added", "removed")
+    _OPTIONAL: ClassVar = {
+        "design_effect": 1.0,
+        "clusters": 0,
+        "lost": (),
+        "gained": (),
+        "scores": {},
+    }
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self) | {"warnings": list(self.warnings)}
+        doc = dataclasses.asdict(self) | {"warnings": list(self.warnings)}
+        doc["scores"] = {k: dict(v) for k, v in self.scores.items()}
+        for key, default in self._OPTIONAL.items():
+            if doc[key] == default:
+                del doc[key]
+            elif isinstance(default, tuple):
+                doc[key] = list(doc[key])
+        return doc
 
     @classmethod
     def from_json(cls, c: JsonChecker, raw: Mapping[str, Any], where: str) -> GateComparison:
@@ -107,7 +133,31 @@ class GateComparison:
             warnings=_texts(c, raw.get("warnings", []), f"{where}.warnings", "warnings"),
             baseline_model=c.text(raw, "baseline_model", where),
             test=c.text(raw, "test", where, "mcnemar_midp"),
+            design_effect=c.number(raw.get("design_effect", 1.0), f"{where}.design_effect") or 1.0,
+            clusters=c.integer(raw.get("clusters", 0), f"{where}.clusters"),
+            lost=_texts(c, raw.get("lost", []), f"{where}.lost", "example ids"),
+            gained=_texts(c, raw.get("gained", []), f"{where}.gained", "example ids"),
+            scores=_flipped_scores(c, raw.get("scores", {}), f"{where}.scores"),
         )
+
+
+def _flipped_scores(c: JsonChecker, raw: Any, where: str) -> dict[str, dict[str, Any]]:
+    """``{id: {"now": grid, "baseline": grid}}``, each grid a list of lists of numbers or
+    null, ``baseline`` optional."""
+    out: dict[str, dict[str, Any]] = {}
+    for example, sides in c.mapping(raw, where).items():
+        place = f"{where}[{example!r}]"
+        block = c.mapping(sides, place)
+        if "now" not in block or not set(block) <= {"now", "baseline"}:
+            raise c.fail(place, 'expected {"now": scores} and optionally "baseline"')
+        for side, grid in block.items():
+            rows = c.listing(grid, f"{place}.{side}")
+            if not all(
+                isinstance(r, list) and all(x is None or is_number(x) for x in r) for r in rows
+            ):
+                raise c.fail(f"{place}.{side}", "expected a list of lists of numbers or null")
+        out[example] = dict(block)
+    return out
 
 
 @dataclass(frozen=True)
@@ -228,8 +278,9 @@ def prior_from_json(c: JsonChecker, raw: Any, where: str) -> Prior:
 @dataclass(frozen=True)
 class ReferenceDelta:
     """A later model against the run's first (``model``) on the same test: the change in
-    points, the McNemar mid-p (None: no example id shared) and its Holm adjustment over the
-    run, the examples paired and the discordant counts ``(lost, gained)``."""
+    points, the paired test's p (None: no example id shared) and its Holm adjustment over the
+    run, the examples paired, the discordant counts ``(lost, gained)`` and the test, named
+    as the gate block's ``test`` (written only when it is not the exact mid-p)."""
 
     model: str
     delta_pts: float
@@ -237,9 +288,13 @@ class ReferenceDelta:
     p_holm: float | None
     n_paired: int
     discordant: tuple[int, int]
+    test: str = "mcnemar_midp"
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self) | {"discordant": list(self.discordant)}
+        doc = dataclasses.asdict(self) | {"discordant": list(self.discordant)}
+        if self.test == "mcnemar_midp":
+            del doc["test"]
+        return doc
 
     @classmethod
     def from_json(cls, c: JsonChecker, raw: Any, where: str) -> ReferenceDelta:
@@ -259,4 +314,5 @@ class ReferenceDelta:
             p_holm=c.number(r.get("p_holm"), f"{where}.p_holm"),
             n_paired=c.integer(r["n_paired"], f"{where}.n_paired"),
             discordant=(lost, gained),
+            test=c.text(r, "test", where, "mcnemar_midp"),
         )

@@ -3,7 +3,9 @@
 A line reads ``{"file", "test", "model", "example", "correct", "tie", "scores"}``; ``scores[i][j]``
 is s(image i, text j) of the example's grid (the true pairing first) and ``tie`` says an
 exact tie decided the example (under the test's ``ties:`` rule). Non-finite scores are
-written as ``null``.
+written as ``null``. ``"cluster"`` (what the example shares with others: its image, or its
+``cluster:`` tag's value; the clustered gate's unit) follows when the example has one; files
+written before it read as examples of their own.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pytest_vlcheck.results.json_checks import ReportFormatError
 __all__ = [
     "SampleRow",
     "example_outcomes",
+    "finite_rows",
     "outcomes_by_key",
     "read_samples",
     "sample_rows",
@@ -43,6 +46,7 @@ class SampleRow:
     correct: bool
     tie: bool
     scores: tuple[tuple[float | None, ...], ...]
+    cluster: str = ""
 
     @property
     def key(self) -> Key:
@@ -50,9 +54,7 @@ class SampleRow:
 
     def to_json(self) -> str:
         """The JSON line (without newline), keys in the documented order."""
-        scores = [
-            [x if x is not None and math.isfinite(x) else None for x in r] for r in self.scores
-        ]
+        scores = finite_rows(self.scores)
         doc = {
             "file": self.file,
             "test": self.test,
@@ -62,7 +64,16 @@ class SampleRow:
             "tie": self.tie,
             "scores": scores,
         }
+        if self.cluster:
+            doc["cluster"] = self.cluster
         return json.dumps(doc, ensure_ascii=False, allow_nan=False)
+
+
+def finite_rows(
+    scores: Iterable[Iterable[float | None]],
+) -> list[list[float | None]]:
+    """Scores as JSON can hold them: fresh lists, a non-finite score as None."""
+    return [[x if x is not None and math.isfinite(x) else None for x in r] for r in scores]
 
 
 def sample_rows(results: Iterable[CapabilityResult]) -> Iterator[SampleRow]:
@@ -70,7 +81,7 @@ def sample_rows(results: Iterable[CapabilityResult]) -> Iterator[SampleRow]:
     for r in results:
         for o in r.outcomes:
             scores = tuple(tuple(row) for row in o.scores)
-            yield SampleRow(r.file, r.test, r.model, o.id, o.correct, o.tie, scores)
+            yield SampleRow(r.file, r.test, r.model, o.id, o.correct, o.tie, scores, o.cluster)
 
 
 def write_samples(path: str | Path, rows: Iterable[SampleRow]) -> None:
@@ -101,8 +112,18 @@ def _row(doc: Any, where: str) -> SampleRow:
     ):
         raise ReportFormatError(f"{where}: 'scores' must be a list of lists of numbers or null")
     scores = tuple(tuple(None if x is None else float(x) for x in r) for r in raw)
+    cluster = doc.get("cluster", "")
+    if not isinstance(cluster, str):
+        raise ReportFormatError(f"{where}: 'cluster' must be a string, got {cluster!r}")
     return SampleRow(
-        doc["file"], doc["test"], doc["model"], doc["example"], doc["correct"], doc["tie"], scores
+        doc["file"],
+        doc["test"],
+        doc["model"],
+        doc["example"],
+        doc["correct"],
+        doc["tie"],
+        scores,
+        cluster,
     )
 
 
@@ -152,6 +173,6 @@ def example_outcomes(rows: Iterable[SampleRow]) -> dict[Key, tuple[ExampleOutcom
     out: dict[Key, list[ExampleOutcome]] = {}
     for row in rows:
         scores = [list(line) for line in row.scores]
-        outcome = ExampleOutcome(row.example, row.correct, row.tie, scores)
+        outcome = ExampleOutcome(row.example, row.correct, row.tie, scores, row.cluster)
         out.setdefault(row.key, []).append(outcome)
     return {key: tuple(outcomes) for key, outcomes in out.items()}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pytest_vlcheck.engine.missing import MISSING_POLICIES
-from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
+from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP, GATE_CLUSTERS
 from pytest_vlcheck.models.protocol import DECODES, PRECISIONS
 from pytest_vlcheck.models.vqa_prompt import DEFAULT_ANSWER, DEFAULT_QUESTION, VQA_MODES
 
@@ -216,6 +216,15 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "metavar": "A",
             "help": "significance level of the gate in (0, 1), Bonferroni-corrected over the "
             "items gated (default 0.05)",
+        },
+    ),
+    (
+        "--vl-gate-clusters",
+        {
+            "choices": GATE_CLUSTERS,
+            "default": "on",
+            "help": "on (default): test a change with the clustered mid-p when examples share "
+            "an image; off: gate the examples as independent (the exact mid-p)",
         },
     ),
     (

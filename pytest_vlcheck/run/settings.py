@@ -20,7 +20,7 @@ from pytest_vlcheck import bounds
 from pytest_vlcheck.engine.missing import MISSING_POLICIES, MissingPolicy
 from pytest_vlcheck.errors import ModelSpecError, SettingsError
 from pytest_vlcheck.gates import Baseline, GateSettings
-from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
+from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP, GATE_CLUSTERS
 from pytest_vlcheck.images.loading import set_max_image_pixels
 from pytest_vlcheck.models.checkpoints import unstepped
 from pytest_vlcheck.models.gpu_decode import on_accelerator
@@ -57,6 +57,7 @@ DEFAULTS: dict[str, Any] = {
     "save_baseline": None,
     "max_drop": DEFAULT_MAX_DROP,
     "alpha": DEFAULT_ALPHA,
+    "gate_clusters": "on",
     "baseline_model": None,
     "gate_only": False,
     "prior": (),
@@ -381,6 +382,11 @@ def _gate_settings(source: OptionSource) -> GateSettings:
     alpha = _bounded(source.get("alpha"), bounds.finite_number, 0, 1, open_low=True, open_high=True)
     max_drop = _bounded(source.get("max_drop"), bounds.finite_number, 0, bounds.MAX_DROP_PTS)
     given, model = source.get("baseline"), source.get("baseline_model")
+    clusters = source.get("gate_clusters")
+    if clusters.value not in GATE_CLUSTERS:
+        raise SettingsError(
+            f"{clusters.where} is '{clusters.value}'; expected one of {GATE_CLUSTERS}"
+        )
     baseline = None
     if given.value:
         try:
@@ -399,4 +405,5 @@ def _gate_settings(source: OptionSource) -> GateSettings:
         max_drop_pts=DEFAULT_MAX_DROP if max_drop is None else max_drop,
         alpha=DEFAULT_ALPHA if alpha is None else alpha,
         gate_only=bool(source.get("gate_only").value),
+        use_clusters=clusters.value == "on",
     )
