@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from pytest_vlcheck import evaluate
@@ -141,3 +142,29 @@ def test_checkpoints_dropped_while_watching_are_gated_once_and_resume_after_sigk
     checkpoint_report = json.loads((tmp_path / "w/checkpoints/run@epoch_3/matrix.json").read_text())
     (regressed,) = checkpoint_report["results"]
     assert regressed["gate"]["regressed"] and regressed["model"] == "run@epoch_3"
+
+
+def test_a_checkpoint_that_does_not_load_is_one_warning_and_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A whole safetensors file that is not tiny's architecture: the watcher goes on."""
+    from safetensors.numpy import save_file
+
+    from pytest_vlcheck.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "checks.yaml").write_text(CHECKLIST)
+    (tmp_path / "ck").mkdir()
+    save_file({"a": np.arange(4, dtype=np.float32)}, tmp_path / "ck" / "epoch_1.safetensors")
+    args = ["watch", SPEC, "checks.yaml", "--out", "w", "--idle-exit", "0", "--device", "cpu"]
+    assert main(args) == 0
+    assert main(args) == 0  # restarted: not tried again
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (warning,) = captured.err.splitlines()
+    assert warning.startswith(
+        "vlcheck watch: warning: ck/epoch_1.safetensors: cannot be read (cannot load model "
+    )
+    assert warning.endswith("expected weights saved from the same architecture); skipped")
+    state = json.loads((tmp_path / "w" / "watch.json").read_text())
+    assert [c["outcome"] for c in state["checkpoints"]] == ["corrupt"]

@@ -47,7 +47,9 @@ def checkpoint_line(name: str, run: Run, outcome: str, reference: str | None) ->
     misses = sum(_below_threshold(r) for r in run.results)
     errored = sum(r.status == "error" for r in run.results) + len(run.errors)
     if misses:
-        line += f"; {fmt.plural(misses, 'test')} below {'its' if misses == 1 else 'their'} threshold"
+        line += (
+            f"; {fmt.plural(misses, 'test')} below {'its' if misses == 1 else 'their'} threshold"
+        )
     if errored:
         line += f"; {errored} errored"
     return line
