@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,9 @@ from colour_scorer import SOURCE
 from PIL import Image
 from test_plugin import CHECKLIST, COLOURS
 
-from pytest_vlcheck.report.github import escape_data, escape_property
+from pytest_vlcheck.report import read_report
+from pytest_vlcheck.report.github import error_annotations, escape_data, escape_property
+from pytest_vlcheck.report.loader import RunError
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = ROOT / "action.yml"
@@ -140,6 +143,17 @@ def test_the_steps_summarise_annotate_and_fail_as_pytest_did(tmp_path: Path) -> 
     ]  # GitHub reads %25 as %
     finish = _run_step(steps["pass or fail as pytest did"], inputs, env, tmp_path)
     assert finish.returncode == 1
+
+    # an errored test says its error, a checklist that did not collect is one annotation too
+    doc = read_report(tmp_path / "vlcheck-report" / "matrix.json")
+    errored = replace(doc.results[0], status="error", message="images/x.png: not found\nmore")
+    broken = RunError("other.yaml", 3, "other.yaml:3: unknown key 'tset'")
+    assert error_annotations(replace(doc, results=[errored], errors=[broken])) == [
+        "::error file=other.yaml,line=3,title=vlcheck%3A checklist not collected::other.yaml:3: "
+        "unknown key 'tset'",
+        f"::error file=checks.yaml,line={errored.line},title=vlcheck error%3A attribute/color "
+        "(color) [make]::images/x.png: not found%0Amore",
+    ]
 
 
 def test_the_annotation_escapes_what_ends_a_command() -> None:

@@ -15,9 +15,15 @@ import pytest
 from safetensors.numpy import save_file
 
 from pytest_vlcheck.cli import main
+from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results.blocks import GateComparison
+from pytest_vlcheck.run.outcome import Run
+from pytest_vlcheck.run.settings import Settings
 from pytest_vlcheck.watch.complete import SettleClock, completeness, safetensors_completeness
 from pytest_vlcheck.watch.curves import CurveRow, render_csv, rows_of_matrix
+from pytest_vlcheck.watch.lines import checkpoint_line, outcome_of
 from pytest_vlcheck.watch.state import Settled, WatchState, WatchStateError
+from pytest_vlcheck.watch.watcher import Watcher, WatchOptions
 
 SPEC = "run=open_clip:cfg.json@ck/epoch_*.safetensors"
 CHECKLIST = """\
@@ -191,3 +197,93 @@ def test_waiting_imports_no_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=tmp_path)
+
+
+def _result(test: str, status: str, gate: GateComparison | None = None) -> CapabilityResult:
+    return CapabilityResult(
+        file="checks.yaml",
+        test=test,
+        capability=f"attribute/{test}",
+        task="caption",
+        model="run@epoch_3",
+        n=10,
+        passed=5,
+        pass_rate=0.5,
+        ci_low=None,
+        ci_high=None,
+        threshold=0.6,
+        chance=0.5,
+        status=status,  # type: ignore[arg-type]
+        gate=gate,
+    )
+
+
+def _drop(regressed: bool) -> GateComparison:
+    return GateComparison(
+        delta_pts=-40.0 if regressed else -10.0,
+        baseline_rate=0.9,
+        current_rate=0.5,
+        n_matched=10,
+        b=4,
+        c=0,
+        p_mid=0.0625 if not regressed else 0.001,
+        p_corrected=0.001,
+        alpha_corrected=0.05,
+        regressed=regressed,
+        improved=False,
+        added=0,
+        removed=0,
+        min_detectable_drop_pts=None,
+    )
+
+
+def test_the_line_names_the_drops_and_counts_what_does_not_change_the_word() -> None:
+    results = (
+        _result("color", "failed", _drop(regressed=True)),
+        _result("size", "failed", _drop(regressed=False)),  # a threshold miss, not a drop
+        _result("shape", "failed"),
+        _result("count", "error"),
+    )
+    run = Run(results=results, models=(), settings=Settings())
+    assert outcome_of(run, gated=True) == "regressed"
+    assert checkpoint_line("epoch_3.safetensors", run, "regressed", "epoch_2.safetensors") == (
+        "epoch_3.safetensors regressed against epoch_2.safetensors: attribute/color (color) "
+        "-40.0 pts, p 0.001; 2 tests below their threshold; 1 errored"
+    )
+    missed = Run(results=results[2:3], models=(), settings=Settings())
+    assert outcome_of(missed, gated=False) == "no reference"
+    assert checkpoint_line("epoch_1.safetensors", missed, "no reference", None) == (
+        "epoch_1.safetensors passed (no reference); 1 test below its threshold"
+    )
+
+
+def test_the_reference_is_the_previous_in_step_order_the_best_or_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(tmp_path, monkeypatch)
+    (tmp_path / "base.json").write_text('{"vlcheck_baseline": 1, "entries": []}')
+    state = WatchState(SPEC)
+    for step, mean in ((1, 0.9), (2, 0.5), (10, 0.9)):
+        name = f"run@epoch_{step}"
+        state.settled.append(
+            Settled(f"ck/epoch_{step}.safetensors", name, step, "passed", "", mean,
+                    f"checkpoints/{name}/baseline.json")
+        )  # fmt: skip
+    state.settled.append(Settled("ck/epoch_3.safetensors", "run@epoch_3", 3, "corrupt", ""))
+    (tmp_path / "w").mkdir()
+    state.save(tmp_path / "w")
+
+    def reference(gate: str, file: str) -> tuple[str | None, Path | None]:
+        options = WatchOptions(SPEC, ("checks.yaml",), tmp_path / "w", gate=gate)
+        return Watcher(options, print, print)._reference(file)
+
+    w = tmp_path / "w" / "checkpoints"
+    # the nearest before it in step order (epoch_3 was corrupt: it has no baseline)
+    assert reference("previous", "ck/epoch_4.safetensors") == (
+        "epoch_2.safetensors",
+        w / "run@epoch_2" / "baseline.json",
+    )
+    assert reference("previous", "ck/epoch_1.safetensors") == (None, None)
+    # the highest mean pass rate, the later of two equal ones
+    assert reference("best", "ck/epoch_11.safetensors")[0] == "epoch_10.safetensors"
+    assert reference("base.json", "ck/epoch_4.safetensors") == ("base.json", Path("base.json"))
