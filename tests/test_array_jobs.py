@@ -9,9 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from colour_scorer import SOURCE
-from PIL import Image
-from test_plugin import CHECKLIST, COLOURS
+from test_plugin import CHECKLIST, colour_project
 
 from pytest_vlcheck.cli import main
 from pytest_vlcheck.run.sharding import Shard, ShardSpecError, parse_shard
@@ -93,12 +91,7 @@ def test_the_documented_sbatch_array_runs_every_job_once_into_its_own_folder() -
 def test_array_jobs_merge_into_the_serial_run(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    images = pytester.mkdir("images")
-    for name, rgb in COLOURS.items():
-        Image.new("RGB", (16, 16), rgb).save(images / f"{name}.png")
-    pytester.makepyfile(colour_model=SOURCE)
-    pytester.makefile(".yaml", checks=CHECKLIST)
-    pytester.syspathinsert()
+    colour_project(pytester, CHECKLIST)
     model = "--vl-model=py:colour_model:make"
     pytester.runpytest(model, "--vl-report=serial").assert_outcomes(passed=4, failed=1)
     for task in (7, 8):  # an array 7-8: jobs 1 and 2 of 2

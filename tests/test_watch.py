@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from model_builders import COLOUR_SQUARES
 from safetensors.numpy import save_file
+from test_loggers import _gate, _result
 
 from pytest_vlcheck.cli import main
-from pytest_vlcheck.results import CapabilityResult
-from pytest_vlcheck.results.blocks import GateComparison
 from pytest_vlcheck.run.outcome import Run
 from pytest_vlcheck.run.settings import Settings
 from pytest_vlcheck.watch.complete import SettleClock, completeness, safetensors_completeness
@@ -26,16 +26,6 @@ from pytest_vlcheck.watch.state import Settled, WatchState, WatchStateError
 from pytest_vlcheck.watch.watcher import Watcher, WatchOptions
 
 SPEC = "run=open_clip:cfg.json@ck/epoch_*.safetensors"
-CHECKLIST = """\
-vlcheck: 1
-tests:
-  - id: color
-    capability: attribute/color
-    task: caption
-    threshold: 0.5
-    examples:
-      - {image: red.png, caption: red, negatives: [green]}
-"""
 
 
 def _weights(path: Path) -> bytes:
@@ -132,7 +122,7 @@ def test_curves_are_one_row_per_checkpoint_with_every_digit() -> None:
 
 def _project(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(folder)
-    (folder / "checks.yaml").write_text(CHECKLIST)
+    (folder / "checks.yaml").write_text(COLOUR_SQUARES)
     (folder / "cfg.json").write_text("{}")
     (folder / "ck").mkdir()
 
@@ -199,56 +189,18 @@ def test_waiting_imports_no_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=tmp_path)
 
 
-def _result(test: str, status: str, gate: GateComparison | None = None) -> CapabilityResult:
-    return CapabilityResult(
-        file="checks.yaml",
-        test=test,
-        capability=f"attribute/{test}",
-        task="caption",
-        model="run@epoch_3",
-        n=10,
-        passed=5,
-        pass_rate=0.5,
-        ci_low=None,
-        ci_high=None,
-        threshold=0.6,
-        chance=0.5,
-        status=status,  # type: ignore[arg-type]
-        gate=gate,
-    )
-
-
-def _drop(regressed: bool) -> GateComparison:
-    return GateComparison(
-        delta_pts=-40.0 if regressed else -10.0,
-        baseline_rate=0.9,
-        current_rate=0.5,
-        n_matched=10,
-        b=4,
-        c=0,
-        p_mid=0.0625 if not regressed else 0.001,
-        p_corrected=0.001,
-        alpha_corrected=0.05,
-        regressed=regressed,
-        improved=False,
-        added=0,
-        removed=0,
-        min_detectable_drop_pts=None,
-    )
-
-
 def test_the_line_names_the_drops_and_counts_what_does_not_change_the_word() -> None:
     results = (
-        _result("color", "failed", _drop(regressed=True)),
-        _result("size", "failed", _drop(regressed=False)),  # a threshold miss, not a drop
-        _result("shape", "failed"),
-        _result("count", "error"),
+        _result("color", "attribute/color", "failed", 10, 5, gate=_gate(True)),
+        _result("size", "attribute/size", "failed", 10, 4, gate=_gate(False)),  # not a drop
+        _result("shape", "attribute/shape", "failed", 10, 4),
+        _result("count", "attribute/count", "error", 0, 0),
     )
     run = Run(results=results, models=(), settings=Settings())
     assert outcome_of(run, gated=True) == "regressed"
     assert checkpoint_line("epoch_3.safetensors", run, "regressed", "epoch_2.safetensors") == (
         "epoch_3.safetensors regressed against epoch_2.safetensors: attribute/color (color) "
-        "-40.0 pts, p 0.001; 2 tests below their threshold; 1 errored"
+        "-10.0 pts, p 0.01; 2 tests below their threshold; 1 errored"
     )
     missed = Run(results=results[2:3], models=(), settings=Settings())
     assert outcome_of(missed, gated=False) == "no reference"
