@@ -26,6 +26,7 @@ from pytest_vlcheck.watch.curves import render_csv, rows_of_matrix
 ROOT = Path(__file__).resolve().parents[1]
 CHECKLIST = """\
 vlcheck: 1
+description: one shape per scene, its colour named by the caption and replaced in the negative
 tests:
   - id: color
     capability: attribute/color
