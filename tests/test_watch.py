@@ -17,6 +17,8 @@ from safetensors.numpy import save_file
 from test_loggers import _gate, _result
 
 from pytest_vlcheck.cli import main
+from pytest_vlcheck.models.checkpoints import glob_members, weights_part
+from pytest_vlcheck.models.registry import parse_spec
 from pytest_vlcheck.run.outcome import Run
 from pytest_vlcheck.run.settings import Settings
 from pytest_vlcheck.watch.complete import SettleClock, completeness, safetensors_completeness
@@ -239,3 +241,21 @@ def test_the_reference_is_the_previous_in_step_order_the_best_or_a_file(
     # the highest mean pass rate, the later of two equal ones
     assert reference("best", "ck/epoch_11.safetensors")[0] == "epoch_10.safetensors"
     assert reference("base.json", "ck/epoch_4.safetensors") == ("base.json", Path("base.json"))
+
+
+def test_vqa_model_folders_are_a_checkpoint_glob_and_a_served_url_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for step in (10, 5):
+        (tmp_path / "out" / f"checkpoint-{step}").mkdir(parents=True)
+    members = glob_members(parse_spec("run=vqa:out/checkpoint-*"))
+    assert [(m.name, m.step, m.text) for m in members] == [
+        ("run@checkpoint-5", 5, "vqa:out/checkpoint-5"),
+        ("run@checkpoint-10", 10, "vqa:out/checkpoint-10"),
+    ]
+    assert weights_part("vqa", "http://host:8000/v1?x=1#model") == (
+        "http://host:8000/v1?x=1#model",
+        "",
+        "",
+    )
