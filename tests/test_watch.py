@@ -137,6 +137,7 @@ def _project(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         ([SPEC, "checks.yaml", "--gate", "nothing.json"], "nothing.json"),
         ([SPEC, "checks.yaml", "--log", "jsonl:no/such.jsonl"], "folder no does not exist"),
         ([SPEC, "checks.yaml", "--batch-size", "0"], "batch_size"),
+        ([SPEC, "checks.yaml", "--out", "checks.yaml"], "--out checks.yaml is a file; expected"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(
@@ -147,7 +148,7 @@ def test_usage_errors_are_one_line_and_exit_2(
     message: str,
 ) -> None:
     _project(tmp_path, monkeypatch)
-    assert main(["watch", *args, "--out", "w", "--idle-exit", "0"]) == 2
+    assert main(["watch", "--out", "w", "--idle-exit", "0", *args]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     (line,) = captured.err.splitlines()

@@ -83,7 +83,8 @@ def _wait(process: subprocess.Popen[str], ready: Any) -> None:
 
 def _watch(folder: Path, *extra: str) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "pytest_vlcheck.cli", "watch", SPEC, "checks.yaml"]
-    options = ["--out", "w", "--poll", "0.05", "--device", "cpu", "--no-cache", *extra]
+    options = ["--out", "w", "--poll", "0.05", "--device", "cpu", "--no-cache"]
+    options += ["--log", "jsonl:log.jsonl", *extra]
     return subprocess.Popen(
         [*command, *options],
         cwd=folder,
@@ -135,6 +136,12 @@ def test_checkpoints_dropped_while_watching_are_gated_once_and_resume_after_sigk
         "passed",
         "regressed",
     ]
+
+    logged = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    rate = "vlcheck/attribute/color/color/pass_rate"
+    points = {(point["step"], point["scalars"][rate]) for point in logged}
+    assert points == {(1, 1.0), (2, 1.0), (3, 14 / 24)}  # each checkpoint's scalars at its step
+    assert [point["step"] for point in logged][:2] == [1, 2]  # logged once each before the kill
 
     glob_run = evaluate(SPEC, "checks.yaml", report_dir="glob", no_cache=True, device="cpu")
     assert [r.pass_rate for r in glob_run.results][-1] == pytest.approx(14 / 24)

@@ -18,6 +18,7 @@ from typing import Any
 
 from pytest_vlcheck import bounds
 from pytest_vlcheck.cli.help_examples import with_examples
+from pytest_vlcheck.cli.output_paths import OutputPathError, check_output_folder
 from pytest_vlcheck.errors import VlcheckUserError
 
 __all__ = ["add_watch_command"]
@@ -133,7 +134,11 @@ def _watch(args: argparse.Namespace) -> int:
         print(f"vlcheck watch: warning: {line}", file=sys.stderr, flush=True)
 
     try:
+        check_output_folder(args.out)
         return Watcher(options, say, warn).run()
+    except OutputPathError as exc:  # its message names -o, the other commands' option
+        print(f"vlcheck watch: {str(exc).replace('-o ', '--out ', 1)}", file=sys.stderr)
+        return 2
     except VlcheckUserError as exc:
         print(f"vlcheck watch: {exc.render()}", file=sys.stderr)
         return 2

@@ -84,7 +84,7 @@ class Watcher:
         self.options = options
         self.say, self.warn, self.clock, self.sleep = say, warn, clock, sleep
         self.template = template_of(options)
-        options.out.mkdir(parents=True, exist_ok=True)
+        options.out.mkdir(exist_ok=True)
         self.state = WatchState.resume(options.out, options.spec)
         self.settle_clock = SettleClock(options.settle)
 
