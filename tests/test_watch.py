@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -260,3 +262,29 @@ def test_vqa_model_folders_are_a_checkpoint_glob_and_a_served_url_is_not(
         "",
         "",
     )
+
+
+def test_ctrl_c_stops_the_watcher_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "checks.yaml").write_text(COLOUR_SQUARES)
+    (tmp_path / "ck").mkdir()
+    command = [sys.executable, "-m", "pytest_vlcheck.cli", "watch", SPEC, "checks.yaml"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    watcher = subprocess.Popen(
+        [*command, "--out", "w", "--poll", "0.05"],
+        cwd=tmp_path,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "w").exists():  # --out is made once the options are checked
+            assert watcher.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        watcher.send_signal(signal.SIGINT)
+        _, errors = watcher.communicate(timeout=60)
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+    assert watcher.returncode == 130
+    assert errors == "vlcheck watch: stopped; start it again to resume from w\n"

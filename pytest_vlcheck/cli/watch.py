@@ -24,6 +24,8 @@ from pytest_vlcheck.errors import VlcheckUserError
 __all__ = ["add_watch_command"]
 
 MAX_SECONDS = 10**7
+STOPPED = 130
+"""The status of a watcher stopped by Ctrl-C (128 + SIGINT, as a shell reports it)."""
 
 
 def add_watch_command(subparsers: argparse._SubParsersAction) -> None:
@@ -142,3 +144,6 @@ def _watch(args: argparse.Namespace) -> int:
     except VlcheckUserError as exc:
         print(f"vlcheck watch: {exc.render()}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the state on disk is whole: a restart resumes from it
+        print(f"vlcheck watch: stopped; start it again to resume from {args.out}", file=sys.stderr)
+        return STOPPED
