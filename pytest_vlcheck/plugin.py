@@ -30,7 +30,7 @@ from pytest_vlcheck.results import from_transport
 from pytest_vlcheck.run.options import COMMAND_LINE_OPTIONS, INI_TWINS
 from pytest_vlcheck.run.session import VlcheckSession
 from pytest_vlcheck.run.settings import DEFAULTS, build_settings
-from pytest_vlcheck.run.sharding import Shard, ShardSpecError, parse_shard, plan_shard
+from pytest_vlcheck.run.sharding import Shard, ShardSpecError, plan_shard, shard_option
 from pytest_vlcheck.run.sinks import LoggingFailed, TerminalMatrix, emit_all, file_sinks
 
 # Every module imported above is light (no numpy, no model, no report): pytest imports this
@@ -64,12 +64,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "vlcheck: a vision-language checklist test")
     try:
         state = VlcheckSession(build_settings(PytestOptions(config)))
-    except SettingsError as exc:
+        shard = shard_option(config.option.vl_shard)  # K/N, or auto: a job array's
+    except (SettingsError, ShardSpecError) as exc:
         raise pytest.UsageError(str(exc)) from None
     capture = config.pluginmanager.getplugin("capturemanager")
     state.progress = stderr_writer(capture.global_and_fixture_disabled if capture else nullcontext)
     config.stash[SESSION_KEY] = state
-    shard = _shard(config)
     config.pluginmanager.register(fixture, "vlcheck-fixture")  # vl_model and its hooks
     if hasattr(config, "workerinput"):  # an xdist worker runs items and sends their rows
         config.pluginmanager.register(ItemHooks(state, shard, plan_ahead=False), "vlcheck-items")
@@ -92,17 +92,6 @@ def _add_bundled_checklists(config: pytest.Config) -> None:
         config.args[:] = [directory]
     elif directory not in config.args:
         config.args.append(directory)
-
-
-def _shard(config: pytest.Config) -> Shard | None:
-    """``--vl-shard K/N``, or None; a bad value is a usage error."""
-    raw = config.option.vl_shard
-    if raw is None:
-        return None
-    try:
-        return parse_shard(raw)
-    except ShardSpecError as exc:
-        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
@@ -134,6 +123,10 @@ class ItemHooks:
         self.shard = shard
         self.shard_empty = False
         self.plan_ahead = plan_ahead
+
+    def pytest_report_header(self) -> str | None:
+        """``--vl-shard=auto`` says which job of which scheduler's array this run is."""
+        return None if self.shard is None else self.shard.header()
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(

@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pytest_vlcheck.cli.report import add_report_command
     from pytest_vlcheck.cli.schema import add_schema_command
     from pytest_vlcheck.cli.validate import add_validate_command
+    from pytest_vlcheck.cli.watch import add_watch_command
 
     parser = argparse.ArgumentParser(
         prog="vlcheck",
@@ -56,4 +57,5 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_command(subparsers)
     add_baseline_command(subparsers)
     add_merge_command(subparsers)
+    add_watch_command(subparsers)
     return parser

@@ -38,13 +38,16 @@ def is_glob(text: str) -> bool:
 
 def weights_part(scheme: str, body: str) -> tuple[str, str, str]:
     """(what comes before, the weights path, what comes after) of a spec body: open_clip's
-    weights follow ``@``; hf's are the body up to a ``#BASE`` naming its processor."""
+    weights follow ``@``; hf's are the body up to a ``#BASE`` naming its processor; vqa's
+    folder is the body."""
     if scheme == "open_clip" and "@" in body:
         arch, _, weights = body.partition("@")
         return f"{arch}@", weights, ""
     if scheme == "hf":
         weights, sep, base = body.partition("#")
         return "", weights, sep + base
+    if scheme == "vqa" and "://" not in body:  # a model folder, not a served model's URL
+        return "", body, ""
     return body, "", ""
 
 
@@ -61,15 +64,22 @@ def step_of(path: str) -> int | None:
 
 def expand_checkpoints(spec: ModelSpec) -> list[ModelSpec]:
     """The spec itself, or one spec per checkpoint its glob matches."""
-    kept, weights, after = weights_part(spec.scheme, spec.body)
+    weights = weights_part(spec.scheme, spec.body)[1]
     if not weights or not is_glob(weights):
         return [spec]
-    matches = sorted(glob.glob(weights), key=natural_key)
-    if not matches:
+    members = glob_members(spec)
+    if not members:
         raise ModelSpecError(
             f"{spec.text!r}: the checkpoint glob {weights!r} matches nothing; "
             "expected weights files (or hf checkpoint folders) that exist"
         )
+    return members
+
+
+def glob_members(spec: ModelSpec) -> list[ModelSpec]:
+    """One spec per file the spec's glob matches now, in natural order (none: empty)."""
+    kept, weights, after = weights_part(spec.scheme, spec.body)
+    matches = sorted(glob.glob(weights), key=natural_key)
     members = []
     by_name: dict[str, str] = {}
     by_step: dict[int, str] = {}

@@ -257,9 +257,10 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         "--vl-shard",
         {
             "default": None,
-            "metavar": "K/N",
+            "metavar": "K/N|auto",
             "help": "run only job K of N (CI matrices): tests split by example count, "
-            "deterministically; merge the report folders with 'vlcheck merge'",
+            "deterministically; merge the report folders with 'vlcheck merge'; auto: K and N "
+            "from a Slurm job array or a Kubernetes indexed Job (with VLCHECK_SHARD_COUNT)",
         },
     ),
     (

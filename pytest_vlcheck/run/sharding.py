@@ -17,12 +17,14 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
+import os
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 from pytest_vlcheck import bounds
 from pytest_vlcheck.errors import VlcheckUserError
+from pytest_vlcheck.run.array_jobs import ArrayJobError, array_job
 
 __all__ = [
     "Shard",
@@ -31,6 +33,7 @@ __all__ = [
     "assign_shards",
     "parse_shard",
     "plan_shard",
+    "shard_option",
 ]
 
 K = TypeVar("K", bound=Hashable)
@@ -45,17 +48,36 @@ class ShardSpecError(VlcheckUserError):
 
 @dataclass(frozen=True)
 class Shard:
-    """Job ``index`` (1-based) of ``count``."""
+    """Job ``index`` (1-based) of ``count``; ``source`` says which scheduler's array gave
+    them (``--vl-shard=auto``), empty when given as K/N."""
 
     index: int
     count: int
+    source: str = ""
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
 
+    def header(self) -> str | None:
+        """The line a run starts with when a job array chose the shard, else None."""
+        return f"vlcheck: --vl-shard=auto is job {self} ({self.source})" if self.source else None
 
-def parse_shard(text: str) -> Shard:
-    """``"2/4"`` -> ``Shard(2, 4)``; anything else raises ``ShardSpecError``."""
+
+def shard_option(text: str | None) -> Shard | None:
+    """``--vl-shard`` as given (None: not given), parsed by ``parse_shard``."""
+    return None if text is None else parse_shard(text)
+
+
+def parse_shard(text: str, environ: Mapping[str, str] | None = None) -> Shard:
+    """``"2/4"`` -> ``Shard(2, 4)``; ``"auto"`` -> this job of the scheduler's array in
+    ``environ`` (default ``os.environ``; ``run.array_jobs``); anything else raises
+    ``ShardSpecError``."""
+    if text.strip() == "auto":
+        try:
+            index, count, source = array_job(os.environ if environ is None else environ)
+        except ArrayJobError as exc:
+            raise ShardSpecError(str(exc)) from None
+        return Shard(index, count, source)
     index_text, _, count_text = text.strip().partition("/")
     expected = f"expected K/N with whole numbers 1 <= K <= N <= {MAX_SHARDS}, e.g. 2/4"
     try:
