@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
 from pytest_vlcheck.models.generative_classes import is_image_text_to_text
+from pytest_vlcheck.models.generative_scoring import GenerativeMethods
 from pytest_vlcheck.models.hf_backend import (
     HubLocation,
     _fingerprint,
@@ -59,8 +60,9 @@ _IMAGE_KEYS = ("pixel_values", "pixel_attention_mask")
 """Processor outputs that carry pixels: left out when the vision features are passed in."""
 
 
-class VqaScorer:
-    """A generative VLM scoring (image, text) pairs by the answer's mean log-probability."""
+class VqaScorer(GenerativeMethods):
+    """A generative VLM scoring (image, text) pairs by the answer's mean log-probability, and
+    answering prompts (``GenerativeMethods``)."""
 
     match_is_exp = True
     """Scores are log-probabilities: the engine can map them for ``match`` unbuilt."""
@@ -145,10 +147,15 @@ class VqaScorer:
 
     def _forward(self, batch: Sequence[tuple[Image, str]]) -> np.ndarray:
         """One padded forward over ``batch``: each row's mean answer-token log-probability."""
+        images = [image for image, _ in batch]
+        sums, counts = self.answer_log_probs(images, [self.prompt.ask(text) for _, text in batch])
+        return to_float32_numpy(sums / counts)
+
+    def answer_log_probs(self, images: list[Image], asked: list[tuple[str, str]]) -> Any:
+        """One padded forward over (image, (question, answer)) rows: each row's summed answer-
+        token log-probability and its number of answer tokens (float64 tensors on the CPU)."""
         import torch
 
-        images = [image for image, _ in batch]
-        asked = [self.prompt.ask(text) for _, text in batch]
         if self.suffix_form:  # the answer is followed by the suffix's end-of-sequence token
             inputs, counts = self._suffix_inputs(images, asked)
             ends = inputs["attention_mask"].sum(dim=1) - 1
@@ -173,8 +180,8 @@ class VqaScorer:
         targets = ids[:, keep + 1]  # position p predicts token p + 1
         token_log_probs = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
         scored = (keep[None, :] >= starts[:, None] - 1) & (keep[None, :] <= ends[:, None] - 2)
-        means = (token_log_probs * scored).sum(dim=1) / scored.sum(dim=1)
-        return to_float32_numpy(means)
+        sums = (token_log_probs.double() * scored).sum(dim=1)
+        return sums, scored.sum(dim=1).double()
 
     def _chat_inputs(self, images: list[Image], asked: list[tuple[str, str]]) -> tuple[Any, Any]:
         """Processor inputs for chat-template prompts + answers, and each row's answer length."""
