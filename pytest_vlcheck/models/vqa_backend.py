@@ -36,6 +36,8 @@ from pytest_vlcheck.models.hf_backend import (
     _resolve_source,
 )
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity
+from pytest_vlcheck.models.served import scorer as served
+from pytest_vlcheck.models.served.endpoint import is_served
 from pytest_vlcheck.models.torch_utils import (
     ForwardContext,
     device_batch_size,
@@ -275,8 +277,11 @@ def prompt_form(processor: Any, where: str) -> str:
     )
 
 
-def load(body: str, options: ModelOptions) -> VqaScorer:
-    """Load ``vqa:BODY`` (a hub name or a ``save_pretrained`` directory) in eval mode."""
+def load(body: str, options: ModelOptions) -> VqaScorer | served.ServedScorer:
+    """Load ``vqa:BODY`` (a hub name or a ``save_pretrained`` directory) in eval mode; a
+    URL body is a served model (``models.served``)."""
+    if is_served(body):
+        return served.load(body, options)
     spec = f"vqa:{body}"
     prompt = options.vqa
     prompt.check(("--vl-vqa-question", "--vl-vqa-answer", "--vl-vqa-mode"))
@@ -344,6 +349,8 @@ def vqa_fingerprint(weights: str, prompt: VqaPrompt) -> str:
 def identify(body: str, options: ModelOptions, digest: Digest) -> ModelIdentity | None:
     """The fingerprint ``load`` would give, without transformers or torch (a local directory,
     or a hub name in the local hub cache), else None."""
+    if is_served(body):
+        return served.identify(body, options, digest)
     try:
         source, local = _resolve_source(body, f"vqa:{body}")
     except VlcheckUserError:
