@@ -190,5 +190,6 @@ def refused_extension(error: RequestRefused, where: str) -> ServedError:
     if error.status not in (400, 422) or not named:
         return error
     return ServedError(
-        f"server {where} refused {named[0]} (HTTP {error.status}: {error.detail}); {GENERATION_ONLY}"
+        f"server {where} refused {named[0]} (HTTP {error.status}: {error.detail}); "
+        + GENERATION_ONLY
     )

@@ -100,12 +100,10 @@ class ServedScorer:
             )
             return flat.reshape(len(images), k)
         chosen = [token[0] for token in ids]
-        uris = _uris(images)
-        answers = self._post(
-            [chat.next_token(self.model, uri, p, chosen) for uri, p in zip(uris, prompts)]
-        )
-        rows = [chat.chosen_log_probs(answer, chosen, self.where) for answer in answers]
-        return np.asarray(rows, dtype=np.float32).reshape(len(images), k)
+        rows = zip(_uris(images), prompts, strict=True)
+        answers = self._post([chat.next_token(self.model, uri, p, chosen) for uri, p in rows])
+        found = [chat.chosen_log_probs(answer, chosen, self.where) for answer in answers]
+        return np.asarray(found, dtype=np.float32).reshape(len(images), k)
 
     def generate(self, images: list[Image], prompts: list[str], max_new_tokens: int) -> list[str]:
         """Greedy answers (a plain chat completion each), stripped."""
