@@ -9,6 +9,8 @@ import os
 import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,10 +44,11 @@ def weights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def server(weights: dict[str, Path]) -> Iterator[str]:
-    """The test server's address (``http://127.0.0.1:PORT``), one per test worker."""
+def launched(weights: dict[str, Path]) -> Iterator[dict[str, tuple[subprocess.Popen, str]]]:
+    """The test server and ``transformers serve`` (on LLaVA), started together (their
+    start-ups overlap), stopped at the end of the worker's session."""
     env = {**os.environ, "PYTHONPATH": str(HERE.parent), KEY_ENV: SECRET}
-    process = subprocess.Popen(
+    ours = subprocess.Popen(
         [
             sys.executable,
             str(HERE / "served_server.py"),
@@ -56,14 +59,52 @@ def server(weights: dict[str, Path]) -> Iterator[str]:
         env=env,
         text=True,
     )
+    port = _free_port()
+    theirs = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "transformers"),  # transformers[serving], in dev
+            "serve",
+            str(weights["llava"]),
+            "--host=127.0.0.1",
+            f"--port={port}",
+            "--device=cpu",
+            "--log-level=warning",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("PORT "), f"the test server did not start: {line!r}"
-        yield f"http://127.0.0.1:{int(line.split()[1])}"
+        yield {"ours": (ours, ""), "transformers": (theirs, f"http://127.0.0.1:{port}")}
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        for process in (ours, theirs):
+            process.terminate()
+            process.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def server(launched: dict[str, tuple[subprocess.Popen, str]]) -> str:
+    """The test server's address (``http://127.0.0.1:PORT``), one per test worker."""
+    process = launched["ours"][0]
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.startswith("PORT "), f"the test server did not start: {line!r}"
+    return f"http://127.0.0.1:{int(line.split()[1])}"
+
+
+@pytest.fixture(scope="session")
+def transformers_server(launched: dict[str, tuple[subprocess.Popen, str]]) -> str:
+    """``transformers serve`` on the LLaVA folder, once it lists its model."""
+    process, address = launched["transformers"]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            with urllib.request.urlopen(f"{address}/v1/models", timeout=2) as answer:
+                if json.loads(answer.read())["data"]:
+                    return address
+        except OSError:
+            time.sleep(0.3)
+    pytest.fail(f"transformers serve did not start (exit status {process.poll()})")
 
 
 def served(
@@ -140,15 +181,17 @@ def test_the_generative_methods_equal_the_in_process_ones(
     assert remote.generate(images, prompts, 6) == local.generate(images, prompts, 6)
 
 
-def test_answers_come_back_in_plan_order_under_concurrency(server: str):
-    images, texts = pictures() * 2, TEXTS[::-1] * 2
-    one = served(server, route="/jitter", concurrency=1).score_pairs(images, texts)
+def test_answers_come_back_in_plan_order_under_concurrency(server: str, weights: dict[str, Path]):
+    """/jitter answers out of order; every pair's score still lands at its own row."""
+    images, texts = pictures() + pictures()[:3], TEXTS[::-1] + TEXTS[:3]
     many = served(server, route="/jitter", concurrency=16).score_pairs(images, texts)
     replicas = vqa_backend.load(
         f"{server}/jitter/v1,{server}/v1#qwen@seed0", ModelOptions(served=ServedOptions(16))
     ).score_pairs(images, texts)
-    np.testing.assert_array_equal(one, many)
-    np.testing.assert_array_equal(one, replicas)
+    local = vqa_backend.load(str(weights["qwen"]), CPU).score_pairs(images, texts)
+    assert len(set(local.tolist())) == len(local)  # a row out of place would show
+    np.testing.assert_allclose(many, local, atol=1e-4)
+    np.testing.assert_array_equal(many, replicas)
 
 
 def test_429_and_5xx_answers_are_retried(server: str):
@@ -171,6 +214,22 @@ def test_a_plain_chat_api_generates_and_names_the_refused_field(server: str):
     message = str(caught.value)
     assert "refused return_token_ids (HTTP 400" in message and "\n" not in message
     assert "only generation remains possible" in message
+
+
+def test_transformers_serve_generates_as_in_process_and_refuses_scores_in_one_line(
+    transformers_server: str, weights: dict[str, Path]
+):
+    """A real OpenAI-compatible server without vLLM's fields: its one model id is taken
+    (with a warning), generation equals the in-process one, scoring names the field."""
+    with pytest.warns(ServedIdentityWarning, match="no @REVISION"):
+        remote = vqa_backend.load(f"{transformers_server}/v1", ModelOptions())
+    assert isinstance(remote, ServedScorer) and remote.model == str(weights["llava"])
+    local = vqa_backend.load(str(weights["llava"]), CPU)
+    images, prompts = pictures()[:2], ["Say", "What is it?"]
+    assert remote.generate(images, prompts, 6) == local.generate(images, prompts, 6)
+    with pytest.raises(ServedError, match=r"refused return_token_ids \(HTTP 422") as caught:
+        remote.score_pairs(images, TEXTS[:2])
+    assert "only generation remains possible" in str(caught.value)
 
 
 def _free_port() -> int:

@@ -192,7 +192,9 @@ def _excerpt(data: bytes, limit: int = 200) -> str:
     try:
         parsed = json.loads(text)
         found = parsed.get("error", parsed) if isinstance(parsed, dict) else parsed
-        text = str(found.get("message", found) if isinstance(found, dict) else found)
+        if isinstance(found, dict):  # OpenAI's {"error": {"message"}}, FastAPI's {"detail"}
+            found = found.get("message", found.get("detail", found))
+        text = str(found)
     except ValueError:
         pass
     text = hide_credentials(" ".join(text.split()))
