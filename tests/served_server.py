@@ -45,7 +45,11 @@ class Models:
     """The served models by id, and one lock: forwards run one at a time."""
 
     def __init__(self, named: list[str]) -> None:
+        import torch
+
         from pytest_vlcheck.models import vqa_backend
+
+        torch.set_num_threads(1)  # forwards run one at a time: more threads only contend
         from pytest_vlcheck.models.protocol import ModelOptions
 
         self.by_id: dict[str, tuple[Any, Any]] = {}
@@ -144,6 +148,7 @@ def _first_logprobs(request: dict[str, Any], row: Any, chosen: int) -> dict[str,
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body leave at once (no delayed-ACK stall)
     server: Server
 
     def log_message(self, *args: Any) -> None:  # quiet
