@@ -25,7 +25,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
 
 from pytest_vlcheck.models import vqa_backend
 from pytest_vlcheck.models.protocol import ModelOptions
@@ -33,8 +32,9 @@ from pytest_vlcheck.models.served.options import ServedOptions
 from pytest_vlcheck.models.vqa_prompt import VqaPrompt
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
 from vqa_builders import build_llava  # noqa: E402  (the tests' builder, not a copy)
+from vqa_throughput import random_pairs  # noqa: E402  (the same pairs)
 
 
 def _median_rate(
@@ -71,14 +71,8 @@ def main() -> None:
     parser.add_argument("--weights", type=Path, help="the served model's folder (with --url)")
     args = parser.parse_args()
 
-    rng = np.random.default_rng(0)
-    images = [
-        Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))
-        for _ in range(args.images)
-    ]
-    per_image = max(1, args.pairs // args.images)
-    batch = [images[i // per_image % len(images)] for i in range(args.pairs)]
-    texts = [f"a photo of thing {i} on the left" for i in range(args.pairs)]
+    pairs = random_pairs(args.pairs, args.images)
+    batch, texts = [image for image, _ in pairs], [text for _, text in pairs]
     with tempfile.TemporaryDirectory() as folder:
         weights = args.weights or build_llava(Path(folder) / "llava")
         server, url = (None, args.url) if args.url else _start_server(weights)

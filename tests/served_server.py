@@ -31,14 +31,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-EXTENSIONS = (
-    "continue_final_message",
-    "add_generation_prompt",
-    "prompt_logprobs",
-    "return_token_ids",
-    "logprob_token_ids",
-    "return_tokens_as_token_ids",
-)
+from pytest_vlcheck.models.served.chat import EXTENSIONS  # what /plain refuses
 
 
 class Models:

@@ -27,6 +27,7 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.models.served.client import RequestRefused, ServedError
+from pytest_vlcheck.models.vqa_prompt import answer_ids
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -115,21 +116,10 @@ def prompt_ids(answer: Any, where: str) -> list[int]:
     return ids
 
 
-def answer_tokens(open_ids: list[int], full_ids: list[int], answer: str, where: str) -> int:
-    """How many tokens end ``full_ids`` as the answer: one line when the prompt's ids are
-    not a prefix of the prompt-plus-answer's, or nothing is left."""
-    if full_ids[: len(open_ids)] != open_ids:
-        raise ServedError(
-            f"server {where}: its tokeniser merges the answer {answer!r} into the prompt (the "
-            "prompt's tokens are not a prefix of the prompt-plus-answer's); expected an answer "
-            "that starts a new token (another --vl-vqa-answer)"
-        )
-    if len(full_ids) == len(open_ids):
-        raise ServedError(
-            f"server {where}: the answer {answer!r} tokenises to nothing after the prompt; "
-            "expected an answer with at least one token"
-        )
-    return len(full_ids) - len(open_ids)
+def answer_tokens(open_ids: list[int], full_ids: list[int], where: str) -> int:
+    """How many tokens end ``full_ids`` as the answer (``vqa_prompt.answer_ids``: one line
+    when the server's tokeniser merged the answer into the prompt, or nothing is left)."""
+    return len(answer_ids(open_ids, full_ids, f"server {where}"))
 
 
 def answer_log_prob(answer: Any, count: int, where: str) -> float:

@@ -125,9 +125,9 @@ class ServedScorer:
             [chat.prefilled(self.model, u, q, a) for u, (q, a) in zip(uris, asked, strict=True)]
         )
         sums, counts = [], []
-        for key, (_, text), answer in zip(keys, asked, answers, strict=True):
+        for key, answer in zip(keys, answers, strict=True):
             full = chat.prompt_ids(answer, self.where)
-            count = chat.answer_tokens(self._open_ids[key], full, text, self.where)
+            count = chat.answer_tokens(self._open_ids[key], full, self.where)
             sums.append(chat.answer_log_prob(answer, count, self.where))
             counts.append(count)
         return sums, counts
@@ -149,9 +149,9 @@ class ServedScorer:
             self._learn_open_ids([uri], [key])
             answers = self._post([chat.prefilled(self.model, uri, prompt, c) for c in candidates])
             found = []
-            for candidate, answer in zip(candidates, answers, strict=True):
+            for answer in answers:
                 full = chat.prompt_ids(answer, self.where)
-                count = chat.answer_tokens(self._open_ids[key], full, candidate, self.where)
+                count = chat.answer_tokens(self._open_ids[key], full, self.where)
                 found.append(full[len(full) - count :])
             self._candidate_ids[tuple(candidates)] = found
         return found
