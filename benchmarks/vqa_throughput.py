@@ -30,6 +30,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from vqa_builders import build_llava  # the tests' builder, not a copy
 
 
+def random_pairs(pairs: int, images: int) -> list[tuple[Image.Image, str]]:
+    """``pairs`` (image, text) pairs on ``images`` seeded random images (a caption test's
+    shape: one image, its caption and negatives)."""
+    rng = np.random.default_rng(0)
+    pictures = [
+        Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)) for _ in range(images)
+    ]
+    per_image = max(1, pairs // images)
+    return [
+        (pictures[i // per_image % len(pictures)], f"a photo of thing {i} on the left")
+        for i in range(pairs)
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=256)
@@ -43,16 +57,7 @@ def main() -> None:
     parser.add_argument("--precision", default="fp32", choices=("fp32", "fp16", "bf16"))
     args = parser.parse_args()
 
-    rng = np.random.default_rng(0)
-    images = [
-        Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))
-        for _ in range(args.images)
-    ]
-    per_image = max(1, args.pairs // args.images)
-    pairs = [
-        (images[i // per_image % len(images)], f"a photo of thing {i} on the left")
-        for i in range(args.pairs)
-    ]
+    pairs = random_pairs(args.pairs, args.images)
     with tempfile.TemporaryDirectory() as folder:
         model_dir = build_llava(
             Path(folder) / "llava",

@@ -88,12 +88,17 @@ def family_dir(request: pytest.FixtureRequest) -> Path:
     return request.getfixturevalue(f"{request.param}_dir")
 
 
+def write_squares(folder: Path) -> Path:
+    """Three coloured squares and CHECKLIST about them in ``folder``: the checklist's path."""
+    for name, colour in COLOURS.items():
+        Image.new("RGB", (40, 36), colour).save(folder / f"{name}.png")
+    (folder / "checks.yaml").write_text(CHECKLIST, encoding="utf-8")
+    return folder / "checks.yaml"
+
+
 @pytest.fixture
 def squares(tmp_path: Path) -> Path:
-    for name, colour in COLOURS.items():
-        Image.new("RGB", (40, 36), colour).save(tmp_path / f"{name}.png")
-    (tmp_path / "checks.yaml").write_text(CHECKLIST, encoding="utf-8")
-    return tmp_path / "checks.yaml"
+    return write_squares(tmp_path)
 
 
 def images() -> list[Image.Image]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_chec
 
 from pytest_vlcheck import fmt
 from pytest_vlcheck.errors import ScorerProtocolError, VlcheckUserError
+from pytest_vlcheck.models.served.options import ServedOptions
 from pytest_vlcheck.models.vqa_prompt import VqaPrompt
 
 if TYPE_CHECKING:
@@ -58,6 +59,8 @@ class ModelOptions:
     """Cores preparing images beside a model on an accelerator (``--vl-workers``; None: this
     process's share, ``engine.image_processes.preparation``); results do not depend on
     it, so it is no run condition and names no cache namespace."""
+    served: ServedOptions = field(default_factory=ServedOptions)
+    """How a served model (``vqa:http://...``) is reached (``--vl-concurrency`` ...)."""
 
 
 @dataclass(frozen=True)

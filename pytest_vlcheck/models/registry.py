@@ -24,6 +24,7 @@ from pytest_vlcheck.models.protocol import (
     ModelSpec,
     check_scorer,
 )
+from pytest_vlcheck.models.served.endpoint import default_name, is_served, parse_endpoint
 from pytest_vlcheck.models.spec_files import check_spec_files
 from pytest_vlcheck.models.torch_utils import computed_precision
 from pytest_vlcheck.registry import PluginError, Registry
@@ -121,6 +122,8 @@ def parse_spec(text: str) -> ModelSpec:
         )
     if scheme in BACKENDS and not body:
         raise ModelSpecError(f"'{text}' names no model after '{scheme}:'")
+    if scheme == "vqa" and is_served(body):
+        parse_endpoint(body)  # a malformed served URL is a usage error now
     name = given_name or (text if text in alias_table else _default_name(scheme, body))
     return ModelSpec(name=name, text=text, scheme=scheme, body=body)
 
@@ -134,6 +137,8 @@ def _default_name(scheme: str, body: str) -> str:
             *([_stem(pretrained)] if pretrained and not is_glob(pretrained) else []),
         ]
         name = "@".join(parts)
+    elif scheme == "vqa" and is_served(body):
+        name = default_name(body)
     elif scheme in ("hf", "vqa"):
         parts = body.rstrip("/").split("/")
         name = parts[-2] if is_glob(parts[-1]) and len(parts) > 1 else parts[-1]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
 from pytest_vlcheck.models.generative_classes import is_image_text_to_text
+from pytest_vlcheck.models.generative_scoring import GenerativeMethods
 from pytest_vlcheck.models.hf_backend import (
     HubLocation,
     _fingerprint,
@@ -35,6 +36,8 @@ from pytest_vlcheck.models.hf_backend import (
     _resolve_source,
 )
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity
+from pytest_vlcheck.models.served import scorer as served
+from pytest_vlcheck.models.served.endpoint import is_served
 from pytest_vlcheck.models.torch_utils import (
     ForwardContext,
     device_batch_size,
@@ -59,8 +62,9 @@ _IMAGE_KEYS = ("pixel_values", "pixel_attention_mask")
 """Processor outputs that carry pixels: left out when the vision features are passed in."""
 
 
-class VqaScorer:
-    """A generative VLM scoring (image, text) pairs by the answer's mean log-probability."""
+class VqaScorer(GenerativeMethods):
+    """A generative VLM scoring (image, text) pairs by the answer's mean log-probability, and
+    answering prompts (``GenerativeMethods``)."""
 
     match_is_exp = True
     """Scores are log-probabilities: the engine can map them for ``match`` unbuilt."""
@@ -145,10 +149,15 @@ class VqaScorer:
 
     def _forward(self, batch: Sequence[tuple[Image, str]]) -> np.ndarray:
         """One padded forward over ``batch``: each row's mean answer-token log-probability."""
+        images = [image for image, _ in batch]
+        sums, counts = self.answer_log_probs(images, [self.prompt.ask(text) for _, text in batch])
+        return to_float32_numpy(sums / counts)
+
+    def answer_log_probs(self, images: list[Image], asked: list[tuple[str, str]]) -> Any:
+        """One padded forward over (image, (question, answer)) rows: each row's summed answer-
+        token log-probability and its number of answer tokens (float64 tensors on the CPU)."""
         import torch
 
-        images = [image for image, _ in batch]
-        asked = [self.prompt.ask(text) for _, text in batch]
         if self.suffix_form:  # the answer is followed by the suffix's end-of-sequence token
             inputs, counts = self._suffix_inputs(images, asked)
             ends = inputs["attention_mask"].sum(dim=1) - 1
@@ -173,8 +182,8 @@ class VqaScorer:
         targets = ids[:, keep + 1]  # position p predicts token p + 1
         token_log_probs = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
         scored = (keep[None, :] >= starts[:, None] - 1) & (keep[None, :] <= ends[:, None] - 2)
-        means = (token_log_probs * scored).sum(dim=1) / scored.sum(dim=1)
-        return to_float32_numpy(means)
+        sums = (token_log_probs.double() * scored).sum(dim=1)
+        return sums, scored.sum(dim=1).double()
 
     def _chat_inputs(self, images: list[Image], asked: list[tuple[str, str]]) -> tuple[Any, Any]:
         """Processor inputs for chat-template prompts + answers, and each row's answer length."""
@@ -268,8 +277,11 @@ def prompt_form(processor: Any, where: str) -> str:
     )
 
 
-def load(body: str, options: ModelOptions) -> VqaScorer:
-    """Load ``vqa:BODY`` (a hub name or a ``save_pretrained`` directory) in eval mode."""
+def load(body: str, options: ModelOptions) -> VqaScorer | served.ServedScorer:
+    """Load ``vqa:BODY`` (a hub name or a ``save_pretrained`` directory) in eval mode; a
+    URL body is a served model (``models.served``)."""
+    if is_served(body):
+        return served.load(body, options)
     spec = f"vqa:{body}"
     prompt = options.vqa
     prompt.check(("--vl-vqa-question", "--vl-vqa-answer", "--vl-vqa-mode"))
@@ -337,6 +349,8 @@ def vqa_fingerprint(weights: str, prompt: VqaPrompt) -> str:
 def identify(body: str, options: ModelOptions, digest: Digest) -> ModelIdentity | None:
     """The fingerprint ``load`` would give, without transformers or torch (a local directory,
     or a hub name in the local hub cache), else None."""
+    if is_served(body):
+        return served.identify(body, options, digest)
     try:
         source, local = _resolve_source(body, f"vqa:{body}")
     except VlcheckUserError:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pytest_vlcheck.engine.missing import MISSING_POLICIES
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP, GATE_CLUSTERS
 from pytest_vlcheck.models.protocol import DECODES, PRECISIONS
+from pytest_vlcheck.models.served.options import DEFAULT_CONCURRENCY, DEFAULT_REQUEST_TIMEOUT
 from pytest_vlcheck.models.vqa_prompt import DEFAULT_ANSWER, DEFAULT_QUESTION, VQA_MODES
 
 COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -21,7 +22,8 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "default": [],
             "metavar": "SPEC",
             "help": "model to test, repeatable: clip, tiny, open_clip:ARCH[@PRETRAINED], "
-            "hf:NAME_OR_DIR, vqa:NAME_OR_DIR, scores:FILE, py:MODULE:FACTORY; NAME=SPEC names it",
+            "hf:NAME_OR_DIR, vqa:NAME_OR_DIR, vqa:http://HOST:PORT/v1#MODEL@REVISION (a served "
+            "model), scores:FILE, py:MODULE:FACTORY; NAME=SPEC names it",
         },
     ),
     ("--vl-device", {"default": None, "help": "auto (cuda, mps, cpu), cpu, cuda:0, ..."}),
@@ -85,6 +87,34 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "default": "answer",
             "help": "answer: P(answer | image, question) (VQAScore); caption: the text's own "
             "likelihood given the image",
+        },
+    ),
+    (
+        "--vl-concurrency",
+        {
+            "default": None,
+            "metavar": "N",
+            "help": "requests in flight at once to a served model (vqa:http://...), 1 to 1024 "
+            f"(default {DEFAULT_CONCURRENCY})",
+        },
+    ),
+    (
+        "--vl-request-timeout",
+        {
+            "type": float,
+            "default": None,
+            "metavar": "SECONDS",
+            "help": "how long one request to a served model may take before the run stops "
+            f"(default {DEFAULT_REQUEST_TIMEOUT:g})",
+        },
+    ),
+    (
+        "--vl-api-key-env",
+        {
+            "default": None,
+            "metavar": "VAR",
+            "help": "the environment variable holding a served model's API key (sent as a "
+            "bearer token; never printed, logged, cached or written)",
         },
     ),
     (
@@ -294,6 +324,8 @@ INI_TWINS: tuple[tuple[str, Literal["linelist", "string", "bool"]], ...] = (
     ("precision", "string"),
     ("decode", "string"),
     ("workers", "string"),
+    ("concurrency", "string"),
+    ("api_key_env", "string"),
     ("missing", "string"),
     ("cache_size", "string"),
     ("image_memory", "string"),

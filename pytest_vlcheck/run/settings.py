@@ -26,6 +26,13 @@ from pytest_vlcheck.models.checkpoints import unstepped
 from pytest_vlcheck.models.gpu_decode import on_accelerator
 from pytest_vlcheck.models.protocol import DECODES, PRECISIONS, ModelOptions
 from pytest_vlcheck.models.registry import ModelSpec, parse_specs
+from pytest_vlcheck.models.served.options import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_REQUEST_TIMEOUT,
+    MAX_CONCURRENCY,
+    MAX_REQUEST_TIMEOUT,
+    ServedOptions,
+)
 from pytest_vlcheck.models.vqa_prompt import (
     DEFAULT_ANSWER,
     DEFAULT_QUESTION,
@@ -44,6 +51,9 @@ DEFAULTS: dict[str, Any] = {
     "vqa_question": DEFAULT_QUESTION,
     "vqa_answer": DEFAULT_ANSWER,
     "vqa_mode": "answer",
+    "concurrency": DEFAULT_CONCURRENCY,
+    "request_timeout": DEFAULT_REQUEST_TIMEOUT,
+    "api_key_env": None,
     "image_root": None,
     "threshold": None,
     "missing": "error",
@@ -189,6 +199,7 @@ def build_settings(source: OptionSource) -> Settings:
             vqa=_vqa_prompt(source),
             decode=_decode(decode, device),
             workers=_bounded(source.get("workers"), bounds.whole_number, 1, bounds.MAX_WORKERS),
+            served=_served(source),
         ),
         image_root=Path(image_root).resolve() if image_root else None,
         threshold=threshold,
@@ -229,6 +240,27 @@ def _vqa_prompt(source: OptionSource) -> VqaPrompt:
     except VqaPromptError as exc:
         raise SettingsError(str(exc)) from None
     return prompt
+
+
+def _served(source: OptionSource) -> ServedOptions:
+    """How served models are reached; the API key's variable is a name, never a key."""
+    key_env = source.get("api_key_env")
+    if key_env.value is not None and not (
+        isinstance(key_env.value, str) and key_env.value.isidentifier()
+    ):
+        raise SettingsError(
+            f"{key_env.where} is not a variable name; expected the NAME of the environment "
+            "variable that holds the API key (e.g. VLLM_API_KEY), not the key itself"
+        )
+    concurrency = _bounded(source.get("concurrency"), bounds.whole_number, 1, MAX_CONCURRENCY)
+    timeout = _bounded(
+        source.get("request_timeout"), bounds.finite_number, 0, MAX_REQUEST_TIMEOUT, open_low=True
+    )
+    return ServedOptions(
+        concurrency=DEFAULT_CONCURRENCY if concurrency is None else concurrency,
+        request_timeout=DEFAULT_REQUEST_TIMEOUT if timeout is None else timeout,
+        api_key_env=key_env.value,
+    )
 
 
 def _logger_specs(raw: Raw, models: tuple[ModelSpec, ...]) -> tuple[Any, ...]:
