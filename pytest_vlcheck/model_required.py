@@ -5,6 +5,8 @@ The check runs once the selection is final (after ``-k``, ``-m`` and ``--vl-shar
 ``--collect-only`` run, a shard left with nothing and a selection that keeps no such item
 are not runs of untested items. ``--vl-allow-no-model`` (ini ``vl_allow_no_model``) is the
 documented way back to skipped items, for a suite that must also pass where no model is.
+A baseline that gates none of the selected items stops the run the same way
+(``gate_required``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Literal
 
 import pytest
 
-from pytest_vlcheck import fixture
+from pytest_vlcheck import fixture, gate_required
 from pytest_vlcheck.items import ChecklistItem
 
 OPT_OUT = "--vl-allow-no-model"
@@ -22,9 +24,11 @@ INI_OPT_OUT = "vl_allow_no_model"
 
 
 def add_ini(parser: pytest.Parser) -> None:
-    """The ini twin of ``--vl-allow-no-model`` (the option itself is in ``run.options``)."""
+    """The ini twins of ``--vl-allow-no-model`` and ``--vl-allow-no-gate`` (the options
+    themselves are in ``run.options``)."""
     flag: Literal["bool"] = "bool"  # a string: the older pytest versions take no type object
     parser.addini(INI_OPT_OUT, f"default for {OPT_OUT}", type=flag, default=False)
+    gate_required.add_ini(parser)
 
 
 def needs_a_model(item: pytest.Item) -> bool:
@@ -38,9 +42,10 @@ WORKER_KEY = "vlcheck_no_model"
 
 
 def check_models_given(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Stop a run whose ``items`` would run untested for want of a model: pytest's usage
-    error; on an xdist worker, no item is run and the controller is told."""
-    problem = missing_model_problem(config, items)
+    """Stop a run whose ``items`` would run untested for want of a model, or ungated for
+    want of a matching baseline: pytest's usage error; on an xdist worker, no item is run and
+    the controller is told."""
+    problem = missing_model_problem(config, items) or gate_required.no_gate_problem(config, items)
     if problem is None:
         return
     workeroutput = getattr(config, "workeroutput", None)
