@@ -4,9 +4,10 @@ A missing config, weights file, model folder or scores file is the user's typo: 
 parse time it is one usage error in a fraction of a second (exit 4 from pytest, a
 ``SettingsError`` from ``evaluate``), not an errored item per test after torch, open_clip or
 transformers took tens of seconds to import. So is an open_clip model-config .json that does
-not fit its .safetensors weights (``weight_shapes``: from the file's header). Each scheme registers one small function that
-returns what is missing (None when nothing is); the backends keep their own checks for what
-needs the library (a hub name, a registry architecture, a folder's contents).
+not fit its .safetensors weights (``weight_shapes``: from the file's header). Each scheme
+registers one small function that returns what is missing (None when nothing is); the
+backends keep their own checks for what needs the library (a hub name, a registry
+architecture, a folder's contents).
 """
 
 from __future__ import annotations
