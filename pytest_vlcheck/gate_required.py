@@ -40,18 +40,20 @@ def no_gate_problem(config: pytest.Config, items: Sequence[pytest.Item]) -> str 
     gates = state.settings.gates
     if gates.baseline is None or config.option.vl_allow_no_gate or config.getini(INI_OPT_OUT):
         return None
-    checklist = [i for i in items if isinstance(i, ChecklistItem) and i.model is not None]
+    checklist = [
+        (i.test, i.model) for i in items if isinstance(i, ChecklistItem) and i.model is not None
+    ]
     python = fixture.python_gate_keys(state, items)
     if (not checklist and not python) or count_python_gated(gates, python):
         return None
     unpaired = 0
-    for item in checklist:
-        entry = entry_of(gates, state.relative(item.test.file), item.test.id, item.model)
-        if entry is not None and any(e.id in entry.outcomes for e in item.test.examples):
+    for test, model in checklist:
+        entry = entry_of(gates, state.relative(test.file), test.id, model)
+        if entry is not None and any(e.id in entry.outcomes for e in test.examples):
             return None
         unpaired += entry is not None
     count = len(checklist) + len(python)
-    ours = sorted({state.relative(i.test.file) for i in checklist} | {k[0] for k in python})
+    ours = sorted({state.relative(test.file) for test, _ in checklist} | {k[0] for k in python})
     theirs = sorted({entry.file for entry in gates.baseline.entries})
     where = config.option.vl_baseline or config.getini("vl_baseline")
     why = (

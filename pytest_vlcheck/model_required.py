@@ -6,12 +6,13 @@ The check runs once the selection is final (after ``-k``, ``-m`` and ``--vl-shar
 are not runs of untested items. ``--vl-allow-no-model`` (ini ``vl_allow_no_model``) is the
 documented way back to skipped items, for a suite that must also pass where no model is.
 A baseline that gates none of the selected items stops the run the same way
-(``gate_required``).
+(``gate_required``). A model that fails to load while the run scores is its own exit status,
+``MODEL_NOT_LOADED``, with one line per such model: not "tests failed".
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import pytest
@@ -35,6 +36,10 @@ def needs_a_model(item: pytest.Item) -> bool:
     """A checklist item or a test that asks for the ``vl_model`` fixture."""
     return isinstance(item, ChecklistItem) or fixture.uses_vl_model(item)
 
+
+MODEL_NOT_LOADED = 6
+"""The exit status of a run in which a model failed to load (its items errored, none was
+measured): a broken model or environment, not a capability that failed."""
 
 WORKER_KEY = "vlcheck_no_model"
 """Where an xdist worker leaves the message for the controller, which alone can stop the run
@@ -93,3 +98,28 @@ def _unused_model_problem(config: pytest.Config, items: Sequence[pytest.Item]) -
         "which hold no checklist or vl_model test; expected the checklists' paths, e.g. "
         "pytest checklists --vl-model=tiny, or --vl-bundled for the shipped suite"
     )
+
+
+def settle_exit_status(
+    session: pytest.Session, shard_empty: bool, load_failures: Mapping[str, str]
+) -> None:
+    """vlcheck's word on pytest's status: a shard left with nothing to run (more jobs than
+    tests) is not a failed CI job; a run in which a model failed to load (``load_failures``:
+    the model and the item whose error says why) exits ``MODEL_NOT_LOADED`` and says so in
+    one line per model (an xdist worker leaves that to the controller)."""
+    if shard_empty and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        session.exitstatus = pytest.ExitCode.OK
+    if not load_failures or session.exitstatus != pytest.ExitCode.TESTS_FAILED:
+        return
+    session.exitstatus = MODEL_NOT_LOADED
+    if getattr(session.config, "workeroutput", None) is not None:
+        return
+    writer = session.config.get_terminal_writer()
+    if writer.width_of_current_line:  # after pytest's progress dots
+        writer.line()
+    for model, nodeid in sorted(load_failures.items()):
+        writer.line(
+            f"vlcheck: model '{model}' failed to load, so its items errored (the first, "
+            f"{nodeid}, says why): exit status {MODEL_NOT_LOADED}",
+            red=True,
+        )

@@ -255,10 +255,12 @@ class VlcheckSession:
 
     def worker_output(self) -> dict[str, Any]:
         """What an xdist worker sends its controller: each model's scoring stats as plain
-        numbers, and the shard plan (every worker collects the whole selection)."""
+        numbers, the shard plan (every worker collects the whole selection) and the models
+        that failed to load."""
         stats = {name: asdict(runner.stats) for name, runner in self.runners.items()}
         plan = self.shard_plan
-        return {"stats": stats, "shard": None if plan is None else plan.to_json()}
+        shard = None if plan is None else plan.to_json()
+        return {"stats": stats, "shard": shard, "load_failures": self.load_failures}
 
     def add_worker_output(self, sent: Mapping[str, Any]) -> None:
         """Take what one xdist worker sent (nothing, when it crashed): its stats are added
@@ -272,3 +274,5 @@ class VlcheckSession:
             self.worker_stats[name] = ScoringStats(**total)
         if sent.get("shard") is not None:
             self.shard_plan = ShardPlan(**sent["shard"])
+        for model, nodeid in sent.get("load_failures", {}).items():
+            self.load_failures.setdefault(model, nodeid)
