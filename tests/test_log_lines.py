@@ -89,6 +89,7 @@ def test_a_model_that_fails_to_load_is_its_own_exit_status(project: pytest.Pytes
     assert "test 'color': cannot load model 'open_clip:tiny.json@junk.safetensors': " in text
     assert "test 'hard': model 'broken' failed to load (see checks.yaml::color[broken])" in text
 
+
 def test_under_xdist_too(project: pytest.Pytester) -> None:
     _broken(project)
     result = project.runpytest_subprocess(BROKEN, "-n", "2", "-p", "no:cacheprovider")
