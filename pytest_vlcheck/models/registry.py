@@ -222,12 +222,16 @@ def _naming_spec(exc: VlcheckUserError, spec: ModelSpec) -> VlcheckUserError:
     return exc
 
 
+MODELS_EXTRA = '"pytest-vlcheck[models]"'
+"""The install extra with the model packages (a torch-free install runs everything else)."""
 _OPTIONAL_PACKAGES = {
-    "torch": "torch",
-    "open_clip": "open_clip_torch",
-    "transformers": "transformers",
+    "torch": MODELS_EXTRA,
+    "torchvision": MODELS_EXTRA,
+    "open_clip": MODELS_EXTRA,
+    "transformers": MODELS_EXTRA,
+    "sentencepiece": MODELS_EXTRA,
+    "huggingface_hub": MODELS_EXTRA,
     "safetensors": "safetensors",
-    "huggingface_hub": "huggingface_hub",
 }
 
 
