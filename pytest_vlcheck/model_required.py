@@ -37,9 +37,10 @@ def needs_a_model(item: pytest.Item) -> bool:
     return isinstance(item, ChecklistItem) or fixture.uses_vl_model(item)
 
 
-MODEL_NOT_LOADED = 6
+MODEL_NOT_LOADED = 10
 """The exit status of a run in which a model failed to load (its items errored, none was
-measured): a broken model or environment, not a capability that failed."""
+measured): a broken model or environment, not a capability that failed. Clear of pytest's
+own statuses (0-6 in pytest 9: 6 is ``MAX_WARNINGS_ERROR``)."""
 
 WORKER_KEY = "vlcheck_no_model"
 """Where an xdist worker leaves the message for the controller, which alone can stop the run

@@ -1,7 +1,7 @@
 """Lines CI needs: where no terminal is (a log, ``CI`` set) a model's image encoding says when
 it starts and ends, with a heartbeat between on long runs; a ``--vl-save-baseline`` run says
 where the baseline went and how many entries it holds; a model that fails to load is its own
-exit status (6) with one line per model."""
+exit status (10) with one line per model."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_a_model_that_fails_to_load_is_its_own_exit_status(project: pytest.Pytes
     result.stdout.fnmatch_lines(
         [
             "vlcheck: model 'broken' failed to load, so its items errored (the first, "
-            "checks.yaml::color[[]broken[]], says why): exit status 6",
+            "checks.yaml::color[[]broken[]], says why): exit status 10",
         ]
     )
     text = result.stdout.str()
