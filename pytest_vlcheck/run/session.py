@@ -146,15 +146,8 @@ class VlcheckSession:
         return apply_gate(result, self.settings.gates, m=m, conditions=conditions)
 
     def booked_seconds(self, test: ChecklistTest, model: str, setup_seconds: float) -> float:
-        """An item's setup time as its JUnit testcase books it: the model's first item
-        scores every planned test in one pass, so that pass is shared out by example count
-        (else a "slowest tests" view blames whichever test came first)."""
-        if model not in self.plan_seconds:
-            return setup_seconds
-        seconds, examples, payer = self.plan_seconds[model]
-        share = seconds * len(test.examples) / max(examples, 1)
-        own = setup_seconds - seconds if id(test) == payer else setup_seconds
-        return max(own, 0.0) + share
+        """An item's setup time as its JUnit testcase books it (``booked_share``)."""
+        return booked_share(self.plan_seconds.get(model), test, setup_seconds)
 
     def prior_of(self, test: ChecklistTest, result: CapabilityResult) -> Prior | None:
         """The result's prior block; without ``--vl-prior`` only a note on a hard threshold."""
@@ -295,3 +288,17 @@ class VlcheckSession:
             self.shard_plan = ShardPlan(**sent["shard"])
         for model, nodeid in sent.get("load_failures", {}).items():
             self.load_failures.setdefault(model, nodeid)
+
+
+def booked_share(
+    plan: tuple[float, int, int] | None, test: ChecklistTest, setup_seconds: float
+) -> float:
+    """The model's first item scores every planned test in one pass (``plan``: its seconds,
+    examples and paying test's id), so that pass is shared out by example count: else a
+    "slowest tests" view blames whichever test came first."""
+    if plan is None:
+        return setup_seconds
+    seconds, examples, payer = plan
+    share = seconds * len(test.examples) / max(examples, 1)
+    own = setup_seconds - seconds if id(test) == payer else setup_seconds
+    return max(own, 0.0) + share
