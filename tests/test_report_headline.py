@@ -5,11 +5,11 @@ first, each failing example's scores once, bar labels whole; the matrix tells a 
 from __future__ import annotations
 
 from test_report import MODELS, result, typed
+from test_report_sections import gate_block
 
 from pytest_vlcheck.report import build_report, format_matrix
 from pytest_vlcheck.report.html import render_html
 from pytest_vlcheck.results import FailureExample
-from pytest_vlcheck.results.blocks import GateComparison
 
 LONG = "object/existence (caption_paraphrase_typos_and_more)"
 
@@ -60,23 +60,8 @@ def test_bar_labels_are_whole() -> None:
 
 
 def _regressed(threshold_met: bool) -> dict:
-    gate = GateComparison(
-        delta_pts=-20.0,
-        baseline_rate=0.833,
-        current_rate=0.633 if threshold_met else 0.4,
-        n_matched=60,
-        b=12,
-        c=0,
-        p_mid=0.0002,
-        p_corrected=0.0004,
-        alpha_corrected=0.025,
-        regressed=True,
-        improved=False,
-        added=0,
-        removed=0,
-        min_detectable_drop_pts=10.0,
-    )
     passed = 38 if threshold_met else 24
+    gate = gate_block(-20.0, regressed=True)
     return result("clip", f"t{passed}", f"relation/t{passed}", 60, passed, "failed", gate=gate)
 
 
