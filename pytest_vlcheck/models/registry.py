@@ -26,6 +26,7 @@ from pytest_vlcheck.models.protocol import (
 )
 from pytest_vlcheck.models.spec_files import check_spec_files
 from pytest_vlcheck.models.torch_utils import computed_precision
+from pytest_vlcheck.parsing.errors import closest, did_you_mean
 from pytest_vlcheck.registry import PluginError, Registry
 
 __all__ = ["ModelLoadError", "ModelSpec", "ModelSpecError", "load_scorer", "parse_spec"]
@@ -116,13 +117,22 @@ def parse_spec(text: str) -> ModelSpec:
     if scheme not in MODELS:
         known = ", ".join([*sorted(alias_table), *(f"{s}:..." for s in BACKENDS)])
         raise ModelSpecError(
-            f"unknown model '{text}'; expected one of {known}, or a model "
-            f"registered in the '{ENTRY_POINT_GROUP}' entry-point group"
+            f"unknown model '{text}'{_misspelt(text, alias_table)}; expected one of {known}, "
+            f"or a model registered in the '{ENTRY_POINT_GROUP}' entry-point group"
         )
     if scheme in BACKENDS and not body:
         raise ModelSpecError(f"'{text}' names no model after '{scheme}:'")
     name = given_name or (text if text in alias_table else _default_name(scheme, body))
     return ModelSpec(name=name, text=text, scheme=scheme, body=body)
+
+
+def _misspelt(text: str, alias_table: dict[str, str]) -> str:
+    """`` (did you mean 'tiny'?)`` for ``tinyy``, ``'open_clip:...'`` for ``openclip:...``."""
+    scheme, colon, body = text.partition(":")
+    if colon:
+        close = closest(scheme, list(MODELS))
+        return f" (did you mean '{close}:{body}'?)" if close else ""
+    return did_you_mean(text, [*alias_table, *MODELS])
 
 
 def _default_name(scheme: str, body: str) -> str:
