@@ -83,6 +83,11 @@ def score(x: float | int | None) -> str:
     return value(x)
 
 
+def a(noun: str) -> str:
+    """The noun with its indefinite article: ``a caption``, ``an image``."""
+    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
+
+
 def plural(count: int, noun: str, many: str | None = None) -> str:
     """A count with its noun in the right number: ``1 test``, ``2 tests``, ``0 files``;
     ``many`` for an irregular plural (``plural(n, "entry", "entries")``)."""

@@ -47,13 +47,23 @@ def add_capability_marks(item: pytest.Item, capability_parts: tuple[str, ...]) -
 
 
 def result_properties(result: CapabilityResult) -> list[tuple[str, Any]]:
-    """The ``vlcheck_*`` user properties (JUnit XML) of one result: its reported fields
-    (``results.REPORTED_FIELDS``, the columns ``matrix.csv`` has too), then the rest."""
+    """The ``vlcheck_*`` user properties (JUnit XML) of one result: its readable verdict
+    (every testcase carries it, passing ones too), its reported fields
+    (``results.REPORTED_FIELDS``, the columns ``matrix.csv`` has too; a field with no value,
+    e.g. a test without a chance level or criterion, is left out rather than written ``None``
+    or empty), then the rest."""
     from pytest_vlcheck.priors.evaluation import junit_properties
+    from pytest_vlcheck.report.verdict import verdict_line
 
     fields = result.to_json()
-    properties = [(f"vlcheck_{name}", fields[name]) for name in REPORTED_FIELDS]
-    properties.append(("vlcheck_fingerprint", result.fingerprint))
+    properties: list[tuple[str, Any]] = [("vlcheck_verdict", verdict_line(result))]
+    properties += [
+        (f"vlcheck_{name}", fields[name])
+        for name in REPORTED_FIELDS
+        if fields[name] not in (None, "")
+    ]
+    if result.fingerprint:
+        properties.append(("vlcheck_fingerprint", result.fingerprint))
     if result.prior:
         properties.extend(junit_properties(result.prior))
     if result.unscored:
@@ -138,6 +148,10 @@ class ChecklistItem(pytest.Item):
     def transport(self, report: pytest.TestReport, call: pytest.CallInfo[None]) -> dict | None:
         """The result row for the report that decides this item's verdict (setup when it
         did not pass, else the call), as it travels to an xdist controller; None otherwise."""
+        if report.when == "setup" and self.model is not None:
+            report.duration = self.config.stash[SESSION_KEY].booked_seconds(
+                self.test, self.model, report.duration
+            )
         if self.model is None or not (
             report.when == "call" or (report.when == "setup" and not report.passed)
         ):

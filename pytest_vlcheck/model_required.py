@@ -5,16 +5,19 @@ The check runs once the selection is final (after ``-k``, ``-m`` and ``--vl-shar
 ``--collect-only`` run, a shard left with nothing and a selection that keeps no such item
 are not runs of untested items. ``--vl-allow-no-model`` (ini ``vl_allow_no_model``) is the
 documented way back to skipped items, for a suite that must also pass where no model is.
+A baseline that gates none of the selected items stops the run the same way
+(``gate_required``). A model that fails to load while the run scores is its own exit status,
+``MODEL_NOT_LOADED``, with one line per such model: not "tests failed".
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import pytest
 
-from pytest_vlcheck import fixture
+from pytest_vlcheck import fixture, gate_required
 from pytest_vlcheck.items import ChecklistItem
 
 OPT_OUT = "--vl-allow-no-model"
@@ -22,9 +25,11 @@ INI_OPT_OUT = "vl_allow_no_model"
 
 
 def add_ini(parser: pytest.Parser) -> None:
-    """The ini twin of ``--vl-allow-no-model`` (the option itself is in ``run.options``)."""
+    """The ini twins of ``--vl-allow-no-model`` and ``--vl-allow-no-gate`` (the options
+    themselves are in ``run.options``)."""
     flag: Literal["bool"] = "bool"  # a string: the older pytest versions take no type object
     parser.addini(INI_OPT_OUT, f"default for {OPT_OUT}", type=flag, default=False)
+    gate_required.add_ini(parser)
 
 
 def needs_a_model(item: pytest.Item) -> bool:
@@ -32,15 +37,21 @@ def needs_a_model(item: pytest.Item) -> bool:
     return isinstance(item, ChecklistItem) or fixture.uses_vl_model(item)
 
 
+MODEL_NOT_LOADED = 10
+"""The exit status of a run in which a model failed to load (its items errored, none was
+measured): a broken model or environment, not a capability that failed. Clear of pytest's
+own statuses (0-6 in pytest 9: 6 is ``MAX_WARNINGS_ERROR``)."""
+
 WORKER_KEY = "vlcheck_no_model"
 """Where an xdist worker leaves the message for the controller, which alone can stop the run
 (a usage error raised on a worker would crash it)."""
 
 
 def check_models_given(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Stop a run whose ``items`` would run untested for want of a model: pytest's usage
-    error; on an xdist worker, no item is run and the controller is told."""
-    problem = missing_model_problem(config, items)
+    """Stop a run whose ``items`` would run untested for want of a model, or ungated for
+    want of a matching baseline: pytest's usage error; on an xdist worker, no item is run and
+    the controller is told."""
+    problem = missing_model_problem(config, items) or gate_required.no_gate_problem(config, items)
     if problem is None:
         return
     workeroutput = getattr(config, "workeroutput", None)
@@ -88,3 +99,28 @@ def _unused_model_problem(config: pytest.Config, items: Sequence[pytest.Item]) -
         "which hold no checklist or vl_model test; expected the checklists' paths, e.g. "
         "pytest checklists --vl-model=tiny, or --vl-bundled for the shipped suite"
     )
+
+
+def settle_exit_status(
+    session: pytest.Session, shard_empty: bool, load_failures: Mapping[str, str]
+) -> None:
+    """vlcheck's word on pytest's status: a shard left with nothing to run (more jobs than
+    tests) is not a failed CI job; a run in which a model failed to load (``load_failures``:
+    the model and the item whose error says why) exits ``MODEL_NOT_LOADED`` and says so in
+    one line per model (an xdist worker leaves that to the controller)."""
+    if shard_empty and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        session.exitstatus = pytest.ExitCode.OK
+    if not load_failures or session.exitstatus != pytest.ExitCode.TESTS_FAILED:
+        return
+    session.exitstatus = MODEL_NOT_LOADED
+    if getattr(session.config, "workeroutput", None) is not None:
+        return
+    writer = session.config.get_terminal_writer()
+    if writer.width_of_current_line:  # after pytest's progress dots
+        writer.line()
+    for model, nodeid in sorted(load_failures.items()):
+        writer.line(
+            f"vlcheck: model '{model}' failed to load, so its items errored (the first, "
+            f"{nodeid}, says why): exit status {MODEL_NOT_LOADED}",
+            red=True,
+        )

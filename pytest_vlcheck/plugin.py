@@ -23,6 +23,7 @@ from pytest_vlcheck.model_required import (
     WORKER_KEY,
     add_ini,
     check_models_given,
+    settle_exit_status,
     stop_as_usage_error,
 )
 from pytest_vlcheck.pytest_options import PytestOptions
@@ -71,10 +72,9 @@ def pytest_configure(config: pytest.Config) -> None:
     state.progress = stderr_writer(capture.global_and_fixture_disabled if capture else nullcontext)
     config.stash[SESSION_KEY] = state
     config.pluginmanager.register(fixture, "vlcheck-fixture")  # vl_model and its hooks
-    if hasattr(config, "workerinput"):  # an xdist worker runs items and sends their rows
-        config.pluginmanager.register(ItemHooks(state, shard, plan_ahead=False), "vlcheck-items")
-    else:  # a serial run, or the xdist controller (which runs no items)
-        config.pluginmanager.register(ItemHooks(state, shard, plan_ahead=True), "vlcheck-items")
+    plan_ahead = not hasattr(config, "workerinput")  # an xdist worker runs items, sends rows
+    config.pluginmanager.register(ItemHooks(state, shard, plan_ahead=plan_ahead), "vlcheck-items")
+    if plan_ahead:  # a serial run, or the xdist controller (which runs no items)
         config.pluginmanager.register(ReportHooks(state), "vlcheck-report")
     if config.option.vl_bundled:
         _add_bundled_checklists(config)
@@ -175,14 +175,13 @@ class ItemHooks:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Close the embedding cache; send an xdist worker's scoring stats to the controller
-        (which sums them); a shard left with nothing to run (more jobs than tests) is not a
-        failed CI job."""
+        (which sums them); settle the exit status (an empty shard, a model that failed to
+        load: ``model_required``)."""
         self.state.close()
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput[STATS_KEY] = self.state.worker_output()
-        if self.shard_empty and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
-            session.exitstatus = pytest.ExitCode.OK
+        settle_exit_status(session, self.shard_empty, self.state.load_failures)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
@@ -264,7 +263,8 @@ class ReportHooks:
         if nothing and self.state.settings.specs:
             terminalreporter.write_line(NOTHING_COLLECTED)
         width = shutil.get_terminal_size((100, 20)).columns
-        TerminalMatrix(terminalreporter, width).emit(self.state.finished())
+        saved = exitstatus != pytest.ExitCode.INTERRUPTED  # else no baseline was written
+        TerminalMatrix(terminalreporter, width, saved).emit(self.state.finished())
         if self.logging_failed:
             terminalreporter.write_line(self.logging_failed, red=True, bold=True)
 

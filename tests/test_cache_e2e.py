@@ -17,7 +17,7 @@ from PIL import Image
 from pytest_vlcheck.checklist import load_checklist
 from pytest_vlcheck.engine import ModelRunner, evaluate_test
 from pytest_vlcheck.engine.embedding_cache import DB_NAME, EmbeddingCache
-from pytest_vlcheck.engine.progress import Progress, stderr_writer
+from pytest_vlcheck.engine.progress import LogWriter, Progress, stderr_writer
 from pytest_vlcheck.errors import ModelLoadError
 from pytest_vlcheck.gates.conditions import run_conditions
 from pytest_vlcheck.images.loading import ImageLoader
@@ -301,7 +301,7 @@ def test_progress_line_counts_rate_and_eta() -> None:
     assert written[-1].strip() == ""
 
 
-def test_progress_is_silent_off_a_terminal_and_under_ci(monkeypatch) -> None:
+def test_progress_redraws_only_on_a_terminal_outside_ci(monkeypatch) -> None:
     class Terminal:
         def isatty(self) -> bool:
             return True
@@ -314,12 +314,12 @@ def test_progress_is_silent_off_a_terminal_and_under_ci(monkeypatch) -> None:
 
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.setattr(sys, "stderr", Terminal())
-    assert stderr_writer() is not None
-    monkeypatch.setenv("CI", "true")
-    assert stderr_writer() is None
+    assert not isinstance(stderr_writer(), LogWriter)  # redraws
+    monkeypatch.setenv("CI", "true")  # whole lines instead (tests/test_log_lines.py)
+    assert isinstance(stderr_writer(), LogWriter)
     monkeypatch.delenv("CI")
     monkeypatch.setattr(sys, "stderr", open(__file__))  # noqa: SIM115 - a non-terminal file
-    assert stderr_writer() is None
+    assert isinstance(stderr_writer(), LogWriter)
     sys.stderr.close()
 
 

@@ -24,6 +24,7 @@ from colour_scorer import SOURCE
 from PIL import Image
 
 from pytest_vlcheck.cli import main
+from pytest_vlcheck.model_required import MODEL_NOT_LOADED
 
 CHECKLIST = """\
 vlcheck: 1
@@ -41,6 +42,7 @@ GOOD = ("--vl-model=py:colour_model:make", "--vl-report=rep", "--vl-save-baselin
 KEPT = ("rep/matrix.json", "rep/matrix.md", "rep/matrix.csv", "rep/report.html", "base.json")
 
 OK, FAILED, INTERRUPTED, USAGE = 0, 1, 2, 4
+NOT_LOADED = MODEL_NOT_LOADED  # a model that failed to load (tests/test_log_lines.py)
 
 
 @pytest.fixture(scope="module")
@@ -295,7 +297,7 @@ CASES: dict[str, Case] = {
     # --- score files ------------------------------------------------------------------------
     "score file bad line": Case(
         ("--vl-model=scores:s.jsonl",),
-        FAILED,
+        NOT_LOADED,
         ("{root}/checks.yaml:4: test 'color': *s.jsonl:2: 'text' must be a string",),
         {"s.jsonl": '{"image": "red.png", "text": "a red square", "score": 1}\n{"image": "x"}\n'},
     ),
@@ -320,14 +322,14 @@ CASES: dict[str, Case] = {
     ),
     "score file bad crop": Case(
         ("--vl-model=scores:s.jsonl",),
-        FAILED,
+        NOT_LOADED,
         ("*s.jsonl:1: a crop must be four numbers [x, y, w, h], got ['a', 1, 2, 3]",),
         {"s.jsonl": '{"image": "red.png", "text": "red", "score": 1, "crop": ["a", 1, 2, 3]}\n'},
     ),
     # --- options and ini values -------------------------------------------------------------
     "device missing": Case(
         ("--vl-model=tiny", "--vl-device=cuda:7"),
-        FAILED,
+        NOT_LOADED,
         (
             "{root}/checks.yaml:4: test 'color': cannot load model 'tiny': device 'cuda:7' "
             "(--vl-device) requested but CUDA is not available on this machine; expected one "

@@ -191,7 +191,8 @@ def test_a_baseline_that_matches_no_item_says_so(suite: pytest.Pytester) -> None
     """Entries are keyed by path relative to the rootdir: a moved checklist (or another
     rootdir) finds none, and a gate that checks nothing must not pass silently."""
     (suite.path / "gates.yaml").rename(suite.path / "moved.yaml")
-    result = gate(suite, {"spatial": set(range(40)), "action": set(range(10))})
+    wrong = {"spatial": set(range(40)), "action": set(range(10))}
+    result = gate(suite, wrong, "--vl-allow-no-gate")  # else a usage error: test_no_gate.py
     result.stdout.fnmatch_lines(
         [
             "vlcheck: WARNING: no gate for 2 of 2 items: the baseline has no entry for "

@@ -314,7 +314,10 @@ def test_an_entry_sharing_no_example_id_is_not_gated_and_says_so(suite: pytest.P
     suite.makefile(".yaml", gates=_renumbered("spatial", range(N)))
     scores(suite.path / "new.jsonl", {"spatial": set(range(50))})  # far below the baseline
     result = suite.runpytest(
-        "--vl-model=new=scores:new.jsonl", "--vl-baseline=base.json", "--vl-report=rep"
+        "--vl-model=new=scores:new.jsonl",
+        "--vl-baseline=base.json",
+        "--vl-report=rep",
+        "--vl-allow-no-gate",  # else a usage error (tests/test_no_gate.py)
     )
     result.assert_outcomes(failed=1)  # by the threshold alone: the gate compared nothing
     result.stdout.fnmatch_lines(
@@ -336,7 +339,9 @@ def test_an_entry_sharing_no_example_id_is_not_gated_and_says_so(suite: pytest.P
 
 def test_a_passing_item_not_gated_is_visible_too(suite: pytest.Pytester) -> None:
     suite.makefile(".yaml", gates=_renumbered("spatial", range(N)))
-    result = suite.runpytest("--vl-model=new=scores:new.jsonl", "--vl-baseline=base.json")
+    result = suite.runpytest(
+        "--vl-model=new=scores:new.jsonl", "--vl-baseline=base.json", "--vl-allow-no-gate"
+    )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [

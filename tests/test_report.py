@@ -503,6 +503,7 @@ def test_format_matrix_full_width():
         "",
         "clip: 2 passed, 1 failed, 0 error, 1 skipped",
         "sig|lip: 2 passed, 1 failed, 1 error, 0 skipped",
+        "marks: ✓ reached its threshold, ✗ below its threshold",
         "* object/size [clip]: 3 example(s) unscored (missing image: 3; --vl-missing=skip)",
     ]
 
@@ -572,6 +573,8 @@ def test_markdown_exact():
         "|---|---|---|---|",
         "| attribute/color | checklists/basic.yaml::color | 75.0% | 61.3% ✗ (n=400) |",
         "| object/size | checklists/basic.yaml::size\\_1 | 75.0% | skip |",
+        "",
+        "marks: ✗ below its threshold.",
         "",
         "## Tests",
         "",

@@ -83,7 +83,7 @@ PRIOR_NO_HARD = PRIOR_APPLICABLE | {
 PRIOR_NOT_APPLICABLE = {
     "applicable": False,
     "priors": ["gpt2"],
-    "reason": "not applicable: a image test gives the prior no choice between captions",
+    "reason": "not applicable: an image test gives the prior no choice between captions",
 }
 PRIOR_NO_PRIOR = {
     "applicable": False,

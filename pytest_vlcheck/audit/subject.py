@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_vlcheck import fmt
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.metrics.word_order import words
@@ -61,7 +62,7 @@ def audit_subject(test: ChecklistTest) -> AuditSubject:
         keys = tuple(_key(ref) for ref in refs)
         pairs = task.text_choices(e)
         if not pairs:
-            note = f"not applicable: a {test.task} test has no choice between captions"
+            note = f"not applicable: {fmt.a(test.task)} test has no choice between captions"
             choices.append(TextChoice(e.id, e.line, " | ".join(texts), (), keys, e.tags))
         for i, (true_text, others) in enumerate(pairs):
             own = keys[i] if i < len(keys) else keys[0]

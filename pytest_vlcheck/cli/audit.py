@@ -27,7 +27,7 @@ def add_audit_command(subparsers: argparse._SubParsersAction) -> None:
         description="Audit checklists (files, or folders searched for checklists): text-only "
         "baselines that never see the image (unigram, bigram, length, word overlap; "
         "leave-one-out, a tie is wrong) and an optional language-model prior, flagged when "
-        "their 95%% Wilson lower bound beats chance by MARGIN points; negatives identical "
+        "their 95% Wilson lower bound beats chance by MARGIN points; negatives identical "
         "to the caption or only reordering its words; duplicate examples and images; "
         "slices too small to read.",
         **with_examples(

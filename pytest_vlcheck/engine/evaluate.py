@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_vlcheck import metrics
+from pytest_vlcheck import fmt, metrics
 from pytest_vlcheck.checklist.schema import ChecklistTest, MacroSpec
 from pytest_vlcheck.engine.missing import MissingImagesError, MissingPolicy
 from pytest_vlcheck.engine.result_extras import cluster_keys, result_extras
@@ -53,7 +53,7 @@ def evaluate_test(
     task = get_task(test.task)
     if task.text_only and runner.mode != "dual":
         raise TextOnlyError(
-            f"a {test.task} test compares texts with texts; {runner.source.not_dual()}, so it "
+            f"{fmt.a(test.task)} test compares texts with texts; {runner.source.not_dual()}, so it "
             "has no text embeddings; expected "
             "a dual encoder (open_clip, hf: CLIP or SigLIP, or a py: scorer with encode_texts)"
         )

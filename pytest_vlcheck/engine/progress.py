@@ -1,9 +1,11 @@
 """A one-line progress display while a model encodes images: count, images/s and ETA.
 
-Shown only on a terminal: ``stderr_writer`` gives no writer when stderr is not a TTY or the
-``CI`` environment variable is set, so logs and CI output stay clean. Under pytest, output
-capture replaces stderr while tests run; the plugin passes its capture manager's
-"suspend" context so the line reaches the real terminal.
+Redrawn in place on a terminal. Where stderr is not a TTY or the ``CI`` environment variable
+is set, ``stderr_writer`` gives a ``LogWriter`` instead: whole lines a log keeps, one when a
+model starts encoding, a heartbeat every ``HEARTBEAT_S`` and one when it is done, so a cold CI
+run does not sit silent for minutes (and looks hung). Under pytest, output capture replaces
+stderr while tests run; the plugin passes its capture manager's "suspend" context so the
+lines reach the real stderr.
 """
 
 from __future__ import annotations
@@ -19,22 +21,33 @@ Writer = Callable[[str], None]
 Suspend = Callable[[], AbstractContextManager[object]]
 MIN_INTERVAL_S = 0.2
 """Redraw at most this often (the last update is always drawn)."""
+HEARTBEAT_S = 30.0
+"""In a log, a progress line at most this often."""
 
 
-def stderr_writer(suspend: Suspend = nullcontext) -> Writer | None:
-    """A writer to the real stderr, or None when it is not a terminal or ``CI`` is set."""
+@dataclass(frozen=True)
+class LogWriter:
+    """A writer to a log, not a terminal: whole lines, no redraws."""
+
+    write: Writer
+
+    def __call__(self, text: str) -> None:
+        self.write(text)
+
+
+def stderr_writer(suspend: Suspend = nullcontext) -> Writer:
+    """A writer to the real stderr: for redraws on a terminal, a ``LogWriter`` when stderr
+    is not one or ``CI`` is set."""
     with suspend():
         stream = sys.stderr
         interactive = bool(getattr(stream, "isatty", lambda: False)())
-    if not interactive or os.environ.get("CI"):
-        return None
 
     def write(text: str) -> None:
         with suspend():
             stream.write(text)
             stream.flush()
 
-    return write
+    return write if interactive and not os.environ.get("CI") else LogWriter(write)
 
 
 @dataclass
@@ -76,10 +89,35 @@ class Progress:
             self.write("\r" + " " * self._width + "\r")
 
 
+@dataclass
+class Heartbeat(Progress):
+    """Progress for a log: a line at the start, one every ``HEARTBEAT_S``, one at the end."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._drawn = self.started
+        self.write(f"\n[{self.label}] encoding {self.total} images\n")  # off pytest's dots
+
+    def advance(self, count: int) -> None:
+        """``count`` more images are encoded; a line when the last one is old enough."""
+        self.done += count
+        now = self.clock()
+        if self.done < self.total and now - self._drawn >= HEARTBEAT_S:
+            self._drawn = now
+            self.write(self.line(now) + "\n")
+
+    def close(self) -> None:
+        """How many were encoded, in how long."""
+        elapsed = self.clock() - self.started
+        self.write(f"[{self.label}] encoded {self.done}/{self.total} images in {elapsed:.1f} s\n")
+
+
 @contextmanager
 def tracked(label: str, total: int, write: Writer | None) -> Iterator[Progress | None]:
-    """A ``Progress`` while the caller encodes (None without a writer), closed afterwards."""
-    progress = Progress(label, total, write) if write is not None and total else None
+    """A ``Progress`` while the caller encodes (a ``Heartbeat`` for a ``LogWriter``, None
+    without a writer), closed afterwards."""
+    kind = Heartbeat if isinstance(write, LogWriter) else Progress
+    progress = kind(label, total, write) if write is not None and total else None
     try:
         yield progress
     finally:

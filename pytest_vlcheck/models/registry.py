@@ -27,6 +27,7 @@ from pytest_vlcheck.models.protocol import (
 from pytest_vlcheck.models.served.endpoint import default_name, is_served, parse_endpoint
 from pytest_vlcheck.models.spec_files import check_spec_files
 from pytest_vlcheck.models.torch_utils import computed_precision
+from pytest_vlcheck.parsing.errors import closest, did_you_mean
 from pytest_vlcheck.registry import PluginError, Registry
 
 __all__ = ["ModelLoadError", "ModelSpec", "ModelSpecError", "load_scorer", "parse_spec"]
@@ -117,8 +118,8 @@ def parse_spec(text: str) -> ModelSpec:
     if scheme not in MODELS:
         known = ", ".join([*sorted(alias_table), *(f"{s}:..." for s in BACKENDS)])
         raise ModelSpecError(
-            f"unknown model '{text}'; expected one of {known}, or a model "
-            f"registered in the '{ENTRY_POINT_GROUP}' entry-point group"
+            f"unknown model '{text}'{_misspelt(text, alias_table)}; expected one of {known}, "
+            f"or a model registered in the '{ENTRY_POINT_GROUP}' entry-point group"
         )
     if scheme in BACKENDS and not body:
         raise ModelSpecError(f"'{text}' names no model after '{scheme}:'")
@@ -126,6 +127,15 @@ def parse_spec(text: str) -> ModelSpec:
         parse_endpoint(body)  # a malformed served URL is a usage error now
     name = given_name or (text if text in alias_table else _default_name(scheme, body))
     return ModelSpec(name=name, text=text, scheme=scheme, body=body)
+
+
+def _misspelt(text: str, alias_table: dict[str, str]) -> str:
+    """`` (did you mean 'tiny'?)`` for ``tinyy``, ``'open_clip:...'`` for ``openclip:...``."""
+    scheme, colon, body = text.partition(":")
+    if colon:
+        close = closest(scheme, list(MODELS))
+        return f" (did you mean '{close}:{body}'?)" if close else ""
+    return did_you_mean(text, [*alias_table, *MODELS])
 
 
 def _default_name(scheme: str, body: str) -> str:
@@ -227,12 +237,16 @@ def _naming_spec(exc: VlcheckUserError, spec: ModelSpec) -> VlcheckUserError:
     return exc
 
 
+MODELS_EXTRA = '"pytest-vlcheck[models]"'
+"""The install extra with the model packages (a torch-free install runs everything else)."""
 _OPTIONAL_PACKAGES = {
-    "torch": "torch",
-    "open_clip": "open_clip_torch",
-    "transformers": "transformers",
+    "torch": MODELS_EXTRA,
+    "torchvision": MODELS_EXTRA,
+    "open_clip": MODELS_EXTRA,
+    "transformers": MODELS_EXTRA,
+    "sentencepiece": MODELS_EXTRA,
+    "huggingface_hub": MODELS_EXTRA,
     "safetensors": "safetensors",
-    "huggingface_hub": "huggingface_hub",
 }
 
 

@@ -3,9 +3,11 @@
 A missing config, weights file, model folder or scores file is the user's typo: found at
 parse time it is one usage error in a fraction of a second (exit 4 from pytest, a
 ``SettingsError`` from ``evaluate``), not an errored item per test after torch, open_clip or
-transformers took tens of seconds to import. Each scheme registers one small function that
-returns what is missing (None when nothing is); the backends keep their own checks for what
-needs the library (a hub name, a registry architecture, a folder's contents).
+transformers took tens of seconds to import. So is an open_clip model-config .json that does
+not fit its .safetensors weights (``weight_shapes``: from the file's header). Each scheme
+registers one small function that returns what is missing (None when nothing is); the
+backends keep their own checks for what needs the library (a hub name, a registry
+architecture, a folder's contents).
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ class SpecFileNotFoundError(ModelSpecError, FileNotFoundError):
     """A local file or folder a ``--vl-model`` spec names does not exist."""
 
 
+class SpecFilesDisagreeError(ModelSpecError):
+    """The files a ``--vl-model`` spec names exist but do not fit each other (a model
+    config of another architecture than the weights)."""
+
+
 def register_file_check(scheme: str) -> Callable[[FileCheck], FileCheck]:
     """Decorator: ``check`` looks at the local files of ``scheme:`` specs."""
 
@@ -36,10 +43,14 @@ def register_file_check(scheme: str) -> Callable[[FileCheck], FileCheck]:
 
 
 def check_spec_files(text: str, scheme: str, body: str) -> None:
-    """Raise ``SpecFileNotFoundError`` naming the spec when a local file it names is missing
-    (schemes without a registered check name no local file vlcheck can check)."""
+    """Raise ``SpecFileNotFoundError`` naming the spec when a local file it names is missing,
+    ``SpecFilesDisagreeError`` when its files do not fit each other (schemes without a
+    registered check name no local file vlcheck can check)."""
     check = FILE_CHECKS.get(scheme)
-    problem = check(body) if check else None
+    try:
+        problem = check(body) if check else None
+    except SpecFilesDisagreeError as exc:
+        raise SpecFilesDisagreeError(f"{text}: {exc}") from None
     if problem is not None:
         raise SpecFileNotFoundError(f"{text}: {problem}")
 
@@ -63,7 +74,10 @@ def _open_clip(body: str) -> str | None:
             f"open_clip model config not found: {arch}; expected an existing model-config "
             ".json or a name from open_clip.list_models()"
         )
-    if pretrained is None or Path(pretrained).expanduser().is_file():
+    if pretrained is None:
+        return None
+    if Path(pretrained).expanduser().is_file():
+        _check_open_clip_fit(arch, Path(pretrained).expanduser())
         return None
     if Path(pretrained).suffix in WEIGHT_SUFFIXES or "/" in pretrained or "\\" in pretrained:
         return (
@@ -71,6 +85,17 @@ def _open_clip(body: str) -> str | None:
             "(.safetensors preferred) or a pretrained tag"
         )
     return None
+
+
+def _check_open_clip_fit(arch: str, weights: Path) -> None:
+    """A model-config .json beside a .safetensors file: do the header's shapes fit it?"""
+    if not arch.endswith(".json") or weights.suffix != ".safetensors":
+        return
+    from pytest_vlcheck.models.weight_shapes import open_clip_shape_problem
+
+    problem = open_clip_shape_problem(Path(arch).expanduser(), weights)
+    if problem is not None:
+        raise SpecFilesDisagreeError(problem)
 
 
 @register_file_check("hf")

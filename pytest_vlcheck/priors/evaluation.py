@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_vlcheck import fmt
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.metrics.choice import beats_all
 from pytest_vlcheck.metrics.priors import hard_test_stats, perplexity_grid, prior_choices
@@ -65,7 +66,7 @@ def prior_block(
     units, model_right = choice_units(test, outcomes)
     if not units:
         reason = (
-            f"not applicable: a {test.task} test gives the prior no choice between captions "
+            f"not applicable: {fmt.a(test.task)} test gives the prior no choice between captions "
             "(its text is fixed, or there is no choice)"
         )
         return PriorNotApplicable(tuple(priors), reason, test.hard_threshold)

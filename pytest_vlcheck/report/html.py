@@ -1,11 +1,12 @@
 """``report.html``: one self-contained page (inline CSS and SVG, no scripts, no web assets).
 
-A formatter over ``sections.Report``. Sections: the run's errors (first, so nobody misses
-them), models, the matrix coloured by verdict with deltas against the baseline and the first
-model, pass-rate charts per model, the capability radar, then per test its numbers, metrics,
-slices side by side and collapsible failure examples (with their thumbnails when the caller
-passes them as data URIs). Every piece of text from a checklist or a model goes through
-``html.escape``.
+A formatter over ``sections.Report``. Sections: a headline with the verdict and the counts,
+the run's errors (first, so nobody misses them), models, the matrix coloured by verdict with
+deltas against the baseline and the first model (its marks explained under it), pass-rate
+charts per model, the capability radar, then per test (failing tests first) its numbers,
+metrics, slices side by side and collapsible failure examples (with their thumbnails when the
+caller passes them as data URIs; the scores once, in the example's table). Every piece of
+text from a checklist or a model goes through ``html.escape``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pytest_vlcheck.report.svg import (
     model_colour,
     radar_chart,
 )
+from pytest_vlcheck.report.terminal import mark_legend, verdict_mark
 from pytest_vlcheck.results import FailureExample
 from pytest_vlcheck.results.blocks import GateComparison
 from pytest_vlcheck.tasks import TASKS
@@ -66,6 +68,7 @@ details { margin: 6px 0; } summary { cursor: pointer; font-weight: 600; }
 .thumbs { display: flex; gap: 6px; } .thumbs figure { margin: 0; text-align: center; }
 .thumbs img { max-width: 128px; max-height: 128px; border: 1px solid #d1d5db; }
 .thumbs figcaption { font-weight: 400; font-size: 11px; color: #4b5563; }
+.headline { font-size: 16px; padding: 8px 12px; border-radius: 4px; }
 """
 
 _MARK = {
@@ -123,6 +126,35 @@ def _errors_section(report: Report) -> list[str]:
     return ['<div class="errors">', "<h2>Errors</h2>", "<ul>", *items, "</ul>", "</div>"]
 
 
+FAILING = ("failed", "error", "xpassed")
+"""The statuses that fail a run (a known failure that failed, ``xfailed``, does not)."""
+
+
+def _failing(section: Section) -> bool:
+    return any(c.result.status in FAILING for c in section.cells)
+
+
+def _headline(report: Report) -> list[str]:
+    """The verdict in the first screen: passed or failed, how many results failed, per model
+    its counts, and the models."""
+    total = sum(c["total"] for c in report.counts.values())
+    failing = sum(c.get(s, 0) for c in report.counts.values() for s in FAILING)
+    failed = bool(failing or report.errors)
+    verdict = "FAILED" if failed else "PASSED"
+    what = f"{failing} of {fmt.plural(total, 'test x model result')} did not pass"
+    if report.errors:
+        what += f"; {fmt.plural(len(report.errors), 'file')} did not load"
+    counts = "; ".join(
+        f"{_e(name)}: "
+        + ", ".join(f"{c[s]} {s}" for s in report.status_columns if c.get(s) or s == "passed")
+        for name, c in report.counts.items()
+    )
+    return [
+        f'<p class="headline st-{"failed" if failed else "passed"}"><b>{verdict}</b>: '
+        f"{what} · {counts}</p>"
+    ]
+
+
 def _models_section(report: Report) -> list[str]:
     rows = []
     for i, m in enumerate(report.models):
@@ -167,8 +199,9 @@ def _matrix_cell(cell: Cell | None) -> str:
     )
     if r.status in ("error", "skipped"):
         return _td(_MARK[r.status] + unscored, f"cell st-{r.status}", r.message or r.status)
+    mark = verdict_mark(r) + _MARK[r.status][1:]  # " xfail" / " XPASS" stay
     text = (
-        f"{_e(cell.judged_text)} {_MARK[r.status]}<br><small>{cell.ci_text} · n={r.n}</small>"
+        f"{_e(cell.judged_text)} {mark}<br><small>{cell.ci_text} · n={r.n}</small>"
         + unscored
         + "".join(_delta(d) for d in cell.deltas)
     )
@@ -189,6 +222,9 @@ def _matrix_section(report: Report) -> list[str]:
         for s in report.sections
     ]
     out = ["<h2>Capability matrix</h2>", *_table(header, rows, "matrix")]
+    legend = mark_legend(report)
+    if legend is not None:
+        out.append(f'<p class="meta">{_e(legend)}.</p>')
     if report.deltas:
         out.append(
             '<p class="meta">Deltas in points against the baseline (base) and the run\'s first '
@@ -270,7 +306,9 @@ def _thumbnails(example: FailureExample, thumbnails: Mapping[str, str] | None) -
 def _example(task: str, example: FailureExample, thumbnails: Mapping[str, str] | None) -> list[str]:
     images, texts, scores = example.images, example.texts, example.scores
     true_texts, true_images, true_cells = true_marks(task, len(images), len(texts))
-    detail = f" — {_e(shorten_scenes(example.detail))}" if example.detail else ""
+    # the detail repeats the scores the table shows: only an example without them keeps it
+    shown = example.detail and not any(scores)
+    detail = f" — {_e(shorten_scenes(example.detail))}" if shown else ""
     out = ['<div class="example">', f"<p><b>{_e(example.id or 'example')}</b>{detail}</p>"]
     header = ["text \\ image"]
     for i, ref in enumerate(images):
@@ -443,6 +481,7 @@ def render_html(report: Report, *, thumbnails: Mapping[str, str] | None = None) 
         "</head>",
         "<body>",
         "<h1>vlcheck capability report</h1>",
+        *_headline(report),
         *_errors_section(report),
         *_models_section(report),
     ]
@@ -450,7 +489,9 @@ def render_html(report: Report, *, thumbnails: Mapping[str, str] | None = None) 
         out += _matrix_section(report)
         out += _charts_section(report)
         out.append("<h2>Tests</h2>")
-        for section in report.sections:
+        out.append('<p class="meta">Failing tests first, then the rest in matrix order.</p>')
+        ordered = sorted(report.sections, key=lambda section: not _failing(section))
+        for section in ordered:
             out += _test_section(section, thumbnails)
     else:
         out.append("<p>No results.</p>")

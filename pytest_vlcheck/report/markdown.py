@@ -9,7 +9,7 @@ import re
 from pytest_vlcheck import fmt
 from pytest_vlcheck.report.prior_view import prior_markdown
 from pytest_vlcheck.report.sections import Cell, Report, Section
-from pytest_vlcheck.report.terminal import cell_text
+from pytest_vlcheck.report.terminal import cell_text, mark_legend
 
 __all__ = ["escape_md", "markdown_table", "render_markdown"]
 
@@ -54,6 +54,9 @@ def _matrix_table(report: Report) -> list[str]:
         for s in report.sections
     ]
     notes = []
+    legend = mark_legend(report)
+    if legend is not None:
+        notes.append(escape_md(legend) + ".")
     if report.unscored:
         notes.append("\\* examples left unscored (`--vl-missing=skip`): see the test's table.")
     if report.deltas:

@@ -74,23 +74,30 @@ _BAR_RIGHT = 100
 _BAR_TOP = 24
 _ROW = 22
 _BAR = 12
-_BAR_LABEL_CHARS = 38
+_CHAR_WIDTH = 6.2
+"""An 11-px system-ui character's width, generously: what a label column needs per character."""
 
 
-def _bar_row(row: Row, result: CapabilityResult | None, y0: float, plot: float) -> list[str]:
+def _bar_label_width(rows: list[Row]) -> float:
+    """The label column: wide enough for the longest row label (never truncated), at least
+    ``_BAR_LABEL``."""
+    longest = max((len(row.label) for row in rows), default=0)
+    return max(_BAR_LABEL, 16 + _CHAR_WIDTH * longest)
+
+
+def _bar_row(
+    row: Row, result: CapabilityResult | None, y0: float, plot: float, label: float
+) -> list[str]:
     def x(v: float | None) -> str:
-        return _n(_BAR_LABEL + _clamp(v) * plot)
+        return _n(label + _clamp(v) * plot)
 
     cy = y0 + _ROW / 2
     out = [
-        f'<text x="{_BAR_LABEL - 8}" y="{_n(cy + 4)}" text-anchor="end">'
-        f"{escape(fmt.truncate(row.label, _BAR_LABEL_CHARS))}</text>"
+        f'<text x="{_n(label - 8)}" y="{_n(cy + 4)}" text-anchor="end">{escape(row.label)}</text>'
     ]
     if result is None or not _scored(result):
         status = "not run" if result is None else result.status
-        out.append(
-            f'<text x="{_BAR_LABEL + 4}" y="{_n(cy + 4)}" fill="#6b7280">{escape(status)}</text>'
-        )
+        out.append(f'<text x="{label + 4}" y="{_n(cy + 4)}" fill="#6b7280">{escape(status)}</text>')
         return [f"<g><title>{escape(row.label)}: {escape(status)}</title>", *out, "</g>"]
     rate, low, high = result.pass_rate, result.ci_low, result.ci_high
     colour = STATUS_COLOURS[result.status]
@@ -99,7 +106,7 @@ def _bar_row(row: Row, result: CapabilityResult | None, y0: float, plot: float) 
         f"threshold {fmt.pct(result.threshold)}, n={result.n}"
     )
     out.append(
-        f'<rect x="{_BAR_LABEL}" y="{_n(cy - _BAR / 2)}" width="{_n(_clamp(rate) * plot)}" '
+        f'<rect x="{label}" y="{_n(cy - _BAR / 2)}" width="{_n(_clamp(rate) * plot)}" '
         f'height="{_BAR}" fill="{colour}"/>'
     )
     if low is not None and high is not None:
@@ -119,12 +126,11 @@ def _bar_row(row: Row, result: CapabilityResult | None, y0: float, plot: float) 
             'stroke-width="2"/>'
         )
     mark = "✓" if result.status in ("passed", "xpassed") else "✗"
-    out.append(f'<text x="{_BAR_LABEL + plot + 8}" y="{_n(cy + 4)}">{fmt.pct(rate)} {mark}</text>')
+    out.append(f'<text x="{label + plot + 8}" y="{_n(cy + 4)}">{fmt.pct(rate)} {mark}</text>')
     return [f"<g><title>{escape(tip)}</title>", *out, "</g>"]
 
 
-def _bar_legend(y: float) -> list[str]:
-    x = _BAR_LABEL
+def _bar_legend(y: float, x: float) -> list[str]:
     items = [
         f'<rect x="{x}" y="{_n(y - 9)}" width="12" height="10" fill="{STATUS_COLOURS["passed"]}"/>',
         f'<text x="{x + 16}" y="{_n(y)}">passed</text>',
@@ -147,24 +153,26 @@ def _bar_legend(y: float) -> list[str]:
 def bar_chart(matrix: Matrix, model: str) -> str:
     """Horizontal pass-rate bars of one model, one per matrix row, with CI whiskers,
     threshold marks (solid) and chance marks (dotted)."""
-    plot = _BAR_WIDTH - _BAR_LABEL - _BAR_RIGHT
     rows = matrix.rows
+    label = _bar_label_width(rows)
+    plot = _BAR_WIDTH - _BAR_LABEL - _BAR_RIGHT
+    width = _n(label + plot + _BAR_RIGHT)
     body_bottom = _BAR_TOP + len(rows) * _ROW
     height = body_bottom + 36
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{_BAR_WIDTH}" '
-        f'height="{height}" viewBox="0 0 {_BAR_WIDTH} {height}" role="img" {_FONT} '
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" {_FONT} '
         f'fill="#111827"><title>{escape(model)}: pass rate per test</title>'
     ]
     for tick in range(0, 101, 25):
-        x = _n(_BAR_LABEL + tick / 100 * plot)
+        x = _n(label + tick / 100 * plot)
         out.append(
             f'<line x1="{x}" y1="{_BAR_TOP}" x2="{x}" y2="{body_bottom}" stroke="#e5e7eb"/>'
             f'<text x="{x}" y="{_BAR_TOP - 8}" text-anchor="middle" fill="#6b7280">{tick}%</text>'
         )
     for i, row in enumerate(rows):
-        out.extend(_bar_row(row, row.cells.get(model), _BAR_TOP + i * _ROW, plot))
-    out.extend(_bar_legend(body_bottom + 24))
+        out.extend(_bar_row(row, row.cells.get(model), _BAR_TOP + i * _ROW, plot, label))
+    out.extend(_bar_legend(body_bottom + 24, label))
     out.append("</svg>")
     return "\n".join(out)
 

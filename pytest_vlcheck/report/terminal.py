@@ -10,9 +10,18 @@ from __future__ import annotations
 
 from pytest_vlcheck import fmt
 from pytest_vlcheck.report.sections import Cell, Report
-from pytest_vlcheck.results.blocks import GateWarning
+from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results.blocks import GateComparison, GateWarning
 
-__all__ = ["UNSCORED_MARK", "cell_text", "format_matrix", "matrix_lines", "plain_table"]
+__all__ = [
+    "UNSCORED_MARK",
+    "cell_text",
+    "format_matrix",
+    "mark_legend",
+    "matrix_lines",
+    "plain_table",
+    "verdict_mark",
+]
 
 _GAP = "  "
 _MIN_LABEL = 12
@@ -21,6 +30,39 @@ _LABEL_HEADER = "capability"
 _THRESHOLD_HEADER = "threshold"
 MARKS = {"passed": "✓", "failed": "✗", "xfailed": "✗", "xpassed": "✓"}
 UNSCORED_MARK = "*"
+REGRESSED_MARK = "⇓"
+MARK_LEGEND = {
+    "✓": "✓ reached its threshold",
+    "✗": "✗ below its threshold",
+    REGRESSED_MARK: f"{REGRESSED_MARK} regressed against the baseline",
+}
+
+
+def verdict_mark(result: CapabilityResult) -> str:
+    """A measured result's mark: ✓ or ✗ by its threshold, ⇓ for a gate regression (a
+    regressed test that also missed its threshold is ✗⇓), so the two ways to fail differ."""
+    mark = MARKS.get(result.status, "?")
+    regressed = isinstance(result.gate, GateComparison) and result.gate.regressed
+    if result.status != "failed" or not regressed:
+        return mark
+    return ("✗" if result.threshold_met is False else "") + REGRESSED_MARK
+
+
+def mark_legend(report: Report) -> str | None:
+    """``marks: ✓ reached its threshold, ✗ below its threshold, ...`` for the marks the
+    matrix shows, when one of them is not ✓; else None."""
+    shown = {
+        char
+        for section in report.sections
+        for cell in section.cells
+        if cell.result.status in MARKS
+        for char in verdict_mark(cell.result)
+    }
+    if not shown - {"✓"}:
+        return None
+    return "marks: " + ", ".join(text for mark, text in MARK_LEGEND.items() if mark in shown)
+
+
 COLOURS = {"drop": "red", "gain": "green"}
 
 Segment = tuple[str, str | None]
@@ -40,7 +82,7 @@ def cell_text(cell: Cell | None, with_n: bool = True) -> str:
         return "ERROR" + mark
     if result.status == "skipped":
         return "skip" + mark
-    text = f"{cell.judged_text:>6} {MARKS.get(result.status, '?')}{mark}"
+    text = f"{cell.judged_text:>6} {verdict_mark(result)}{mark}"
     if result.known_failure:  # expected to fail: a fail is xfail, a pass is XPASS
         text += " xfail" if result.status in ("failed", "xfailed") else " XPASS"
     if with_n:
@@ -126,6 +168,9 @@ def _footer(report: Report) -> list[str]:
         + "".join(f", {c[s]} {s}" for s in ("xfailed", "xpassed") if c.get(s))
         for name, c in report.counts.items()
     ]
+    legend = mark_legend(report)
+    if legend is not None:
+        lines.append(legend)
     for section, cell in report.unscored:
         lines.append(
             f"{UNSCORED_MARK} {section.label} [{cell.model}]: {cell.unscored} example(s) "

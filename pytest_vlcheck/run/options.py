@@ -197,6 +197,15 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         },
     ),
     (
+        "--vl-allow-no-gate",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "with --vl-baseline, run the items ungated when the baseline has no entry "
+            "for any of them, instead of stopping with a usage error (a first run)",
+        },
+    ),
+    (
         "--vl-report",
         {
             "default": None,

@@ -7,6 +7,7 @@ plugin stores one ``VlcheckSession`` in the pytest config's stash.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
@@ -68,6 +69,9 @@ class VlcheckSession:
     """The ``--vl-shard`` split this run is one job of (None: not sharded)."""
     worker_stats: dict[str, ScoringStats] = field(default_factory=dict, repr=False)
     """On an xdist controller: the scoring stats its workers sent, summed per model."""
+    plan_seconds: dict[str, tuple[float, int, int]] = field(default_factory=dict, repr=False)
+    """Per model whose plan was scored in one pass: (its seconds, the examples of the plan,
+    the id of the test whose item paid for it), for ``booked_seconds``."""
 
     def runner(self, model: str) -> ModelRunner:
         """The model's runner, made on first use (the model itself loads on first scoring)."""
@@ -107,12 +111,16 @@ class VlcheckSession:
         The model's first test scores the whole plan in one batched pass; a test outside the
         plan (an xdist worker scores only the items it runs) is scored on its own.
         """
+        started = time.perf_counter()  # the imports and the runner are the plan's cost too
         from pytest_vlcheck.engine import evaluate_test
         from pytest_vlcheck.report.thumbnails import THUMBNAIL_DIR, write_thumbnails
 
         runner = self.runner(model)
         planned = self.planned.pop(model, [])
         runner.prepare(planned if any(t is test for t in planned) else [*planned, test])
+        if len(planned) > 1:
+            examples = sum(len(t.examples) for t in planned)
+            self.plan_seconds[model] = (time.perf_counter() - started, examples, id(test))
         report_dir = self.settings.report_dir
         result = evaluate_test(
             test,
@@ -136,6 +144,10 @@ class VlcheckSession:
         conditions = run_conditions(self.settings.model_options)
         m = self.gated + self.python_gated
         return apply_gate(result, self.settings.gates, m=m, conditions=conditions)
+
+    def booked_seconds(self, test: ChecklistTest, model: str, setup_seconds: float) -> float:
+        """An item's setup time as its JUnit testcase books it (``booked_share``)."""
+        return booked_share(self.plan_seconds.get(model), test, setup_seconds)
 
     def prior_of(self, test: ChecklistTest, result: CapabilityResult) -> Prior | None:
         """The result's prior block; without ``--vl-prior`` only a note on a hard threshold."""
@@ -255,10 +267,12 @@ class VlcheckSession:
 
     def worker_output(self) -> dict[str, Any]:
         """What an xdist worker sends its controller: each model's scoring stats as plain
-        numbers, and the shard plan (every worker collects the whole selection)."""
+        numbers, the shard plan (every worker collects the whole selection) and the models
+        that failed to load."""
         stats = {name: asdict(runner.stats) for name, runner in self.runners.items()}
         plan = self.shard_plan
-        return {"stats": stats, "shard": None if plan is None else plan.to_json()}
+        shard = None if plan is None else plan.to_json()
+        return {"stats": stats, "shard": shard, "load_failures": self.load_failures}
 
     def add_worker_output(self, sent: Mapping[str, Any]) -> None:
         """Take what one xdist worker sent (nothing, when it crashed): its stats are added
@@ -272,3 +286,19 @@ class VlcheckSession:
             self.worker_stats[name] = ScoringStats(**total)
         if sent.get("shard") is not None:
             self.shard_plan = ShardPlan(**sent["shard"])
+        for model, nodeid in sent.get("load_failures", {}).items():
+            self.load_failures.setdefault(model, nodeid)
+
+
+def booked_share(
+    plan: tuple[float, int, int] | None, test: ChecklistTest, setup_seconds: float
+) -> float:
+    """The model's first item scores every planned test in one pass (``plan``: its seconds,
+    examples and paying test's id), so that pass is shared out by example count: else a
+    "slowest tests" view blames whichever test came first."""
+    if plan is None:
+        return setup_seconds
+    seconds, examples, payer = plan
+    share = seconds * len(test.examples) / max(examples, 1)
+    own = setup_seconds - seconds if id(test) == payer else setup_seconds
+    return max(own, 0.0) + share

@@ -15,6 +15,7 @@ from pytest_vlcheck.errors import VlcheckUserError
 
 if TYPE_CHECKING:  # numpy: the plugin imports the sinks in every pytest run
     from pytest_vlcheck.engine.stats import ScoringStats
+    from pytest_vlcheck.results import CapabilityResult
     from pytest_vlcheck.run.outcome import Run
 
 Segment = tuple[str, "str | None"]
@@ -68,6 +69,9 @@ class TerminalMatrix:
 
     out: TerminalOut
     width: int = 100
+    saved: bool = True
+    """Whether the run wrote its files (not interrupted): a ``--vl-save-baseline`` run then
+    says where its baseline went and how many entries it holds."""
 
     def emit(self, run: Run) -> None:
         """Print the run's summary (nothing when it has no results)."""
@@ -99,6 +103,22 @@ class TerminalMatrix:
             self.out.line(warning, yellow=True, bold=True)
         if settings.report_dir is not None:
             self.out.line(f"vlcheck report written to {settings.report_dir}")
+        if settings.save_baseline is not None and self.saved:
+            self.out.line(baseline_line(settings.save_baseline, run.results))
+
+
+def baseline_line(path: Path, results: tuple[CapabilityResult, ...]) -> str:
+    """Where the baseline went, how many entries it holds and how many this run wrote (an
+    errored or skipped test keeps its old entry)."""
+    from pytest_vlcheck.gates.baseline import Baseline, BaselineError
+    from pytest_vlcheck.results import MEASURED
+
+    written = sum(1 for r in results if r.status in MEASURED and r.n > 0)
+    try:
+        held = f"{len(Baseline.load(path).entries)} entries, "
+    except BaselineError:
+        held = ""
+    return f"vlcheck baseline written to {path}: {held}{written} from this run"
 
 
 @dataclass(frozen=True)
