@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pytest_vlcheck.loggers.protocol import Logger, LoggerKind, LoggerSpecError
-from pytest_vlcheck.registry import Registry, check_named
+from pytest_vlcheck.registry import PluginError, Registry, check_named
 
 ENTRY_POINT_GROUP = "pytest_vlcheck.loggers"
 _MLFLOW_SCHEMES = {"", "file", "http", "https", "databricks", "sqlite", "postgresql", "mysql"}
@@ -51,7 +51,10 @@ def _split(spec: Any, where: str) -> tuple[LoggerKind, str]:
     name, _, argument = spec.partition(":")
     if name not in LOGGERS:
         raise LoggerSpecError(f"{where} {spec}: unknown logger {name!r}; {_expected()}")
-    kind = LOGGERS[name]
+    try:
+        kind = LOGGERS[name]
+    except PluginError as exc:  # an installed logger that cannot be imported or is not one
+        raise LoggerSpecError(f"{where} {spec}: {exc}") from None
     if kind.argument and not argument:
         raise LoggerSpecError(f"{where} {spec}: no {kind.argument} given; expected {kind.usage}")
     if not kind.argument and argument:
