@@ -121,8 +121,8 @@ def user_frame(exc: BaseException) -> str:
     outside vlcheck; "" when every frame is vlcheck's."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _is_internal(f.filename)]
     own = [f for f in frames if not _is_installed(f.filename)]
-    frame = (own or frames or [None])[-1]
-    return f"{frame.filename}:{frame.lineno}" if frame is not None else ""
+    chosen = own or frames
+    return f"{chosen[-1].filename}:{chosen[-1].lineno}" if chosen else ""
 
 
 def _is_installed(filename: str) -> bool:
