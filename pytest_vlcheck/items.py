@@ -48,11 +48,14 @@ def add_capability_marks(item: pytest.Item, capability_parts: tuple[str, ...]) -
 
 def result_properties(result: CapabilityResult) -> list[tuple[str, Any]]:
     """The ``vlcheck_*`` user properties (JUnit XML) of one result: its reported fields
-    (``results.REPORTED_FIELDS``, the columns ``matrix.csv`` has too), then the rest."""
+    (``results.REPORTED_FIELDS``, the columns ``matrix.csv`` has too) that it has, then the
+    rest."""
     from pytest_vlcheck.priors.evaluation import junit_properties
 
     fields = result.to_json()
-    properties = [(f"vlcheck_{name}", fields[name]) for name in REPORTED_FIELDS]
+    properties = [  # a number a result does not have (an error's pass rate) is left out
+        (f"vlcheck_{name}", fields[name]) for name in REPORTED_FIELDS if fields[name] is not None
+    ]
     properties.append(("vlcheck_fingerprint", result.fingerprint))
     if result.prior:
         properties.extend(junit_properties(result.prior))

@@ -3,8 +3,8 @@
 Each report file is written atomically, but a folder holds several (``matrix.*``,
 ``report.html``, ``samples.jsonl``): a run killed between two renames, or two runs writing one
 ``--vl-report`` folder at once, could leave one run's matrix beside another's samples, every
-file whole and the set wrong. So a writer holds the folder's lock (``.vlcheck.lock``, an
-``flock`` the kernel lets go of when a writer dies) for the whole set, and writes, after the
+file whole and the set wrong. So a writer holds the folder's lock (an ``flock`` on the folder,
+which the kernel lets go of when a writer dies) for the whole set, and writes, after the
 files, ``manifest.json``: the run's id and each file's SHA-256. A reader (``vlcheck report``,
 ``compare``, ``merge``) checks every file the manifest names that is present and refuses a
 folder whose files are not the ones the manifest's run wrote, in one line. A folder without a
@@ -26,7 +26,6 @@ from pytest_vlcheck.atomic import atomic_write_text
 from pytest_vlcheck.results.json_checks import ReportFormatError
 
 MANIFEST = "manifest.json"
-LOCK = ".vlcheck.lock"
 VERSION = 1
 
 __all__ = [
@@ -58,7 +57,7 @@ def writing(folder: Path) -> Iterator[None]:
     except ImportError:  # no flock (Windows): the manifest still tells a mixed folder
         yield
         return
-    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(folder, os.O_RDONLY)  # the folder itself: no lock file left in it
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
