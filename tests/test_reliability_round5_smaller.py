@@ -90,3 +90,23 @@ def test_the_junit_properties_leave_out_a_pass_rate_the_result_lacks(errored) ->
 def test_the_tensorboard_check_writes_rather_than_trusting_permission_bits() -> None:
     with pytest.raises(LoggerSpecError, match=r"/proc (cannot hold new files|is read-only)"):
         check_logger_spec("tensorboard:/proc/vlcheck-events", "--vl-log")
+
+
+@pytest.mark.parametrize("ties", ["first", "fail", None])
+def test_a_position_outside_ties_order_is_refused(tmp_path: Path, ties: str | None) -> None:
+    from pytest_vlcheck.checklist import load_checklist
+    from pytest_vlcheck.parsing.errors import ChecklistError
+
+    rule = f"    ties: {ties}\n" if ties else ""
+    (tmp_path / "checks.yaml").write_text(
+        CHECKLIST.replace("    examples:\n", rule + "    examples:\n").replace(
+            "negatives: [a blue square]}", "negatives: [a blue square], position: 1}"
+        )
+    )
+    with pytest.raises(ChecklistError, match=rf"checks.yaml:{8 + bool(ties)}: 'position' places"):
+        load_checklist(tmp_path / "checks.yaml")
+    ordered = (tmp_path / "checks.yaml").read_text().replace(f"ties: {ties}", "ties: order")
+    (tmp_path / "checks.yaml").write_text(ordered if ties else ordered.replace(
+        "    examples:\n", "    ties: order\n    examples:\n"))  # fmt: skip
+    (test,) = load_checklist(tmp_path / "checks.yaml").tests
+    assert test.examples[0].position == 1

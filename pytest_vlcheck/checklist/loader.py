@@ -150,6 +150,8 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
     settings = errors.attempt(_parse_settings, fields, task, named)
     name = test_id or str(fields.data.get("id", "?"))
     examples, source = errors.attempt(_examples, context, fields, name, task) or ((), None)
+    if examples and settings is not None and "position" in task.optional_example_keys:
+        errors.attempt(_positions_need_order, fields, settings)
     if examples:
         wanted = [("macro", macro.tag)] if macro is not None else []
         wanted += [("all_of", tag) for tag in all_of or ()]
@@ -193,6 +195,26 @@ def _tags_on_examples(
                 f"examples' tags: {have}",
                 key,
             )
+
+
+def _positions_need_order(fields: Fields, settings: Mapping[str, Any]) -> None:
+    """An example's ``position`` places its true candidate under ``ties: order`` only: under
+    another rule (the test's, or the example's own ``ties``) it would be ignored."""
+    raw = fields.data.get("examples")
+    if not isinstance(raw, list):
+        return  # a JSON Lines file: its examples are checked by the task kind alone
+    test_rule = settings.get("ties", "fail")
+    for index, example in enumerate(raw):
+        if isinstance(example, Mapping) and "position" in example:
+            rule = example.get("ties", test_rule)
+            if rule != "order":
+                raise ChecklistError(
+                    fields.path,
+                    fields.item_line("examples", index),
+                    f"'position' places the true candidate under 'ties: order' only; this "
+                    f"example is judged under 'ties: {rule}'; expected 'ties: order' (on the "
+                    "test, or on the example where it takes one) or no 'position'",
+                )
 
 
 def _named_kind(fields: Fields) -> Task | None:
