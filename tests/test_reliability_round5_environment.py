@@ -12,22 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from checklist_text import checklist
 from colour_scorer import SOURCE
 from PIL import Image
 
 from pytest_vlcheck.models.broken_environment import import_failure
 
-CHECKLIST = "vlcheck: 1\ntests:\n" + "".join(
-    f"""\
-  - id: t{index}
-    capability: attribute/color
-    task: caption
-    threshold: 0.5
-    examples:
-      - {{id: r, image: red.png, caption: a red square, negatives: [a blue square]}}
-"""
-    for index in range(4)
-)
+CHECKLIST = checklist(ids=("t0", "t1", "t2", "t3"))
 
 
 def test_a_torchvision_that_cannot_load_is_one_line_once_per_model(tmp_path: Path) -> None:

@@ -9,21 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from checklist_text import checklist
 from PIL import Image
 from vqa_builders import build_llava
 
 from pytest_vlcheck import SettingsError, VlcheckUserError, evaluate
 
-CHECKLIST = """\
-vlcheck: 1
-tests:
-  - id: colour
-    capability: attribute/color
-    task: caption
-    threshold: 0.0
-    examples:
-      - {image: red.png, caption: a red square, negatives: [a blue square]}
-"""
+CHECKLIST = checklist(extra="    threshold: 0.0\n")
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from checklist_text import checklist
 from colour_scorer import SOURCE
 from PIL import Image
 
@@ -32,16 +33,6 @@ badlog = vlcheck_broken:BAD
 
 [pytest_vlcheck.models]
 badm = vlcheck_broken:BAD
-"""
-CHECKLIST = """\
-vlcheck: 1
-tests:
-  - id: color
-    capability: attribute/color
-    task: {task}
-    threshold: 0.5
-    examples:
-      - {{id: r, image: red.png, caption: a red square, negatives: [a blue square]}}
 """
 LINE = (
     "raised RuntimeError: operator torchvision::nms does not exist "
@@ -68,8 +59,8 @@ def broken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     project.mkdir()
     Image.new("RGB", (8, 8), (220, 20, 20)).save(project / "red.png")
     (project / "colour_model.py").write_text(SOURCE)
-    (project / "good.yaml").write_text(CHECKLIST.format(task="caption"))
-    (project / "bad.yaml").write_text(CHECKLIST.format(task="bad"))
+    (project / "good.yaml").write_text(checklist())
+    (project / "bad.yaml").write_text(checklist(task="bad"))
     return project
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checklist_text import BLUE, RED, checklist
 from colour_scorer import SOURCE
 from PIL import Image
 
@@ -85,11 +86,9 @@ def _ranks(work: Path, fault: str) -> dict[str, Any]:
     for index, rgb in enumerate([(220, 20, 20), (20, 20, 220)]):
         Image.new("RGB", (8, 8), rgb).save(work / f"c{index}.png")
     (work / "checks.yaml").write_text(
-        "vlcheck: 1\ntests:\n  - id: color\n    capability: attribute/color\n    task: caption\n"
-        "    threshold: 0.0\n    examples:\n"
-        "      - {image: c0.png, caption: a red square, negatives: [a blue square]}\n"
-        "      - {image: c1.png, caption: a blue square, negatives: [a red square]}\n"
-    )
+        checklist(RED.replace("red.png", "c0.png"), BLUE.replace("blue.png", "c1.png"),
+                  extra="    threshold: 0.0\n")
+    )  # fmt: skip
     (work / "faulty_model.py").write_text(SOURCE.replace("def make():", "def _make():") + FAULTY)
     spawn = multiprocessing.get_context("spawn")
     port = _free_port()

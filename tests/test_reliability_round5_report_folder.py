@@ -15,22 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from checklist_text import BLUE, RED, checklist
 from colour_scorer import SOURCE
 from PIL import Image
 
 from pytest_vlcheck.results.manifest import MANIFEST, check_report_folder, manifest_run
 
-CHECKLIST = """\
-vlcheck: 1
-tests:
-  - id: color
-    capability: attribute/color
-    task: caption
-    threshold: {threshold}
-    examples:
-      - {{id: r, image: red.png, caption: a red square, negatives: [a blue square]}}
-      - {{id: b, image: blue.png, caption: a blue square, negatives: [a red square]}}
-"""
 KILL_BEFORE_SAMPLES = """\
 import os, signal
 import pytest_vlcheck.results.samples as samples
@@ -81,7 +71,7 @@ def project(tmp_path: Path) -> Path:
         Image.new("RGB", (8, 8), rgb).save(tmp_path / f"{name}.png")
     (tmp_path / "colour_model.py").write_text(SOURCE)
     (tmp_path / "broken_model.py").write_text(BROKEN_MODEL)
-    (tmp_path / "checks.yaml").write_text(CHECKLIST.format(threshold=0.5))
+    (tmp_path / "checks.yaml").write_text(checklist(RED, BLUE))
     return tmp_path
 
 
@@ -126,7 +116,7 @@ def test_a_run_killed_between_report_files_leaves_a_folder_readers_refuse(projec
     first = manifest_run(project / "rep")
     assert first is not None
     check_report_folder(project / "rep")
-    (project / "checks.yaml").write_text(CHECKLIST.format(threshold=0.25))
+    (project / "checks.yaml").write_text(checklist(RED, BLUE, extra="    threshold: 0.25\n"))
     (project / "conftest.py").write_text(KILL_BEFORE_SAMPLES)
     code, out = _run(project, "--vl-model=colour=py:colour_model:make", "--vl-report=rep")
     assert code == -9, out

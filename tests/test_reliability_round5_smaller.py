@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from checklist_text import checklist
 from PIL import Image
 
 from pytest_vlcheck import evaluate
@@ -18,16 +19,7 @@ from pytest_vlcheck.cli import main
 from pytest_vlcheck.loggers import LoggerSpecError, check_logger_spec
 from pytest_vlcheck.report import read_report
 
-CHECKLIST = """\
-vlcheck: 1
-tests:
-  - id: color
-    capability: attribute/color
-    task: caption
-    threshold: 0.5
-    examples:
-      - {id: r, image: red.png, caption: a red square, negatives: [a blue square]}
-"""
+CHECKLIST = checklist()
 
 
 class Raising:
