@@ -5,7 +5,7 @@ knows nothing of pytest; ``plugin`` wires it into pytest, ``cli`` into the ``vlc
 command, and ``evaluate`` (``run.evaluate``) serves Python callers such as training loops.
 ``evaluate``, ``Run``, ``CapabilityResult`` and the exceptions a caller catches
 (``VlcheckUserError`` and its subclasses ``SettingsError``, ``ModelLoadError`` and
-``ChecklistError``) are
+``ChecklistError``; ``CollectiveError``, a rank's failure under torch.distributed) are
 imported on first use, so importing the package stays cheap.
 """
 
@@ -23,11 +23,13 @@ _EXPORTS = {
     "SettingsError": "pytest_vlcheck.errors",
     "ModelLoadError": "pytest_vlcheck.errors",
     "ChecklistError": "pytest_vlcheck.parsing.errors",
+    "CollectiveError": "pytest_vlcheck.run.distributed",
 }
 
 __all__ = [
     "CapabilityResult",
     "ChecklistError",
+    "CollectiveError",
     "ModelLoadError",
     "Run",
     "SettingsError",

@@ -115,6 +115,22 @@ def trimmed_traceback(exc: BaseException) -> str:
     return "".join(lines).rstrip("\n")
 
 
+def user_frame(exc: BaseException) -> str:
+    """Where the user's code raised ``exc``, as ``FILE:LINE``: the deepest frame outside
+    vlcheck, importlib and installed packages (the line a user edits), else the deepest frame
+    outside vlcheck; "" when every frame is vlcheck's."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _is_internal(f.filename)]
+    own = [f for f in frames if not _is_installed(f.filename)]
+    chosen = own or frames
+    return f"{chosen[-1].filename}:{chosen[-1].lineno}" if chosen else ""
+
+
+def _is_installed(filename: str) -> bool:
+    """A frame of an installed package or of Python's own library."""
+    parts = Path(filename).parts
+    return "site-packages" in parts or "dist-packages" in parts or filename.startswith("<")
+
+
 def _is_internal(filename: str) -> bool:
     """vlcheck's own files, importlib (Python's or frozen): not the user's stack."""
     if filename.startswith("<frozen importlib"):

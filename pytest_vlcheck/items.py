@@ -77,12 +77,12 @@ class ChecklistFile(pytest.File):
 
     def collect(self) -> Iterator[ChecklistItem]:
         """One item per test per ``--vl-model`` (one model-less item when none is given)."""
-        from pytest_vlcheck.checklist import ChecklistError, load_checklist
+        from pytest_vlcheck.checklist import load_checklist
 
         session = self.config.stash[SESSION_KEY]
         try:
             checklist = load_checklist(self.path, image_root=session.settings.image_root)
-        except ChecklistError as exc:
+        except VlcheckUserError as exc:  # a checklist's mistake, or a kind's plug-in
             raise self.CollectError(exc.render()) from None
         models: list[str | None] = [s.name for s in session.settings.specs] or [None]
         for test in checklist.tests:

@@ -22,15 +22,36 @@ from collections.abc import Callable, Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Generic, TypeVar
 
-from pytest_vlcheck.errors import UserCodeError, VlcheckUserError
+from pytest_vlcheck.errors import UserCodeError, VlcheckUserError, user_frame
 
 T = TypeVar("T")
 
-__all__ = ["PluginError", "Registry", "check_named"]
+__all__ = ["PluginError", "PluginLoadError", "Registry", "check_named"]
 
 
 class PluginError(VlcheckUserError, TypeError):
     """A registered plug-in is not what its kind needs (``str()`` says what is missing)."""
+
+
+class PluginLoadError(UserCodeError, PluginError):
+    """A plug-in's module raised on import: one line naming the entry point, the exception and
+    the plug-in's own line where it was raised (its traceback is the third party's concern, and
+    a broken environment behind it, e.g. torch and torchvision from different builds, would
+    otherwise print pages of it)."""
+
+    def render(self) -> str:
+        return str(self)
+
+    @classmethod
+    def loading(cls, exc: BaseException, where: str) -> PluginLoadError:
+        """``exc``, raised while importing the plug-in ``where`` describes."""
+        frame = user_frame(exc)
+        at = f" (at {frame})" if frame else ""
+        detail = " ".join(str(exc).split())
+        message = f"loading {where} raised {type(exc).__name__}" + (f": {detail}" if detail else "")
+        error = cls(message + at, "")
+        error.__cause__ = exc
+        return error
 
 
 def _resolve(reference: str) -> Any:
@@ -128,8 +149,8 @@ class Registry(Mapping[str, T], Generic[T]):
             where = self.where(name)
             try:
                 raw = entry.load()
-            except Exception as exc:  # third-party code: its own error, its own frames
-                raise UserCodeError.from_exception(exc, f"loading {where}") from exc
+            except Exception as exc:  # third-party code: one line, the plug-in's own frame
+                raise PluginLoadError.loading(exc, where) from exc
             value = self._check(raw, name, where)
         self._loaded[name] = value
         return value

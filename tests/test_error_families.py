@@ -523,7 +523,11 @@ def test_error_family(
     if case.ret == USAGE:
         assert _kept(root) == before  # a run refused before it starts leaves every file
         assert sorted(p.name for p in (root / "rep").iterdir()) == sorted(
-            [*{Path(n).name for n in KEPT if n.startswith("rep/")}, "samples.jsonl"]
+            [
+                *{Path(n).name for n in KEPT if n.startswith("rep/")},
+                "samples.jsonl",
+                "manifest.json",
+            ]
         )
     elif case.ret == INTERRUPTED:  # stopped by collection errors: the report says which
         assert _kept(root)["base.json"] == before["base.json"]

@@ -123,9 +123,12 @@ def test_bad_inputs_are_one_message(runs: Path, capsys: pytest.CaptureFixture[st
 
 
 def _edit(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Change a report file by hand, its folder's manifest dropped (else the folder is refused
+    as a mix of runs: tests/test_reliability_round5_report_folder.py)."""
     doc = json.loads(path.read_text())
     change(doc)
     path.write_text(json.dumps(doc))
+    (path.parent / "manifest.json").unlink(missing_ok=True)
 
 
 def _refused(runs: Path, capsys: pytest.CaptureFixture[str], *inputs: str) -> str:
@@ -222,6 +225,7 @@ def test_a_test_with_other_content_is_refused(
 
 def test_samples_must_match_their_results(merged: Path, capsys: pytest.CaptureFixture[str]) -> None:
     samples = merged / "s2" / "samples.jsonl"
+    (samples.parent / "manifest.json").unlink()  # edited by hand below
     lines = samples.read_text().splitlines(keepends=True)
     samples.write_text("".join(lines[1:]))
     error = _refused(merged, capsys, "s1", "s2")

@@ -85,8 +85,8 @@ def test_a_prior_returning_the_wrong_count_is_one_line(pytester: pytest.Pytester
     assert "Traceback" not in output and "ValueError" not in output
     result.stdout.fnmatch_lines(
         [
-            f"{project.path / 'checks.yaml'}:4: test 'red': prior 'Short' returned 1 NLLs for "
-            "4 texts; expected one per text",
+            f"{project.path / 'checks.yaml'}:4: test 'red': --vl-prior py:short_prior:make: its "
+            "text_nll returned 1 NLLs for 4 texts; expected one per text",
             "*vlcheck capability matrix*",
         ]
     )

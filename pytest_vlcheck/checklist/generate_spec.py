@@ -23,7 +23,7 @@ from pytest_vlcheck.images.scenes import (
     SHAPES,
     TEXTURES,
 )
-from pytest_vlcheck.tasks import TASKS, GenerationRules, get_task
+from pytest_vlcheck.tasks import GenerationRules, builtin_tasks, get_task
 
 # --------------------------------------------------------------------------- vocabulary
 
@@ -277,11 +277,11 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
         raise ValueError(f"{task} tests cannot be generated from scenes; write their examples")
     captions, prompts, used = _parse_templates(spec)
     if prompts and not rules.takes_prompts:
-        kinds = " and ".join(t.name for t in TASKS.values() if t.generation.takes_prompts)
+        kinds = " and ".join(t.name for t in builtin_tasks() if t.generation.takes_prompts)
         fail("prompts", f"only {kinds} tests take prompt lists; use caption elsewhere")
     perturb = _parse_perturb(spec.get("perturb"), used)
     if perturb and not rules.changes:
-        kinds = " and ".join(t.name for t in TASKS.values() if t.generation.changes)
+        kinds = " and ".join(t.name for t in builtin_tasks() if t.generation.changes)
         fail("perturb", f"only {kinds} tests take perturb; this test is {task}")
     lexicon = dict(DEFAULT_LEXICON)
     given = _parse_lexicon(spec.get("lexicon"))

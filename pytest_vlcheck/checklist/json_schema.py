@@ -12,24 +12,45 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from importlib.resources import files
 from typing import Any
 
 from pytest_vlcheck.images.scenes import scene_schema
-from pytest_vlcheck.tasks import TASKS
+from pytest_vlcheck.registry import PluginError
+from pytest_vlcheck.tasks import TASKS, Task
 
 BASE = ("pytest_vlcheck.checklist", "checklist.schema.json")
 
 
-def checklist_schema() -> dict[str, Any]:
-    """The whole schema (draft 2020-12), as ``vlcheck schema`` prints it."""
+def schema_kinds() -> tuple[dict[str, Task], list[str]]:
+    """Every task kind that imports (the built-in ones, then installed packages'), and one
+    line for each installed package's kind that does not (left out of the schema: a broken
+    plug-in must not cost every user the schema)."""
+    kinds: dict[str, Task] = {}
+    broken: list[str] = []
+    for name in TASKS:
+        try:
+            kinds[name] = TASKS[name]
+        except PluginError as exc:
+            if TASKS.is_builtin(name):
+                raise
+            broken.append(f"{exc}; the schema leaves '{name}' out")
+    return kinds, broken
+
+
+def checklist_schema(kinds: Mapping[str, Task] | None = None) -> dict[str, Any]:
+    """The whole schema (draft 2020-12), as ``vlcheck schema`` prints it, of ``kinds``
+    (default: every kind that imports, ``schema_kinds``)."""
+    if kinds is None:
+        kinds = schema_kinds()[0]
     package, name = BASE
     schema = json.loads(files(package).joinpath(name).read_text(encoding="utf-8"))
     schema["$defs"]["scene"] = scene_schema()
     test = schema["$defs"]["test"]
-    test["properties"]["task"]["enum"] = list(TASKS)
+    test["properties"]["task"]["enum"] = list(kinds)
     rules = []
-    for kind, task in TASKS.items():
+    for kind, task in kinds.items():
         schema["$defs"][f"{kind}_example"] = copy.deepcopy(dict(task.example_schema))
         examples = {"type": "array", "minItems": 1, "items": {"$ref": f"#/$defs/{kind}_example"}}
         rules.append(
@@ -40,20 +61,20 @@ def checklist_schema() -> dict[str, Any]:
                 },
             }
         )
-    for key, kinds in _setting_owners().items():
-        if key not in test["properties"] and all(TASKS.is_builtin(kind) for kind in kinds):
+    for key, owners in _setting_owners(kinds).items():
+        if key not in test["properties"] and all(TASKS.is_builtin(kind) for kind in owners):
             raise ValueError(f"the schema describes no test key {key!r} that a task kind takes")
-        test["properties"].setdefault(key, {"description": f"a setting of {', '.join(kinds)}"})
-        allowed = {"const": kinds[0]} if len(kinds) == 1 else {"enum": kinds}
+        test["properties"].setdefault(key, {"description": f"a setting of {', '.join(owners)}"})
+        allowed = {"const": owners[0]} if len(owners) == 1 else {"enum": owners}
         rules.append({"if": {"required": [key]}, "then": {"properties": {"task": allowed}}})
     test["allOf"] = rules
     return schema
 
 
-def _setting_owners() -> dict[str, list[str]]:
+def _setting_owners(kinds: Mapping[str, Task]) -> dict[str, list[str]]:
     """Each test-level setting key and the kinds that take it, in registry order."""
     owners: dict[str, list[str]] = {}
-    for kind, task in TASKS.items():
+    for kind, task in kinds.items():
         for key in task.setting_keys:
             owners.setdefault(key, []).append(kind)
     return owners

@@ -17,7 +17,8 @@ from pytest_vlcheck.parsing.example_fields import ParseContext, example_id, pars
 from pytest_vlcheck.parsing.fields import Fields, type_name
 from pytest_vlcheck.parsing.gc_pause import gc_paused
 from pytest_vlcheck.parsing.yaml_lines import checklist_header_problem, load_yaml
-from pytest_vlcheck.tasks import TASKS, Example, Task, get_task
+from pytest_vlcheck.registry import PluginError
+from pytest_vlcheck.tasks import TASKS, Example, Task, builtin_tasks, get_task
 
 T = TypeVar("T")
 FORMAT_VERSION = 1
@@ -42,11 +43,13 @@ _TEST_KEYS = (
 """Keys every test takes; a task kind adds its own (``Task.setting_keys``)."""
 
 
-def _setting_keys() -> dict[str, tuple[Task, ...]]:
-    """Each test-level key a task kind takes, and the kinds that take it (installed
-    packages' kinds included)."""
+def _setting_keys(named: Task | None) -> dict[str, tuple[Task, ...]]:
+    """Each test-level key a task kind takes, and the kinds that take it: the built-in kinds
+    and ``named``, the test's own kind (an installed package's kind is imported only when a
+    test names it, so a broken one breaks no other checklist)."""
     owners: dict[str, tuple[Task, ...]] = {}
-    for task in TASKS.values():
+    kinds = builtin_tasks()
+    for task in [*kinds, *([named] if named is not None and named not in kinds else [])]:
         for key in task.setting_keys:
             owners[key] = (*owners.get(key, ()), task)
     return owners
@@ -113,9 +116,10 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
     if isinstance(fields.data.get("id"), str):
         fields.where = f"test '{fields.data['id']}'"
     errors = ErrorCollector()
+    named = errors.attempt(_named_kind, fields)
     with errors.guard():
         fields.check_keys(
-            (*_TEST_KEYS, *_setting_keys()), required=("id", "capability", "task", "threshold")
+            (*_TEST_KEYS, *_setting_keys(named)), required=("id", "capability", "task", "threshold")
         )
 
     def given(parse: Callable[..., T], key: str, *args: Any, **kwargs: Any) -> T | None:
@@ -139,13 +143,15 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
     all_of = errors.attempt(_parse_all_of, fields) if fields.has("all_of") else ()
     cluster = given(fields.text, "cluster") or ""
     known = given(_parse_known_failures, "known_failures", context, fields) or {}
-    if task_name is None:
+    if task_name is None or named is None:
         errors.raise_any()
-    assert task_name is not None  # its absence or mistake was recorded, and raised
-    task = get_task(task_name)
-    settings = errors.attempt(_parse_settings, fields, task)
+    assert named is not None  # its absence or mistake (or its kind's import) was recorded
+    task = named
+    settings = errors.attempt(_parse_settings, fields, task, named)
     name = test_id or str(fields.data.get("id", "?"))
     examples, source = errors.attempt(_examples, context, fields, name, task) or ((), None)
+    if examples and settings is not None and "position" in task.optional_example_keys:
+        errors.attempt(_positions_need_order, fields, settings)
     if examples:
         wanted = [("macro", macro.tag)] if macro is not None else []
         wanted += [("all_of", tag) for tag in all_of or ()]
@@ -191,9 +197,41 @@ def _tags_on_examples(
             )
 
 
-def _parse_settings(fields: Fields, task: Task) -> dict[str, Any]:
+def _positions_need_order(fields: Fields, settings: Mapping[str, Any]) -> None:
+    """An example's ``position`` places its true candidate under ``ties: order`` only: under
+    another rule (the test's, or the example's own ``ties``) it would be ignored."""
+    raw = fields.data.get("examples")
+    if not isinstance(raw, list):
+        return  # a JSON Lines file: its examples are checked by the task kind alone
+    test_rule = settings.get("ties", "fail")
+    for index, example in enumerate(raw):
+        if isinstance(example, Mapping) and "position" in example:
+            rule = example.get("ties", test_rule)
+            if rule != "order":
+                raise ChecklistError(
+                    fields.path,
+                    fields.item_line("examples", index),
+                    f"'position' places the true candidate under 'ties: order' only; this "
+                    f"example is judged under 'ties: {rule}'; expected 'ties: order' (on the "
+                    "test, or on the example where it takes one) or no 'position'",
+                )
+
+
+def _named_kind(fields: Fields) -> Task | None:
+    """The kind the test's ``task:`` names, when it names one; a plug-in kind that cannot be
+    imported is one error at the ``task:`` line."""
+    name = fields.data.get("task")
+    if not isinstance(name, str) or name not in TASKS:
+        return None  # reported by the ``task`` key's own check
+    try:
+        return get_task(name)
+    except PluginError as exc:
+        fields.fail(str(exc), "task")
+
+
+def _parse_settings(fields: Fields, task: Task, named: Task | None) -> dict[str, Any]:
     """The test-level keys of ``task``'s kind; another kind's keys are errors."""
-    for key, owners in _setting_keys().items():
+    for key, owners in _setting_keys(named).items():
         if fields.has(key) and task not in owners:
             kinds = ", ".join(owner.name for owner in owners)
             fields.fail(f"'{key}' applies to {kinds} tests only, not '{task.name}'", key)

@@ -11,6 +11,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from pytest_vlcheck.errors import VlcheckUserError
+
 PIPE_CLOSED = 141
 """The status of a command whose reader went away (``vlcheck ... | head``): 128 + SIGPIPE,
 what a shell reports for a program that signal stopped."""
@@ -18,10 +20,14 @@ what a shell reports for a program that signal stopped."""
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(plugin_formats=given[:1] == ["import"])
+    args = parser.parse_args(given)
     try:
         return int(args.handler(args))
+    except VlcheckUserError as exc:  # a handler's own checks say it better; this is the net
+        print(f"vlcheck {args.command}: {exc.render()}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # Nobody reads the rest: no traceback, and no second error when Python flushes
         # stdout at exit (its descriptor now points at /dev/null).
@@ -30,8 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return PIPE_CLOSED
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser with every subcommand."""
+def build_parser(plugin_formats: bool = True) -> argparse.ArgumentParser:
+    """The parser with every subcommand; ``plugin_formats``: ``import`` also takes the
+    formats installed packages register (imported for their options)."""
     from pytest_vlcheck.cli.audit import add_audit_command
     from pytest_vlcheck.cli.baseline import add_baseline_command
     from pytest_vlcheck.cli.compare import add_compare_command
@@ -49,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_validate_command(subparsers)
-    add_import_command(subparsers)
+    add_import_command(subparsers, plugin_formats)
     add_render_command(subparsers)
     add_report_command(subparsers)
     add_audit_command(subparsers)

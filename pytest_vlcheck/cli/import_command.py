@@ -21,6 +21,7 @@ from pytest_vlcheck.cli.help_examples import with_examples
 from pytest_vlcheck.cli.output_paths import OutputPathError, check_output_file, check_output_folder
 from pytest_vlcheck.importers import FORMATS
 from pytest_vlcheck.importers.common import Document, Importer, SourceError, check_loads
+from pytest_vlcheck.registry import PluginError
 
 _DESCRIPTION = """\
 Turn a benchmark's annotation files into a checklist YAML that pytest-vlcheck runs.
@@ -96,10 +97,18 @@ class _UsageError(Exception):
     """A wrong combination of options (exit status 2, no traceback)."""
 
 
-def add_import_command(subparsers: Any) -> None:
-    """Register ``import`` on the ``vlcheck`` sub-command parsers; it sets ``handler``."""
+def add_import_command(subparsers: Any, plugins: bool = True) -> None:
+    """Register ``import`` on the ``vlcheck`` sub-command parsers; it sets ``handler``.
+
+    ``plugins``: also the formats installed packages register (imported here for their
+    options and summaries); ``vlcheck`` passes it only when the command is ``import``, so a
+    broken plug-in format costs no other command anything. One that cannot be imported is a
+    line of the help, and an error only when it is the format asked for.
+    """
+    loaded, broken = _formats(plugins)
     epilog = "formats:\n" + "\n".join(
-        f"  {name:<15} {importer.summary}" for name, importer in FORMATS.items()
+        [f"  {name:<15} {importer.summary}" for name, importer in loaded.items()]
+        + [f"  {name:<15} (cannot be used: {problem})" for name, problem in broken.items()]
     )
     epilog += (
         "\n\n"
@@ -116,7 +125,10 @@ def add_import_command(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "format", metavar="FORMAT", choices=list(FORMATS), help="one of: " + ", ".join(FORMATS)
+        "format",
+        metavar="FORMAT",
+        choices=[*loaded, *broken],
+        help="one of: " + ", ".join([*loaded, *broken]),
     )
     parser.add_argument(
         "sources", metavar="SRC", nargs="+", type=Path, help="annotation files or folders of them"
@@ -152,12 +164,25 @@ def add_import_command(subparsers: Any) -> None:
         help="pass-rate threshold of every test, in [0, 1] (default: each test's chance level)",
     )
     registry: dict[tuple[str, ...], _Option] = {}
-    for name, importer in FORMATS.items():
+    for name, importer in loaded.items():
         group = parser.add_argument_group(f"{name} options")
         importer.add_arguments(_OptionRecorder(name, group, registry))
     parser.set_defaults(
         handler=run_import, _vl_format_options=_FormatOptions(tuple(registry.values()))
     )
+
+
+def _formats(plugins: bool) -> tuple[dict[str, Importer], dict[str, str]]:
+    """The formats that import (built-ins, then with ``plugins`` the installed packages'), and
+    why each installed one that does not cannot be used."""
+    loaded = {name: FORMATS[name] for name in FORMATS.builtin_names}
+    broken: dict[str, str] = {}
+    for name in FORMATS.plugins() if plugins else ():
+        try:
+            loaded[name] = FORMATS[name]
+        except PluginError as exc:
+            broken[name] = str(exc)
+    return loaded, broken
 
 
 def _fraction(text: str) -> float:
@@ -196,7 +221,7 @@ def run_import(args: argparse.Namespace) -> int:
             _write(files, doc)
         if args.threshold is None:
             print(CHANCE_THRESHOLDS)
-    except (SourceError, _UsageError, OutputPathError) as exc:
+    except (SourceError, _UsageError, OutputPathError, PluginError) as exc:
         print(f"vlcheck import: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -130,7 +130,8 @@ def merge_reports(
     do not let it check goes to ``warn``."""
     from pytest_vlcheck.report import read_report, write_report
     from pytest_vlcheck.report.thumbnails import copy_thumbnails, thumbnail_names
-    from pytest_vlcheck.results.samples import write_samples
+    from pytest_vlcheck.results.manifest import new_run_id, write_manifest, writing
+    from pytest_vlcheck.results.samples import SAMPLES, write_samples
 
     documents = []
     for folder in inputs:
@@ -154,10 +155,14 @@ def merge_reports(
         results = _with_reference(results, samples, [m["name"] for m in models])
     for folder, doc in documents:
         copy_thumbnails(folder, output, thumbnail_names(doc.results))
-    written = write_report(output, models, results, errors=errors, run_block=merged_run(documents))
-    if samples is not None:
-        write_samples(output / "samples.jsonl", samples)
-        written.append(output / "samples.jsonl")
+    with writing(output):
+        written = write_report(
+            output, models, results, errors=errors, run_block=merged_run(documents)
+        )
+        if samples is not None:
+            write_samples(output / SAMPLES, samples)
+            written.append(output / SAMPLES)
+        write_manifest(output, [path.name for path in written], new_run_id())
     return written
 
 

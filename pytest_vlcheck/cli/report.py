@@ -64,6 +64,7 @@ def _github(matrix: Path) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from pytest_vlcheck.report import ReportFormatError, read_report, write_report
+    from pytest_vlcheck.results.manifest import manifest_run, new_run_id, write_manifest, writing
 
     if args.github:
         return _github(args.matrix)
@@ -74,14 +75,17 @@ def _report(args: argparse.Namespace) -> int:
     except (ReportFormatError, OutputPathError, OSError) as exc:
         print(f"vlcheck report: {exc}", file=sys.stderr)
         return 2
-    directory.mkdir(exist_ok=True)
-    for path in write_report(
-        directory,
-        doc.models,
-        doc.results,
-        errors=doc.errors,
-        thumbnail_source=args.matrix.parent,
-        run_block=doc.run,
-    ):
+    run = manifest_run(args.matrix.parent) or new_run_id()
+    with writing(directory):
+        paths = write_report(
+            directory,
+            doc.models,
+            doc.results,
+            errors=doc.errors,
+            thumbnail_source=args.matrix.parent,
+            run_block=doc.run,
+        )
+        write_manifest(directory, [path.name for path in paths], run)
+    for path in paths:
         print(path)
     return 0

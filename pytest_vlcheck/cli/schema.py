@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
-from pytest_vlcheck.checklist.json_schema import checklist_schema
+from pytest_vlcheck.checklist.json_schema import checklist_schema, schema_kinds
 from pytest_vlcheck.cli.help_examples import with_examples
 
 
 def schema_text() -> str:
-    """The schema, as JSON text."""
-    return json.dumps(checklist_schema(), indent=2, ensure_ascii=False) + "\n"
+    """The schema, as JSON text; an installed task kind that cannot be imported is left out,
+    one line on stderr saying why."""
+    kinds, broken = schema_kinds()
+    for line in broken:
+        print(f"vlcheck schema: {line}", file=sys.stderr)
+    return json.dumps(checklist_schema(kinds), indent=2, ensure_ascii=False) + "\n"
 
 
 def add_schema_command(subparsers: argparse._SubParsersAction) -> None:

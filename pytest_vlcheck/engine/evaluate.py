@@ -214,7 +214,8 @@ def _missing_message(test: ChecklistTest, lost: list[tuple[Example, Unscorable]]
 def unscored_result(
     test: ChecklistTest, model: str, status: Status, threshold: float | None = None
 ) -> CapabilityResult:
-    """The matrix row of a test that produced no measurement (errored or skipped)."""
+    """The matrix row of a test that produced no measurement (errored or skipped): no pass
+    rate and no interval (None, ``null`` in matrix.json), not a 0 a plot would draw."""
     return CapabilityResult(
         file=str(test.file),
         test=test.id,
@@ -223,9 +224,9 @@ def unscored_result(
         model=model,
         n=0,
         passed=0,
-        pass_rate=0.0,
-        ci_low=0.0,
-        ci_high=1.0,
+        pass_rate=None,
+        ci_low=None,
+        ci_high=None,
         threshold=test.threshold if threshold is None else threshold,
         chance=0.0,
         status=status,

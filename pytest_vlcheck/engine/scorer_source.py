@@ -24,6 +24,7 @@ from pytest_vlcheck.errors import (
     ScorerProtocolError,
     UserCodeError,
     VlcheckUserError,
+    user_frame,
 )
 from pytest_vlcheck.models.protocol import (
     DualEncoder,
@@ -319,7 +320,18 @@ class ScorerSource:
         except Exception as exc:
             if self.spec.scheme in BUILTIN_BACKENDS:
                 raise
-            raise UserCodeError.from_exception(exc, f"model '{self.spec.text}': {method}") from exc
+            raise UserCodeError.from_exception(exc, self._calling(function, method, exc)) from exc
+
+    def _calling(self, function: Callable[..., Any], method: str, exc: Exception) -> str:
+        """What raised, for the message: the model by its spec (a model object by its
+        ``name=``), the user's method (a live model's wrapper method is the tool's: its
+        forward pass), and the user's line that raised."""
+        shown = self.spec.text if self.spec.scheme else self.spec.name
+        owner = type(getattr(function, "__self__", None)).__module__
+        if owner.startswith("pytest_vlcheck."):  # a live model wrapped by the tool
+            method = f"its forward pass on {'texts' if 'text' in method else 'images'}"
+        where = user_frame(exc)
+        return f"model '{shown}': {method}" + (f" at {where}" if where else "")
 
 
 def _scoring_mode(scorer: Scorer) -> ScoringMode:

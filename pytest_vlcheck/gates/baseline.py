@@ -405,8 +405,13 @@ def baseline_entries(
 
 
 def save_baseline(path: Path, entries: list[BaselineEntry]) -> Baseline:
-    """Merge ``entries`` into the baseline at ``path`` (created when absent), atomically."""
+    """Merge ``entries`` into the baseline at ``path`` (created when absent), atomically.
+
+    With no entries (nothing was measured: every test errored or was skipped) an existing
+    file is left byte-identical, not rewritten in this version's layout."""
     existing = Baseline.load(path) if path.exists() else Baseline(entries=())
+    if not entries and path.exists():
+        return existing
     merged = existing.merge(entries)
     path.parent.mkdir(parents=True, exist_ok=True)
     merged.dump(path)

@@ -10,18 +10,20 @@ a logger that still cannot start costs no report (the files are written first).
 
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.util
 import netrc
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from pytest_vlcheck.loggers.protocol import Logger, LoggerKind, LoggerSpecError
-from pytest_vlcheck.registry import Registry, check_named
+from pytest_vlcheck.registry import PluginError, Registry, check_named
 
 ENTRY_POINT_GROUP = "pytest_vlcheck.loggers"
 _MLFLOW_SCHEMES = {"", "file", "http", "https", "databricks", "sqlite", "postgresql", "mysql"}
@@ -51,7 +53,10 @@ def _split(spec: Any, where: str) -> tuple[LoggerKind, str]:
     name, _, argument = spec.partition(":")
     if name not in LOGGERS:
         raise LoggerSpecError(f"{where} {spec}: unknown logger {name!r}; {_expected()}")
-    kind = LOGGERS[name]
+    try:
+        kind = LOGGERS[name]
+    except PluginError as exc:  # an installed logger that cannot be imported or is not one
+        raise LoggerSpecError(f"{where} {spec}: {exc}") from None
     if kind.argument and not argument:
         raise LoggerSpecError(f"{where} {spec}: no {kind.argument} given; expected {kind.usage}")
     if not kind.argument and argument:
@@ -120,7 +125,8 @@ def _check_file(spec: str, argument: str, where: str) -> None:
 
 def _unwritable(folder: Path) -> str | None:
     """Why ``folder`` (made, with its missing parents, when the logger starts) cannot hold
-    new files: the nearest folder that exists is a file, a dangling link or read-only."""
+    new files: the nearest folder that exists is a file, a dangling link, or refuses a probe
+    file."""
     existing = folder
     while not existing.exists():
         if existing.is_symlink():
@@ -128,8 +134,13 @@ def _unwritable(folder: Path) -> str | None:
         existing = existing.parent
     if not existing.is_dir():
         return f"{existing} is a file, not a folder"
-    if not os.access(existing, os.W_OK | os.X_OK):
-        return f"{existing} is read-only"
+    try:  # a real write: permission bits say yes to root under /proc, and on a read-only mount
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".vlcheck-probe-"):
+            pass
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return f"{existing} is read-only"
+        return f"{existing} cannot hold new files ({exc.strerror or exc})"
     return None
 
 

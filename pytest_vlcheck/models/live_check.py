@@ -147,6 +147,13 @@ def _check_transformers(model: Any, preprocess: Any, tokenizer: Any) -> None:
             f"tokenizer: called on {_PROBE_TEXT!r} it {_raised_or(got)}; expected a "
             "transformers tokenizer of this model"
         )
+    check_processor_pixels(config, image_processor)
+
+
+def check_processor_pixels(config: Any, image_processor: Any) -> None:
+    """Raise ``SettingsError`` naming ``preprocess`` when ``image_processor`` (a processor's,
+    or one alone) does not make images of the size ``config.vision_config`` takes (a dual
+    encoder's or a generative model's: every test would fail in transformers' words)."""
     image = _probe_image()
     batch, error = _call(lambda im: image_processor(images=[im], return_tensors="pt"), image)
     pixels = batch.get("pixel_values") if hasattr(batch, "get") else None

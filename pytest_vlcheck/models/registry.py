@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pytest_vlcheck.errors import ModelLoadError, ModelSpecError, UserCodeError, VlcheckUserError
+from pytest_vlcheck.models.broken_environment import import_failure
 from pytest_vlcheck.models.checkpoints import expand_checkpoints, is_glob
 from pytest_vlcheck.models.protocol import (
     Digest,
@@ -189,13 +190,11 @@ def load_scorer(spec: ModelSpec, options: ModelOptions) -> Any:
         raise _naming_spec(exc, spec) from exc.__cause__
     except VlcheckUserError:
         raise
-    except ModuleNotFoundError as exc:
-        if exc.name not in _OPTIONAL_PACKAGES:
+    except Exception as exc:
+        failure = _environment_failure(exc, spec)
+        if failure is None:  # a bug in vlcheck: its traceback
             raise
-        raise ModelLoadError(
-            f"model '{spec.text}' needs the Python package '{exc.name}', which is not "
-            f"installed; expected: pip install {_OPTIONAL_PACKAGES[exc.name]}"
-        ) from None
+        raise failure from None
     check_scorer(scorer, spec.text)
     return scorer
 
@@ -222,6 +221,18 @@ def identify(spec: ModelSpec, options: ModelOptions, digest: Digest) -> ModelIde
         return None if backend_identify is None else backend_identify(spec.body, options, digest)
     except Exception:  # the load that follows explains it
         return None
+
+
+def _environment_failure(exc: Exception, spec: ModelSpec) -> ModelLoadError | None:
+    """A backend's package that is missing or cannot be imported, as one line naming the
+    model, the package and the fix; None for anything else."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name in _OPTIONAL_PACKAGES:
+        return ModelLoadError(
+            f"model '{spec.text}' needs the Python package '{exc.name}', which is not "
+            f"installed; expected: pip install {_OPTIONAL_PACKAGES[exc.name]}"
+        )
+    broken = import_failure(exc)
+    return ModelLoadError(f"model '{spec.text}' cannot be used: {broken}") if broken else None
 
 
 def _naming_spec(exc: VlcheckUserError, spec: ModelSpec) -> VlcheckUserError:

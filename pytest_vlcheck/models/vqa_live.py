@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.errors import VlcheckUserError
+from pytest_vlcheck.models.live_check import check_processor_pixels
 from pytest_vlcheck.models.live_guard import run_settings
 from pytest_vlcheck.models.live_identity import live_fingerprint, live_identity
 from pytest_vlcheck.models.protocol import ModelOptions
@@ -62,11 +63,19 @@ def live_vqa_scorer(
             "tokenizer=; expected preprocess=processor"
         )
     if getattr(preprocess, "tokenizer", None) is None:
+        is_tokenizer = callable(getattr(preprocess, "convert_tokens_to_ids", None))
+        what = "a tokenizer, not the processor" if is_tokenizer else "not a processor"
         raise VlcheckUserError(
-            f"{where}: preprocess= is a {type(preprocess).__name__}, which holds no tokenizer; "
-            "expected preprocess= its processor (AutoProcessor.from_pretrained(...))"
+            f"{where}: preprocess= is a {type(preprocess).__name__}, {what} (the model needs "
+            "the image processor, the tokenizer and the chat template together); expected "
+            "preprocess= the processor itself (AutoProcessor.from_pretrained(...)), not "
+            "processor.tokenizer"
         )
     prompt_form(preprocess, where)
+    config = getattr(model, "config", None)
+    if isinstance(getattr(getattr(config, "vision_config", None), "image_size", None), int):
+        # a fixed-size vision tower (LLaVA, PaliGemma); Qwen2-VL's takes patches of any size
+        check_processor_pixels(config, getattr(preprocess, "image_processor", preprocess))
     options.vqa.check(("vqa_question", "vqa_answer", "vqa_mode"))
     settings = run_settings(model, options)
     scorer = VqaScorer(
@@ -81,7 +90,6 @@ def live_vqa_scorer(
         forward_context=settings["forward_context"],
     )
     scorer.check_prompt()
-    config = getattr(model, "config", None)
     config_text = config.to_json_string() if config is not None else ""
     template = str(getattr(preprocess, "chat_template", "") or "")
     identity = live_identity(

@@ -21,13 +21,15 @@ class PriorOutputError(VlcheckUserError, ValueError):
     one line naming the prior, never a traceback."""
 
 
-def checked_nll(prior: TextPrior, texts: list[str]) -> np.ndarray:
-    """The prior's NLLs of ``texts`` as float64, one per text (else a clear error)."""
+def checked_nll(prior: TextPrior, texts: list[str], spec: str | None = None) -> np.ndarray:
+    """The prior's NLLs of ``texts`` as float64, one per text (else a clear error naming
+    ``spec``, the ``--vl-prior`` value, when known)."""
     values = np.asarray(prior.text_nll(texts), dtype=np.float64).reshape(-1)
     if values.shape[0] != len(texts):
+        shown = spec or getattr(prior, "name", type(prior).__name__)
         raise PriorOutputError(
-            f"prior {getattr(prior, 'name', type(prior).__name__)!r} returned "
-            f"{values.shape[0]} NLLs for {len(texts)} texts; expected one per text"
+            f"--vl-prior {shown}: its text_nll returned {values.shape[0]} NLLs for "
+            f"{len(texts)} texts; expected one per text"
         )
     return values
 
@@ -38,13 +40,18 @@ class AveragePrior:
 
     priors: tuple[TextPrior, ...]
     name: str = "prior"
+    specs: tuple[str, ...] = ()
+    """Each prior's ``--vl-prior`` spec, for messages (empty: their names)."""
 
     def perplexity(self, texts: Sequence[str]) -> np.ndarray:
         """Perplexity [len(texts)] averaged over the priors; each unique text is scored once."""
         unique = sorted(set(texts))
         if not unique:
             return np.zeros(0, dtype=np.float64)
-        averaged = mean_perplexity([checked_nll(prior, unique) for prior in self.priors])
+        specs = self.specs or (None,) * len(self.priors)
+        averaged = mean_perplexity(
+            [checked_nll(p, unique, spec) for p, spec in zip(self.priors, specs, strict=True)]
+        )
         lookup = dict(zip(unique, averaged, strict=True))
         return np.array([lookup[text] for text in texts], dtype=np.float64)
 

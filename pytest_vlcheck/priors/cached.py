@@ -40,6 +40,7 @@ class CachedPrior:
         load: Callable[[], TextPrior],
     ) -> None:
         self.name = spec.name
+        self.spec = spec.text
         self._load = load
         self._cache = cache
         self._prior: TextPrior | None = None
@@ -56,7 +57,7 @@ class CachedPrior:
         if missing:
             if self._prior is None:
                 self._prior = self._load()
-            values = checked_nll(self._prior, list(missing.values()))
+            values = checked_nll(self._prior, list(missing.values()), self.spec)
             fresh = {
                 key: np.array([value], dtype=np.float64)
                 for key, value in zip(missing, values, strict=True)

@@ -86,7 +86,9 @@ def load_priors(
     specs = [parse_prior_spec(text) for text in texts]
     options = options or ModelOptions()
     priors = tuple(_cached_or_loaded(spec, options, cache) for spec in specs)
-    return AveragePrior(priors, "+".join(spec.name for spec in specs))
+    return AveragePrior(
+        priors, "+".join(spec.name for spec in specs), tuple(spec.text for spec in specs)
+    )
 
 
 def _cached_or_loaded(

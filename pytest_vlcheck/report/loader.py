@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_vlcheck.results import STATUSES, CapabilityResult, ResultFormatError
 from pytest_vlcheck.results.json_checks import JsonChecker, ReportFormatError, is_int, read_json
+from pytest_vlcheck.results.manifest import check_report_folder
 
 __all__ = [
     "REPORT_VERSION",
@@ -164,6 +165,7 @@ def read_report(path: str | Path) -> ReportDocument:
     Raises ReportFormatError with ``PATH:LINE`` for malformed JSON and ``PATH: field`` for a
     document that is not a version-1 vlcheck report.
     """
+    check_report_folder(Path(path).parent)  # a matrix beside another run's files: refused
     doc = read_json(path, "a matrix.json report", ReportFormatError)
     return parse_document(doc, str(path))
 

@@ -21,6 +21,10 @@ from pytest_vlcheck.atomic import atomic_path
 from pytest_vlcheck.nesting import TOO_DEEP, json_too_deep
 from pytest_vlcheck.results.capability import CapabilityResult, ExampleOutcome
 from pytest_vlcheck.results.json_checks import ReportFormatError
+from pytest_vlcheck.results.manifest import check_report_folder
+
+SAMPLES = "samples.jsonl"
+"""The per-example file of a report folder."""
 
 __all__ = [
     "SampleRow",
@@ -128,8 +132,10 @@ def _row(doc: Any, where: str) -> SampleRow:
 
 
 def read_samples(path: str | Path) -> list[SampleRow]:
-    """Load and validate ``samples.jsonl``; a duplicate (file, test, model, example) is an error."""
+    """Load and validate ``samples.jsonl``; a duplicate (file, test, model, example) is an error,
+    and so is a folder whose manifest says the file is another run's."""
     p = Path(path)
+    check_report_folder(p.parent)
     try:
         lines = p.read_text(encoding="utf-8").split("\n")  # JSON Lines: "\n" only
     except FileNotFoundError:

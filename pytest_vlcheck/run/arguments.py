@@ -9,6 +9,7 @@ weight fingerprint).
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -21,11 +22,31 @@ class CheckpointStepWarning(UserWarning):
     """Glob checkpoints whose names hold no step: measured, but not at a step."""
 
 
-def check_arguments(model: Any, *, name: Any, select: Any) -> None:
+def check_arguments(
+    model: Any, *, name: Any, select: Any, distributed: Any = True, distributed_timeout: Any = None
+) -> None:
     """Raise ``SettingsError`` naming the first argument that cannot work."""
     _check_name(name)
     _check_select(select)
     _check_device(model)
+    _check_distributed(distributed, distributed_timeout)
+
+
+def _check_distributed(distributed: Any, timeout: Any) -> None:
+    """Checked on every machine: a wrong value would otherwise misbehave only on a cluster."""
+    if not isinstance(distributed, bool):
+        raise SettingsError(
+            f"distributed: is {distributed!r:.60}; expected True (collective under "
+            "torch.distributed) or False (this rank's own whole evaluation)"
+        )
+    if timeout is None:
+        return
+    number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+    if not (number and math.isfinite(timeout) and timeout > 0):
+        raise SettingsError(
+            f"distributed_timeout: is {timeout!r:.60}; expected a finite number of seconds "
+            "above 0 (see docs/reliability.md for choosing it), or None for 1800"
+        )
 
 
 def _check_name(name: Any) -> None:

@@ -21,9 +21,11 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 import sys
+import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -43,6 +45,8 @@ EXCHANGE_SECONDS = 1800.0
 """How long a rank waits in one of the tool's exchanges: the slowest rank's share of one
 batch phase must fit (the bundled suite's largest phase on a CPU is minutes, on a GPU
 seconds), like the 30 minutes torch gives a gloo group."""
+LOST_RANK_SECONDS = 5.0
+"""After a failed exchange, how long a rank waits for the others to say they are alive."""
 NOT_COLLECTIVE = (
     "evaluate is collective under torch.distributed; call it on every rank, or pass "
     "distributed=False"
@@ -54,6 +58,9 @@ _SIDE_GROUPS: dict[tuple[int, float], Any] = {}
 class CollectiveError(RuntimeError):
     """A rank failed: every rank raises this same line (its ``rank`` says whose it was)."""
 
+    agreed: bool = False
+    """Whether the other ranks know of it already (or cannot hear of it): not sent again."""
+
 
 @dataclass
 class Collective:
@@ -63,6 +70,8 @@ class Collective:
     world: int
     timeout: float
     group: Any = field(default=None, repr=False)
+    call: str = ""
+    """The store prefix of this call (set by the handshake)."""
 
     def handshake(self, digest: str) -> None:
         """Every rank posts ``digest`` and waits for the others' (see the module doc); the
@@ -81,13 +90,14 @@ class Collective:
                 f"{NOT_COLLECTIVE} (rank {', '.join(absent) or '?'} did not call it within "
                 f"{min(self.timeout, HANDSHAKE_SECONDS):g} s)"
             ) from None
-        digests = [store.get(key).decode() for key in keys]
-        if len(set(digests)) > 1:
-            differ = [str(r) for r, d in enumerate(digests) if d != digests[0]]
+        differ, parts = differences([json.loads(store.get(key).decode()) for key in keys])
+        if differ:
             raise CollectiveError(
                 f"{NOT_COLLECTIVE} with the same checklists, selection, options and step "
-                f"(rank {', '.join(differ)} called it with others than rank 0)"
+                f"(rank {', '.join(differ)} called it with another {' and '.join(parts)} than "
+                "rank 0; a relative path names another folder under another working folder)"
             )
+        self.call = prefix
         self.group = _side_group(self.timeout)
 
     def exchange(self, payload: Any) -> list[Any]:
@@ -127,10 +137,34 @@ class Collective:
         try:
             operation(*args, group=self.group)
         except RuntimeError as exc:
-            raise CollectiveError(
-                f"evaluate: a rank stopped answering within {self.timeout:g} s (it failed "
-                f"outside evaluate, or hangs): {str(exc).splitlines()[0][:200]}"
-            ) from None
+            lost = self._lost_ranks()
+            who = f"rank {', '.join(map(str, lost))}" if lost else "a rank"
+            error = CollectiveError(
+                f"evaluate on rank {self.rank}: {who} stopped answering within "
+                f"{self.timeout:g} s (killed, failed outside evaluate, or hung; "
+                f"distributed_timeout={self.timeout:g}): {_plain(exc)}"
+            )
+            error.agreed = True  # the lost rank cannot hear of it: nothing to send
+            raise error from None
+
+    def _lost_ranks(self) -> list[int]:
+        """The ranks that did not say, through the store, that they are still here: every
+        rank whose exchange failed posts its number and waits a little for the others'."""
+        import torch.distributed as dist
+
+        try:
+            store = dist.distributed_c10d._get_default_store()
+            here = self.call + "here/"
+            store.set(here + str(self.rank), "1")
+            keys = [here + str(rank) for rank in range(self.world)]
+            deadline = time.monotonic() + min(self.timeout, LOST_RANK_SECONDS)
+            while True:  # polled, not store.wait: a store's timeout logs lines of its own
+                lost = [rank for rank, key in enumerate(keys) if not store.check([key])]
+                if not lost or time.monotonic() >= deadline:
+                    return lost
+                time.sleep(0.05)
+        except Exception:  # the store went with its host (rank 0): no one to ask
+            return []
 
     def failed(self, exc: BaseException) -> None:
         """Tell the other ranks, which wait in their next exchange, that this one failed
@@ -187,20 +221,35 @@ def raise_agreed(answers: list[Any]) -> None:
     raise error
 
 
+def differences(digests: list[dict[str, str]]) -> tuple[list[str], list[str]]:
+    """The ranks whose ``run_digest`` differs from rank 0's, and the arguments that differ."""
+    first = digests[0]
+    ranks = [str(rank) for rank, digest in enumerate(digests) if digest != first]
+    parts = sorted({part for d in digests for part in d if d.get(part) != first.get(part)})
+    return ranks, parts
+
+
 def run_digest(settings: Settings, tests: list[ChecklistTest], select: Any) -> str:
-    """What every rank must agree on: the tests (ids and contents), the selection, the options
-    and the step; a rank's own device and the identity of a logging callable aside."""
+    """What every rank must agree on, as a JSON object of one hash per argument (so a
+    mismatch names it): the tests (ids and contents), the selection, each option and the
+    step; a rank's own device and the identity of a logging callable aside."""
     options = replace(settings.model_options, device="")
     logs = [spec if isinstance(spec, str) else type(spec).__name__ for spec in settings.log_specs]
     described = replace(settings, model_options=options, log_specs=tuple(logs))
-    text = json.dumps(
+    parts = {
+        "checklists": [[str(t.file), t.id, t.content_hash] for t in tests],
+        "select": repr(select),
+        **{f.name: repr(getattr(options, f.name)) for f in fields(options)},
+        **{f.name: repr(getattr(described, f.name)) for f in fields(described)},
+    }
+    parts.pop("model_options")
+    return json.dumps(
         {
-            "tests": [[str(t.file), t.id, t.content_hash] for t in tests],
-            "select": repr(select),
-            "settings": repr(described),
-        }
+            name: hashlib.sha256(json.dumps(value).encode("utf-8")).hexdigest()[:16]
+            for name, value in parts.items()
+        },
+        sort_keys=True,
     )
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def summed_stats(collective: Collective, run: Run) -> Run:
@@ -219,6 +268,13 @@ def summed_stats(collective: Collective, run: Run) -> Run:
             summed = asdict(total.get(name, ScoringStats()))
             total[name] = ScoringStats(**{k: v + summed[k] for k, v in asdict(one).items()})
     return replace(run, stats=total, ranks=ranks)
+
+
+def _plain(exc: BaseException) -> str:
+    """The first line of a communication library's error, without its source path
+    (gloo's ``[.../gloo/transport/tcp/pair.cc:545] ``)."""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return re.sub(r"\[[^\]]*\.(?:cc|cpp|c|h|hpp):\d+\]\s*", "", first)[:200]
 
 
 def on_rank_zero(collective: Collective, output: Callable[[], None]) -> None:

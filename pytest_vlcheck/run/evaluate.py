@@ -66,7 +66,13 @@ def evaluate(
     ``Run``; only rank 0 writes and logs (``run.distributed``; ``distributed=False``: this
     rank's own whole evaluation; ``distributed_timeout``: seconds a rank waits for the others).
     """
-    check_arguments(model, name=name, select=select)
+    check_arguments(
+        model,
+        name=name,
+        select=select,
+        distributed=distributed,
+        distributed_timeout=distributed_timeout,
+    )
     group = collective(distributed, distributed_timeout)
     model, lockstep = (model, False) if group is None else for_ranks(model)
     given = {"report_dir": report_dir, "baseline": baseline, "log": log, "step": step}

@@ -358,11 +358,13 @@ def _report_dir(raw: Raw) -> Path | None:
         return None
     from pytest_vlcheck.report import REPORT_FILES
     from pytest_vlcheck.report.thumbnails import THUMBNAIL_DIR
+    from pytest_vlcheck.results.manifest import MANIFEST
+    from pytest_vlcheck.results.samples import SAMPLES
 
     folder = Path(raw.value)
     where = f"{raw.where} {raw.value}"
     _check_writable(folder, where)
-    for name in (*REPORT_FILES, "samples.jsonl"):
+    for name in (*REPORT_FILES, SAMPLES, MANIFEST):
         if (folder / name).is_dir():
             raise SettingsError(
                 f"{where}: {folder / name} is a folder; expected the report file "

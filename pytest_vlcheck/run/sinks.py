@@ -122,31 +122,25 @@ def baseline_line(path: Path, results: tuple[CapabilityResult, ...]) -> str:
 
 
 @dataclass(frozen=True)
-class ReportFiles:
-    """``matrix.json``, ``matrix.md``, ``matrix.csv`` and ``report.html`` in ``folder``."""
+class ReportFolder:
+    """``matrix.json``, ``matrix.md``, ``matrix.csv``, ``report.html`` and ``samples.jsonl``
+    in ``folder``: one run's set, written under the folder's lock, its manifest last (a
+    killed run or a second writer cannot leave a mix that a reader takes for one run)."""
 
     folder: Path
 
     def emit(self, run: Run) -> None:
-        """Write the four files atomically."""
-        from pytest_vlcheck.report import write_report
+        """Write each file atomically, then the manifest naming them."""
+        from pytest_vlcheck.report import REPORT_FILES, write_report
+        from pytest_vlcheck.results.manifest import new_run_id, write_manifest, writing
+        from pytest_vlcheck.results.samples import SAMPLES, sample_rows, write_samples
 
-        write_report(
-            self.folder, run.models, run.results, errors=run.errors, run_block=run.run_block()
-        )
-
-
-@dataclass(frozen=True)
-class Samples:
-    """``samples.jsonl``: one row per example x model, for ``vlcheck compare``."""
-
-    path: Path
-
-    def emit(self, run: Run) -> None:
-        """Write the rows atomically."""
-        from pytest_vlcheck.results.samples import sample_rows, write_samples
-
-        write_samples(self.path, sample_rows(run.results))
+        with writing(self.folder):
+            write_report(
+                self.folder, run.models, run.results, errors=run.errors, run_block=run.run_block()
+            )
+            write_samples(self.folder / SAMPLES, sample_rows(run.results))
+            write_manifest(self.folder, (*REPORT_FILES, SAMPLES), new_run_id())
 
 
 @dataclass(frozen=True)
@@ -218,7 +212,7 @@ def file_sinks(run: Run, *, baseline: bool = True) -> list[Sink]:
     settings = run.settings
     sinks: list[Sink] = []
     if settings.report_dir is not None:
-        sinks += [ReportFiles(settings.report_dir), Samples(settings.report_dir / "samples.jsonl")]
+        sinks.append(ReportFolder(settings.report_dir))
     if baseline and settings.save_baseline is not None:
         sinks.append(BaselineFile(settings.save_baseline))
     if settings.log_specs:

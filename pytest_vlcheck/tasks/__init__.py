@@ -14,7 +14,7 @@ from pytest_vlcheck.tasks.protocol import (
     ScoreScale,
     Task,
 )
-from pytest_vlcheck.tasks.registry import TASK_NAMES, TASKS, get_task
+from pytest_vlcheck.tasks.registry import TASK_NAMES, TASKS, builtin_tasks, get_task
 
 __all__ = [
     "TASKS",
@@ -26,5 +26,6 @@ __all__ = [
     "Judgement",
     "ScoreScale",
     "Task",
+    "builtin_tasks",
     "get_task",
 ]

@@ -56,3 +56,9 @@ def get_task(name: str) -> Task:
         return TASKS[name]
     except KeyError:
         raise ValueError(f"unknown task kind {name!r}; known: {', '.join(TASKS)}") from None
+
+
+def builtin_tasks() -> list[Task]:
+    """The built-in kinds, imported; no installed package's kind is (a broken plug-in must
+    not break a run that never names it)."""
+    return [TASKS[name] for name in TASK_NAMES]
