@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from pytest_vlcheck.models import vqa_backend
+from pytest_vlcheck.models.backends import vqa as vqa_backend
 from pytest_vlcheck.models.protocol import ModelOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))

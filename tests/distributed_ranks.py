@@ -213,7 +213,7 @@ def _rows(run: Any) -> str:
 
 
 def _checksum(model: Any) -> str:
-    from pytest_vlcheck.models.live_fingerprint import weights_checksum
+    from pytest_vlcheck.models.live.fingerprint import weights_checksum
     from pytest_vlcheck.run.distributed_models import unwrapped
 
     return weights_checksum(unwrapped(model))

@@ -18,7 +18,8 @@ import pytest
 from model_builders import build_hf_blip_itm, build_hf_clip, build_hf_siglip, build_open_clip
 from PIL import Image
 
-from pytest_vlcheck.models import hf_backend, open_clip_backend
+from pytest_vlcheck.models.backends import hf as hf_backend
+from pytest_vlcheck.models.backends import open_clip as open_clip_backend
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.torch_utils import (
     GPU_BATCH_SIZE,
@@ -260,8 +261,8 @@ def test_calibrated_sigmoid_by_hand():
 
 def test_backend_modules_import_without_torch():
     code = (
-        "import sys, pytest_vlcheck.models.open_clip_backend, pytest_vlcheck.models.hf_backend\n"
-        "import pytest_vlcheck.models.live\n"
+        "import sys, pytest_vlcheck.models.backends.open_clip, pytest_vlcheck.models.backends.hf\n"
+        "import pytest_vlcheck.models.live.scorer\n"
         "heavy = [m for m in ('torch', 'open_clip', 'transformers') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
@@ -533,7 +534,7 @@ def test_a_cached_tag_is_identified_without_loading_the_model(
 def test_the_tag_table_loads_without_torch_and_matches_open_clip():
     code = (
         "import json, sys\n"
-        "from pytest_vlcheck.models.open_clip_tags import pretrained_table\n"
+        "from pytest_vlcheck.models.backends.open_clip_tags import pretrained_table\n"
         "table = pretrained_table()\n"
         "heavy = [m for m in ('torch', 'open_clip', 'safetensors.torch') if m in sys.modules]\n"
         "print(json.dumps([heavy, table.list_pretrained(),"

@@ -21,8 +21,8 @@ from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.importers.aro import SYMMETRIC_RELATIONS
 from pytest_vlcheck.metrics.aggregates import AllOfRate, MacroAverage, all_of_rate, macro_average
 from pytest_vlcheck.metrics.choice import match_accuracies
+from pytest_vlcheck.models.backends.scores import PrecomputedScores, ScoresFileError
 from pytest_vlcheck.models.protocol import RefPair
-from pytest_vlcheck.models.scores_backend import PrecomputedScores, ScoresFileError
 
 # ---------------------------------------------------------------- match accuracies
 

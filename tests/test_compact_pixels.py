@@ -11,7 +11,7 @@ import pytest
 import torch
 from PIL import Image
 
-from pytest_vlcheck.models.compact_pixels import split_transform
+from pytest_vlcheck.models.pixels.compact import split_transform
 
 open_clip = pytest.importorskip("open_clip")
 
@@ -54,7 +54,7 @@ def test_other_callables_keep_the_whole_transform() -> None:
 def _viewing_scorer(batch_size: int) -> tuple[Any, Any]:
     """open_clip's 96-px eval transform and a scorer whose model's output is a view of the
     first six numbers of its input."""
-    from pytest_vlcheck.models.open_clip_backend import OpenClipScorer
+    from pytest_vlcheck.models.backends.open_clip import OpenClipScorer
 
     preprocess = open_clip.image_transform(96, is_train=False)
     model = torch.nn.Identity()

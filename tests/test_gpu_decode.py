@@ -21,7 +21,7 @@ from pytest_vlcheck.gates.conditions import run_conditions
 from pytest_vlcheck.gates.decision import _condition_warnings
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.images.refs import ImageRef
-from pytest_vlcheck.models.gpu_decode import decode_jpegs, fallback_reason
+from pytest_vlcheck.models.pixels.device_transform import decode_jpegs, fallback_reason
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import parse_spec
 from pytest_vlcheck.run.settings import KeywordOptions, build_settings
@@ -217,7 +217,7 @@ def test_gpu_is_a_run_condition_and_names_its_own_namespace(tmp_path: Path) -> N
 
 
 def _tiny():  # type: ignore[no-untyped-def]
-    from pytest_vlcheck.models.open_clip_backend import load
+    from pytest_vlcheck.models.backends.open_clip import load
 
     return load(TINY_SPEC.removeprefix("open_clip:"), ModelOptions(device="cpu"))
 

@@ -13,9 +13,9 @@ from model_builders import build_hf_clip, build_hf_siglip
 from PIL import Image
 
 from pytest_vlcheck.errors import VlcheckUserError
-from pytest_vlcheck.models import hf_backend, open_clip_backend
-from pytest_vlcheck.models.live import LiveSigmoidScorer, live_scorer
-from pytest_vlcheck.models.live_fingerprint import (
+from pytest_vlcheck.models.backends import hf as hf_backend
+from pytest_vlcheck.models.backends import open_clip as open_clip_backend
+from pytest_vlcheck.models.live.fingerprint import (
     CHUNK,
     HOST_SLICE,
     _keys,
@@ -23,6 +23,7 @@ from pytest_vlcheck.models.live_fingerprint import (
     _tensor_sums,
     weights_checksum,
 )
+from pytest_vlcheck.models.live.scorer import LiveSigmoidScorer, live_scorer
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.tiny import TINY_CONFIG, TINY_SPEC
 

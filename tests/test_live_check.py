@@ -11,7 +11,7 @@ import pytest
 from model_builders import build_hf_clip
 
 from pytest_vlcheck import SettingsError, evaluate
-from pytest_vlcheck.models.live_check import check_live_inputs
+from pytest_vlcheck.models.live.check import check_live_inputs
 from pytest_vlcheck.tiny import live_model
 
 CHECKLIST = Path(__file__).resolve().parent.parent / "checklists" / "counting.yaml"

@@ -10,7 +10,7 @@ import pytest
 from model_builders import write_colour_squares
 
 FACTORY = """\
-from pytest_vlcheck.models.live import live_scorer
+from pytest_vlcheck.models.live.scorer import live_scorer
 from pytest_vlcheck.tiny import live_model
 
 

@@ -47,7 +47,7 @@ def test_a_lower_precision_runs_on_one_cast_copy_per_call(
 def test_the_copy_is_made_once_per_scorer_on_first_use() -> None:
     import torch
 
-    from pytest_vlcheck.models.live import live_scorer
+    from pytest_vlcheck.models.live.scorer import live_scorer
     from pytest_vlcheck.models.protocol import ModelOptions
 
     model, preprocess, tokenizer = live_model()

@@ -34,7 +34,7 @@ def test_weights_fit_the_size_cap() -> None:
 
 @pytest.fixture(scope="module")
 def tiny_scorer():
-    from pytest_vlcheck.models.open_clip_backend import load
+    from pytest_vlcheck.models.backends.open_clip import load
     from pytest_vlcheck.models.protocol import ModelOptions
 
     return load(f"{TINY_CONFIG}@{TINY_WEIGHTS}", ModelOptions(device="cpu"))
@@ -179,7 +179,7 @@ def test_probes_use_only_held_out_pairs_except_the_trained_controls() -> None:
 
 
 def test_training_smoke_run(tmp_path: Path) -> None:
-    from pytest_vlcheck.models.open_clip_backend import load
+    from pytest_vlcheck.models.backends.open_clip import load
     from pytest_vlcheck.models.protocol import ModelOptions
     from tiny_training.train import parse_args, train
 

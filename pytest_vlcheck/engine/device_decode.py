@@ -9,8 +9,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.images.refs import ImageRef
-from pytest_vlcheck.models.gpu_decode import DeviceTransform, decode_jpegs, device_transform
-from pytest_vlcheck.models.gpu_decode import fallback_reason as file_fallback
+from pytest_vlcheck.models.pixels.device_transform import (
+    DeviceTransform,
+    decode_jpegs,
+    device_transform,
+)
+from pytest_vlcheck.models.pixels.device_transform import fallback_reason as file_fallback
 
 if TYPE_CHECKING:
     import torch

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_chec
 
 from pytest_vlcheck import fmt
 from pytest_vlcheck.errors import ScorerProtocolError, VlcheckUserError
-from pytest_vlcheck.models.vqa_prompt import VqaPrompt
+from pytest_vlcheck.models.backends.vqa_prompt import VqaPrompt
 
 if TYPE_CHECKING:
     from pathlib import Path

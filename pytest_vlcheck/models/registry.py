@@ -32,11 +32,11 @@ __all__ = ["ModelLoadError", "ModelSpec", "ModelSpecError", "load_scorer", "pars
 
 ENTRY_POINT_GROUP = "pytest_vlcheck.models"
 BACKENDS = {
-    "open_clip": "pytest_vlcheck.models.open_clip_backend",
-    "hf": "pytest_vlcheck.models.hf_backend",
-    "vqa": "pytest_vlcheck.models.vqa_backend",
-    "scores": "pytest_vlcheck.models.scores_backend",
-    "py": "pytest_vlcheck.models.custom_backend",
+    "open_clip": "pytest_vlcheck.models.backends.open_clip",
+    "hf": "pytest_vlcheck.models.backends.hf",
+    "vqa": "pytest_vlcheck.models.backends.vqa",
+    "scores": "pytest_vlcheck.models.backends.scores",
+    "py": "pytest_vlcheck.models.backends.custom",
 }
 BUILTIN_BACKENDS = frozenset({"open_clip", "hf", "vqa", "scores"})
 """Schemes whose code is vlcheck's own (``py:`` and entry points run the user's code)."""

@@ -51,7 +51,7 @@ def _looks_local(text: str) -> bool:
 
 @register_file_check("open_clip")
 def _open_clip(body: str) -> str | None:
-    from pytest_vlcheck.models.open_clip_backend import WEIGHT_SUFFIXES, split_spec
+    from pytest_vlcheck.models.backends.open_clip import WEIGHT_SUFFIXES, split_spec
 
     arch, pretrained = split_spec(body, lambda name: Path(name).is_file())
     if arch.startswith("local-dir:"):

@@ -28,7 +28,7 @@ PRIORS: Registry[Callable[[str, ModelOptions], Any]] = Registry(
     "prior scheme",
     {
         "hf": "pytest_vlcheck.priors.hf_lm:CausalLMPrior",
-        "py": "pytest_vlcheck.models.custom_backend:load",
+        "py": "pytest_vlcheck.models.backends.custom:load",
     },
 )
 """Each scheme's ``(body, options) -> prior`` (checked for ``text_nll`` when loaded)."""

@@ -116,8 +116,8 @@ def _with_model(
             )
     else:
         name = name or "model"
-        from pytest_vlcheck.models.live import live_scorer
-        from pytest_vlcheck.models.live_check import check_live_inputs
+        from pytest_vlcheck.models.live.check import check_live_inputs
+        from pytest_vlcheck.models.live.scorer import live_scorer
 
         scorer = live_scorer(
             model, preprocess=preprocess, tokenizer=tokenizer, options=settings.model_options

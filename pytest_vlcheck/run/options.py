@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from pytest_vlcheck.engine.missing import MISSING_POLICIES
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
+from pytest_vlcheck.models.backends.vqa_prompt import DEFAULT_ANSWER, DEFAULT_QUESTION, VQA_MODES
 from pytest_vlcheck.models.protocol import DECODES, PRECISIONS
-from pytest_vlcheck.models.vqa_prompt import DEFAULT_ANSWER, DEFAULT_QUESTION, VQA_MODES
 
 COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     (

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from pytest_vlcheck.errors import VlcheckUserError
-from pytest_vlcheck.models.live_precision import CastCopy
+from pytest_vlcheck.models.live.precision import CastCopy
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.torch_utils import device_batch_size, effective_precision, torch_dtype
 

@@ -294,7 +294,7 @@ def refuse_missing_weights(spec: str, model: Any, info: dict[str, Any]) -> None:
 
 def _refuse_generative(spec: str, body: str, config: Any) -> None:
     """A generative VLM (LLaVA, Qwen2-VL, ...) is scored by the ``vqa:`` backend."""
-    from pytest_vlcheck.models.generative_classes import is_generative_class
+    from pytest_vlcheck.models.backends.generative_classes import is_generative_class
 
     generative = [a for a in getattr(config, "architectures", None) or [] if is_generative_class(a)]
     if generative:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.errors import VlcheckUserError
-from pytest_vlcheck.models.live_guard import run_settings
-from pytest_vlcheck.models.live_identity import live_fingerprint, live_identity
+from pytest_vlcheck.models.backends.vqa import VqaScorer, prompt_form
+from pytest_vlcheck.models.live.guard import run_settings
+from pytest_vlcheck.models.live.identity import live_fingerprint, live_identity
 from pytest_vlcheck.models.protocol import ModelOptions
-from pytest_vlcheck.models.vqa_backend import VqaScorer, prompt_form
 
 if TYPE_CHECKING:
     import numpy as np

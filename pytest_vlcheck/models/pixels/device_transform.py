@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.images.loading import over_pixel_limit
-from pytest_vlcheck.models.compact_pixels import split_transform
+from pytest_vlcheck.models.pixels.compact import split_transform
 
 if TYPE_CHECKING:
     import torch

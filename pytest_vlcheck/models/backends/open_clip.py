@@ -38,8 +38,8 @@ from pytest_vlcheck.errors import (
     VlcheckUserError,
     WeightsUnavailableError,
 )
-from pytest_vlcheck.models.compact_pixels import HostBatch, split_transform
-from pytest_vlcheck.models.open_clip_tags import pretrained_table
+from pytest_vlcheck.models.backends.open_clip_tags import pretrained_table
+from pytest_vlcheck.models.pixels.compact import HostBatch, split_transform
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity
 from pytest_vlcheck.models.torch_utils import (
     EmbeddingOutputs,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pytest_vlcheck.models.live_fingerprint import weights_checksum
+from pytest_vlcheck.models.live.fingerprint import weights_checksum
 
 FINGERPRINT_PREFIX = "live:"
 

@@ -27,13 +27,14 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
-from pytest_vlcheck.models.generative_classes import is_image_text_to_text
-from pytest_vlcheck.models.hf_backend import (
+from pytest_vlcheck.models.backends.generative_classes import is_image_text_to_text
+from pytest_vlcheck.models.backends.hf import (
     HubLocation,
     _fingerprint,
     _pil_processor_kwargs,
     _resolve_source,
 )
+from pytest_vlcheck.models.backends.vqa_prompt import VqaPrompt, answer_ids
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity
 from pytest_vlcheck.models.torch_utils import (
     ForwardContext,
@@ -47,7 +48,6 @@ from pytest_vlcheck.models.torch_utils import (
     to_float32_numpy,
     torch_dtype,
 )
-from pytest_vlcheck.models.vqa_prompt import VqaPrompt, answer_ids
 
 if TYPE_CHECKING:
     import numpy as np

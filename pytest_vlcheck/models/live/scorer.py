@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck import fmt
 from pytest_vlcheck.errors import VlcheckUserError
-from pytest_vlcheck.models.live_guard import run_settings
-from pytest_vlcheck.models.live_identity import live_fingerprint, live_identity
+from pytest_vlcheck.models.live.guard import run_settings
+from pytest_vlcheck.models.live.identity import live_fingerprint, live_identity
 from pytest_vlcheck.models.protocol import (
     DualEncoder,
     ModelOptions,
@@ -131,7 +131,7 @@ def live_scorer(
     if kind == "transformers":
         return _transformers_scorer(model, preprocess, tokenizer, options)
     if kind == "generative":
-        from pytest_vlcheck.models.vqa_live import live_vqa_scorer
+        from pytest_vlcheck.models.live.vqa import live_vqa_scorer
 
         return live_vqa_scorer(model, preprocess, tokenizer, options)
     inner = getattr(model, "module", None)  # DistributedDataParallel, DataParallel
@@ -156,7 +156,7 @@ def _model_kind(model: Any) -> str | None:
     ):
         return "open_clip"
     if type(model).__module__.startswith("transformers."):
-        from pytest_vlcheck.models.generative_classes import is_generative_class
+        from pytest_vlcheck.models.backends.generative_classes import is_generative_class
 
         if is_generative_class(type(model).__name__):
             return "generative"
@@ -170,7 +170,7 @@ def _model_kind(model: Any) -> str | None:
 def _open_clip_scorer(
     model: Any, preprocess: Any, tokenizer: Any, options: ModelOptions
 ) -> LiveScorer:
-    from pytest_vlcheck.models.open_clip_backend import OpenClipScorer
+    from pytest_vlcheck.models.backends.open_clip import OpenClipScorer
 
     given = {"preprocess": preprocess, "tokenizer": tokenizer}
     missing = [name for name, value in given.items() if not callable(value)]
@@ -202,7 +202,7 @@ def _open_clip_scorer(
 def _transformers_scorer(
     model: Any, preprocess: Any, tokenizer: Any, options: ModelOptions
 ) -> LiveScorer:
-    from pytest_vlcheck.models.hf_backend import HfDualScorer, HfSigmoidScorer
+    from pytest_vlcheck.models.backends.hf import HfDualScorer, HfSigmoidScorer
 
     image_processor = getattr(preprocess, "image_processor", preprocess)
     tokenizer = tokenizer if tokenizer is not None else getattr(preprocess, "tokenizer", None)
