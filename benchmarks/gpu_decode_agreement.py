@@ -62,7 +62,7 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, default=None)
     args = parser.parse_args()
 
-    from pytest_vlcheck.engine.device_decode import DeviceDecode
+    from pytest_vlcheck.engine.feed.on_device import DeviceDecode
     from pytest_vlcheck.models.backends.open_clip import load
     from pytest_vlcheck.models.pixels.device_transform import decode_jpegs, fallback_reason
     from pytest_vlcheck.models.protocol import ModelOptions

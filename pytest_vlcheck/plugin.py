@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_vlcheck import fixture
-from pytest_vlcheck.engine.progress import stderr_writer
+from pytest_vlcheck.engine.runner.progress import stderr_writer
 from pytest_vlcheck.errors import SettingsError
 from pytest_vlcheck.interrupts import freeze_collected, thaw_earlier_session, trim_interrupt
 from pytest_vlcheck.items import SESSION_KEY, ChecklistFile, ChecklistItem, NotAChecklist

@@ -214,7 +214,7 @@ def _rows(run: Any) -> str:
 
 def _checksum(model: Any) -> str:
     from pytest_vlcheck.models.live.fingerprint import weights_checksum
-    from pytest_vlcheck.run.distributed_models import unwrapped
+    from pytest_vlcheck.run.distributed.wrapped_models import unwrapped
 
     return weights_checksum(unwrapped(model))
 

@@ -16,8 +16,8 @@ from PIL import Image
 
 from pytest_vlcheck.checklist import load_checklist
 from pytest_vlcheck.engine import ModelRunner, evaluate_test
-from pytest_vlcheck.engine.embedding_cache import DB_NAME, EmbeddingCache
-from pytest_vlcheck.engine.progress import Progress, stderr_writer
+from pytest_vlcheck.engine.runner.progress import Progress, stderr_writer
+from pytest_vlcheck.engine.scores.embedding_cache import DB_NAME, EmbeddingCache
 from pytest_vlcheck.errors import ModelLoadError
 from pytest_vlcheck.gates.conditions import run_conditions
 from pytest_vlcheck.images.loading import ImageLoader
@@ -327,7 +327,7 @@ def test_cached_vectors_are_exactly_what_the_model_gave(project) -> None:
     root, module = project
     _run(root, module, "dual")
     with EmbeddingCache(root / "cache") as store:
-        from pytest_vlcheck.engine.content_keys import namespace, text_key
+        from pytest_vlcheck.engine.scores.content_keys import namespace, text_key
 
         space = namespace("colour-v1", "py|fp32", "text")
         row = store.get_many(space, [text_key("a red square")])[text_key("a red square")]

@@ -11,7 +11,7 @@ from test_paired import entry as paired_entry
 
 from pytest_vlcheck import metrics
 from pytest_vlcheck.checklist import ChecklistError, load_checklist
-from pytest_vlcheck.engine.result_extras import cluster_keys
+from pytest_vlcheck.engine.judging.extras import cluster_keys
 from pytest_vlcheck.gates.decision import gate
 from pytest_vlcheck.gates.wording import verdict_suffix
 from pytest_vlcheck.metrics.aggregates import MIXED, all_of_slices

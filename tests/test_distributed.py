@@ -14,7 +14,7 @@ import pytest
 from distributed_ranks import TIMEOUT, run_rank, write_checklist
 from model_builders import build_hf_clip
 
-from pytest_vlcheck.run.distributed import NOT_COLLECTIVE
+from pytest_vlcheck.run.distributed.collective import NOT_COLLECTIVE
 
 VARIANTS = ("plain", "ddp", "fsdp2", "fsdp1")
 
@@ -152,8 +152,8 @@ def test_a_spec_model_shares_its_batches_and_one_embedding_cache(ranks: list[Any
 
 def test_torchrun_ranks_share_the_image_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_vlcheck.cores import usable_cores
-    from pytest_vlcheck.engine.image_feed import cpu_threads, loader_pool
-    from pytest_vlcheck.engine.image_processes import preparation
+    from pytest_vlcheck.engine.feed.pipeline import cpu_threads, loader_pool
+    from pytest_vlcheck.images.pool import preparation
 
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
     with loader_pool() as pool:
@@ -168,7 +168,7 @@ def test_torchrun_ranks_share_the_image_threads(monkeypatch: pytest.MonkeyPatch)
 
 def test_every_rank_raises_the_first_failed_ranks_error() -> None:
     from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
-    from pytest_vlcheck.run.distributed import CollectiveError, describe, raise_agreed
+    from pytest_vlcheck.run.distributed.collective import CollectiveError, describe, raise_agreed
 
     ok: dict[str, Any] = {}
     user = {"error": describe(VlcheckUserError("images: 3 missing\nmore"), 1)}
@@ -188,7 +188,7 @@ def test_the_handshake_digest_ignores_the_ranks_device_and_callables(tmp_path: P
     from dataclasses import replace
 
     from pytest_vlcheck.run.checklists import checklist_files, load_tests
-    from pytest_vlcheck.run.distributed import run_digest
+    from pytest_vlcheck.run.distributed.collective import run_digest
     from pytest_vlcheck.run.settings import KeywordOptions, build_settings
 
     tests = load_tests(checklist_files([write_checklist(tmp_path)]), None)

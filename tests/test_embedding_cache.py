@@ -16,14 +16,19 @@ import pytest
 from PIL import Image
 
 from pytest_vlcheck import bounds
-from pytest_vlcheck.engine import embedding_cache as cache_module
-from pytest_vlcheck.engine.content_keys import (
+from pytest_vlcheck.engine.scores import embedding_cache as cache_module
+from pytest_vlcheck.engine.scores.content_keys import (
     image_key,
     namespace,
     pair_key,
     text_key,
 )
-from pytest_vlcheck.engine.embedding_cache import DB_NAME, CacheWarning, EmbeddingCache, FileDigest
+from pytest_vlcheck.engine.scores.embedding_cache import (
+    DB_NAME,
+    CacheWarning,
+    EmbeddingCache,
+    FileDigest,
+)
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.models.torch_utils import fingerprint_path
 
@@ -131,7 +136,7 @@ _WRITER = textwrap.dedent(
     """
     import sys
     import numpy as np
-    from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
+    from pytest_vlcheck.engine.scores.embedding_cache import EmbeddingCache
 
     root, worker = sys.argv[1], int(sys.argv[2])
     cache = EmbeddingCache(root)

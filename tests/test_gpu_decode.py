@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pytest_vlcheck.engine.content_keys import namespace
-from pytest_vlcheck.engine.device_decode import DeviceDecode, DeviceDecodeWarning
-from pytest_vlcheck.engine.image_feed import ImageFeed
-from pytest_vlcheck.engine.scorer_source import ScorerSource
-from pytest_vlcheck.engine.stats import ScoringStats
+from pytest_vlcheck.engine.feed.on_device import DeviceDecode, DeviceDecodeWarning
+from pytest_vlcheck.engine.feed.pipeline import ImageFeed
+from pytest_vlcheck.engine.runner.stats import ScoringStats
+from pytest_vlcheck.engine.scores.content_keys import namespace
+from pytest_vlcheck.engine.scores.scorer_source import ScorerSource
 from pytest_vlcheck.errors import SettingsError
 from pytest_vlcheck.gates.baseline import make_entry
 from pytest_vlcheck.gates.conditions import run_conditions
@@ -180,7 +180,7 @@ def test_a_preprocess_it_cannot_express_says_so_once() -> None:
 
 
 def test_gpu_is_a_run_condition_and_names_its_own_namespace(tmp_path: Path) -> None:
-    from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
+    from pytest_vlcheck.engine.scores.embedding_cache import EmbeddingCache
 
     default, gpu = ModelOptions(device="cpu"), ModelOptions(device="cpu", decode="gpu")
     assert "decode" not in run_conditions(default)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from pytest_vlcheck.engine.image_feed import ImageFeed
-from pytest_vlcheck.engine.image_store import ImageStore, nbytes
-from pytest_vlcheck.engine.stats import ScoringStats
+from pytest_vlcheck.engine.feed.pipeline import ImageFeed
+from pytest_vlcheck.engine.feed.store import ImageStore, nbytes
+from pytest_vlcheck.engine.runner.stats import ScoringStats
 from pytest_vlcheck.images.refs import ImageRef
 
 

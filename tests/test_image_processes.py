@@ -14,7 +14,9 @@ from test_plugin import CHECKLIST, colour_project
 
 from pytest_vlcheck import evaluate
 from pytest_vlcheck.cores import machine_share, usable_cores
-from pytest_vlcheck.engine.image_processes import (
+from pytest_vlcheck.images.loading import ImageLoader
+from pytest_vlcheck.images.perturb import make_perturbation
+from pytest_vlcheck.images.pool import (
     DEFAULT_MAX_WORKERS,
     LOAD_THREADS,
     ImageProcesses,
@@ -22,8 +24,6 @@ from pytest_vlcheck.engine.image_processes import (
     close_shared,
     preparation,
 )
-from pytest_vlcheck.images.loading import ImageLoader
-from pytest_vlcheck.images.perturb import make_perturbation
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable, canonical_scene
 
 SCENE = canonical_scene(
@@ -183,7 +183,7 @@ def test_with_warnings_as_errors_a_dead_pool_still_loads(
 def test_a_forked_child_lets_go_of_the_workers(tmp_path: Path) -> None:
     """A DataLoader's forked workers hold copies of the workers' pipes: they close them, so
     the parent's close still ends its workers at once; the child starts its own."""
-    from pytest_vlcheck.engine.image_processes import shared_processes
+    from pytest_vlcheck.images.pool import shared_processes
 
     close_shared()
     processes = shared_processes(2, None)

@@ -44,7 +44,7 @@ def test_every_budget_gives_the_same_embeddings_and_recomputes_the_part_not_kept
 ) -> None:
     import torch
 
-    from pytest_vlcheck.engine.cached_scorer import _normalise
+    from pytest_vlcheck.engine.scores.cached_scorer import _normalise
 
     write_colour_squares(tmp_path)
     monkeypatch.chdir(tmp_path)

@@ -11,7 +11,7 @@ from PIL import Image
 
 from pytest_vlcheck.checklist import load_checklist
 from pytest_vlcheck.parsing.errors import ChecklistError
-from pytest_vlcheck.tasks.caption import CaptionExample
+from pytest_vlcheck.tasks.caption.example import CaptionExample
 from pytest_vlcheck.tasks.group import GroupExample
 
 HEADER = """\
@@ -165,7 +165,7 @@ def test_fast_path_builds_what_full_validation_builds(
     """Plain caption lines skip the per-key validation; the examples are the same, and a line
     the fast path doubts (a bool tag, a float id, a repeated key) goes through full
     validation and its FILE.jsonl:LINE error."""
-    from pytest_vlcheck.tasks.caption import CAPTION
+    from pytest_vlcheck.tasks.caption.kind import CAPTION
 
     rows = [
         {"image": "red.png", "caption": "a red square", "negatives": ["b", "c"]},

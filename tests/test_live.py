@@ -376,7 +376,7 @@ def test_transformers_siglip_pads_to_its_context_and_reads_its_current_calibrati
 def test_a_live_model_says_where_it_computes(tiny_live):
     """The engine prepares images before each batch for a model on the CPU (the forward pass
     takes every core) and beside it for one on an accelerator: it must know which."""
-    from pytest_vlcheck.engine.scoring import _on_cpu
+    from pytest_vlcheck.engine.runner.model_runner import _on_cpu
 
     model, preprocess, tokenizer = tiny_live
     scorer = live_scorer(model, preprocess=preprocess, tokenizer=tokenizer, options=CPU)

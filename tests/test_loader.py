@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_vlcheck.checklist import ChecklistError, is_checklist_file, load_checklist
-from pytest_vlcheck.tasks.caption import CaptionExample
+from pytest_vlcheck.tasks.caption.example import CaptionExample
 from pytest_vlcheck.tasks.group import GroupExample
 from pytest_vlcheck.tasks.image import ImageExample
 from pytest_vlcheck.tasks.match import MatchExample

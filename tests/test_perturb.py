@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vlcheck.engine.content_keys import image_key
+from pytest_vlcheck.engine.scores.content_keys import image_key
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.images.perturb import ImagePerturbation, derive_seed, make_perturbation
 from pytest_vlcheck.images.refs import ImageRef, canonical_scene

@@ -7,7 +7,7 @@ import pytest
 
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.tasks import TASK_NAMES, get_task
-from pytest_vlcheck.tasks.caption import CaptionExample
+from pytest_vlcheck.tasks.caption.example import CaptionExample
 from pytest_vlcheck.tasks.group import GroupExample
 from pytest_vlcheck.tasks.image import ImageExample
 from pytest_vlcheck.tasks.match import MatchExample

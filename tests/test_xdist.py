@@ -14,7 +14,7 @@ from PIL import Image
 from test_merge import MODELS, SECOND
 from test_plugin import CHECKLIST, COLOURS
 
-from pytest_vlcheck.engine.stats import ScoringStats
+from pytest_vlcheck.engine.runner.stats import ScoringStats
 from pytest_vlcheck.models.registry import parse_spec
 from pytest_vlcheck.plugin import STATS_KEY, ReportHooks
 from pytest_vlcheck.results import CapabilityResult

@@ -22,7 +22,7 @@ from pytest_vlcheck.priors.protocol import PriorSpec, TextPrior
 from pytest_vlcheck.registry import Registry
 
 if TYPE_CHECKING:
-    from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
+    from pytest_vlcheck.engine.scores.embedding_cache import EmbeddingCache
 
 PRIORS: Registry[Callable[[str, ModelOptions], Any]] = Registry(
     "prior scheme",

@@ -20,8 +20,8 @@ from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.verdict import final
 from pytest_vlcheck.run.arguments import check_arguments, warn_unstepped
 from pytest_vlcheck.run.checklists import checklist_files, given_paths, load_tests, selected
-from pytest_vlcheck.run.distributed import collective, on_rank_zero, run_digest
-from pytest_vlcheck.run.distributed_evaluate import for_ranks, shared_run
+from pytest_vlcheck.run.distributed.branch import for_ranks, shared_run
+from pytest_vlcheck.run.distributed.collective import collective, on_rank_zero, run_digest
 from pytest_vlcheck.run.live_runners import LIVE_RUNNERS
 from pytest_vlcheck.run.outcome import Run
 from pytest_vlcheck.run.session import VlcheckSession

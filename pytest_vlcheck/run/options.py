@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pytest_vlcheck.engine.missing import MISSING_POLICIES
+from pytest_vlcheck.engine.judging.missing import MISSING_POLICIES
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP
 from pytest_vlcheck.models.backends.vqa_prompt import DEFAULT_ANSWER, DEFAULT_QUESTION, VQA_MODES
 from pytest_vlcheck.models.protocol import DECODES, PRECISIONS

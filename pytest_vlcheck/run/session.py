@@ -31,9 +31,9 @@ if TYPE_CHECKING:  # the engine, priors and reports load numpy: imported where t
 
     from pytest_vlcheck.checklist.schema import ChecklistTest
     from pytest_vlcheck.engine import ModelRunner
-    from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
-    from pytest_vlcheck.engine.progress import Writer
-    from pytest_vlcheck.engine.stats import ScoringStats
+    from pytest_vlcheck.engine.runner.progress import Writer
+    from pytest_vlcheck.engine.runner.stats import ScoringStats
+    from pytest_vlcheck.engine.scores.embedding_cache import EmbeddingCache
     from pytest_vlcheck.priors import AveragePrior
     from pytest_vlcheck.report.loader import RunError
     from pytest_vlcheck.run.outcome import Run
@@ -84,7 +84,7 @@ class VlcheckSession:
 
     def embedding_cache(self) -> EmbeddingCache | None:
         """The run's embedding cache, opened on first use and shared by every model."""
-        from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
+        from pytest_vlcheck.engine.scores.embedding_cache import EmbeddingCache
 
         root = self.settings.embedding_cache_dir
         if self._cache is None and root is not None:
@@ -263,7 +263,7 @@ class VlcheckSession:
     def add_worker_output(self, sent: Mapping[str, Any]) -> None:
         """Take what one xdist worker sent (nothing, when it crashed): its stats are added
         per model, its shard plan is the run's."""
-        from pytest_vlcheck.engine.stats import ScoringStats
+        from pytest_vlcheck.engine.runner.stats import ScoringStats
 
         for name, stats in sent.get("stats", {}).items():
             total = asdict(self.worker_stats.get(name, ScoringStats()))

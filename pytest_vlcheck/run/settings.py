@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from pytest_vlcheck import bounds
-from pytest_vlcheck.engine.missing import MISSING_POLICIES, MissingPolicy
+from pytest_vlcheck.engine.judging.missing import MISSING_POLICIES, MissingPolicy
 from pytest_vlcheck.errors import ModelSpecError, SettingsError
 from pytest_vlcheck.gates import Baseline, GateSettings
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP

@@ -20,7 +20,7 @@ from pytest_vlcheck.parsing.example_fields import (
 )
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.parsing.line_values import LineList, LineMap
-from pytest_vlcheck.tasks.caption_example import CaptionExample
+from pytest_vlcheck.tasks.caption.example import CaptionExample
 
 if TYPE_CHECKING:
     from pytest_vlcheck.images.refs import ImageRef

@@ -13,9 +13,9 @@ import numpy as np
 
 from pytest_vlcheck import metrics
 from pytest_vlcheck.checklist.schema import ChecklistTest, MacroSpec
-from pytest_vlcheck.engine.missing import MissingImagesError, MissingPolicy
-from pytest_vlcheck.engine.result_extras import cluster_keys, result_extras
-from pytest_vlcheck.engine.scoring import ModelRunner, Unscorable, text_grid
+from pytest_vlcheck.engine.judging.extras import cluster_keys, result_extras
+from pytest_vlcheck.engine.judging.missing import MissingImagesError, MissingPolicy
+from pytest_vlcheck.engine.runner.model_runner import ModelRunner, Unscorable, text_grid
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.metrics.aggregates import all_of_rate, macro_average

@@ -205,7 +205,7 @@ def run_digest(settings: Settings, tests: list[ChecklistTest], select: Any) -> s
 
 def summed_stats(collective: Collective, run: Run) -> Run:
     """The run with its stats summed over the ranks, and each rank's in ``Run.ranks``."""
-    from pytest_vlcheck.engine.scoring import ScoringStats
+    from pytest_vlcheck.engine.runner.model_runner import ScoringStats
 
     mine = {name: asdict(stats) for name, stats in run.stats.items()}
     every = collective.exchange({"stats": mine})

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from pytest_vlcheck.engine.content_keys import namespace
+from pytest_vlcheck.engine.scores.content_keys import namespace
 from pytest_vlcheck.errors import (
     ModelLoadError,
     ScorerProtocolError,
@@ -44,7 +44,7 @@ from pytest_vlcheck.models.registry import (
 from pytest_vlcheck.models.torch_utils import calibrated_sigmoid
 
 if TYPE_CHECKING:
-    from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
+    from pytest_vlcheck.engine.scores.embedding_cache import EmbeddingCache
 
 ScoringMode = Literal["refs", "dual", "pairs"]
 CACHED_MODES = ("dual", "pairs")

@@ -20,20 +20,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.cores import processes_sharing, usable_cores
-from pytest_vlcheck.engine.content_keys import image_key
-from pytest_vlcheck.engine.device_decode import DeviceDecode, OnDevice
-from pytest_vlcheck.engine.embedding_cache import RACY_SECONDS
-from pytest_vlcheck.engine.image_processes import LOAD_THREADS, preparation, shared_processes
-from pytest_vlcheck.engine.image_store import ImageKey, ImageStore
+from pytest_vlcheck.engine.feed.on_device import DeviceDecode, OnDevice
+from pytest_vlcheck.engine.feed.store import ImageKey, ImageStore
+from pytest_vlcheck.engine.scores.content_keys import image_key
+from pytest_vlcheck.engine.scores.embedding_cache import RACY_SECONDS
 from pytest_vlcheck.images.loading import ImageLoader, over_pixel_limit
+from pytest_vlcheck.images.pool import LOAD_THREADS, preparation, shared_processes
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.models.torch_utils import sha256_file
 
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-    from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
-    from pytest_vlcheck.engine.stats import ScoringStats
+    from pytest_vlcheck.engine.runner.stats import ScoringStats
+    from pytest_vlcheck.engine.scores.embedding_cache import EmbeddingCache
 
 FileStamp = tuple[int, int, int] | None
 """A file's (size, mtime_ns, inode), or None when it cannot be stat'ed."""

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pytest_vlcheck.run.distributed import Collective, CollectiveError, describe
-from pytest_vlcheck.run.distributed_models import dummy_forward
+from pytest_vlcheck.run.distributed.collective import Collective, CollectiveError, describe
+from pytest_vlcheck.run.distributed.wrapped_models import dummy_forward
 
 if TYPE_CHECKING:
-    from pytest_vlcheck.engine.scoring import ScoringStats
+    from pytest_vlcheck.engine.runner.model_runner import ScoringStats
 
 
 @dataclass

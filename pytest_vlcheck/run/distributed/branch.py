@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pytest_vlcheck.engine.batch_share import WholeShare
-from pytest_vlcheck.run.distributed import Collective, summed_stats
-from pytest_vlcheck.run.distributed_models import register_encoders, sharded, unwrapped
-from pytest_vlcheck.run.distributed_share import RankShare
+from pytest_vlcheck.engine.runner.batch_share import WholeShare
+from pytest_vlcheck.run.distributed.collective import Collective, summed_stats
+from pytest_vlcheck.run.distributed.rank_share import RankShare
+from pytest_vlcheck.run.distributed.wrapped_models import register_encoders, sharded, unwrapped
 
 if TYPE_CHECKING:
     from pytest_vlcheck.run.outcome import Run

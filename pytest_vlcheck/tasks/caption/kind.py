@@ -31,8 +31,8 @@ from pytest_vlcheck.tasks.base import (
     position_of,
     scored_texts,
 )
-from pytest_vlcheck.tasks.caption_example import CaptionExample
-from pytest_vlcheck.tasks.caption_plain import plain_caption_examples
+from pytest_vlcheck.tasks.caption.example import CaptionExample
+from pytest_vlcheck.tasks.caption.plain import plain_caption_examples
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
 
 EXAMPLE_SCHEMA: dict[str, Any] = {

@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pytest_vlcheck.engine.batch_share import BatchShare, WholeShare
-from pytest_vlcheck.engine.cached_scorer import CachedScorer, Pair, cosines
-from pytest_vlcheck.engine.device_decode import DeviceDecode
-from pytest_vlcheck.engine.embedding_width import EmbeddingWidth
-from pytest_vlcheck.engine.image_feed import ImageFeed, ImageLoad
-from pytest_vlcheck.engine.image_store import ImageKey, ImageStore
-from pytest_vlcheck.engine.progress import Writer, tracked
-from pytest_vlcheck.engine.scorer_source import ScorerSource, ScoringMode
-from pytest_vlcheck.engine.stats import ScoringStats
+from pytest_vlcheck.engine.feed.on_device import DeviceDecode
+from pytest_vlcheck.engine.feed.pipeline import ImageFeed, ImageLoad
+from pytest_vlcheck.engine.feed.store import ImageKey, ImageStore
+from pytest_vlcheck.engine.runner.batch_share import BatchShare, WholeShare
+from pytest_vlcheck.engine.runner.progress import Writer, tracked
+from pytest_vlcheck.engine.runner.stats import ScoringStats
+from pytest_vlcheck.engine.scores.cached_scorer import CachedScorer, Pair, cosines
+from pytest_vlcheck.engine.scores.embedding_width import EmbeddingWidth
+from pytest_vlcheck.engine.scores.scorer_source import ScorerSource, ScoringMode
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.models.protocol import ModelOptions, RefPair, Scorer
 from pytest_vlcheck.models.registry import ModelSpec
@@ -37,7 +37,7 @@ from pytest_vlcheck.tasks import Grid, get_task
 
 if TYPE_CHECKING:
     from pytest_vlcheck.checklist.schema import ChecklistTest
-    from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
+    from pytest_vlcheck.engine.scores.embedding_cache import EmbeddingCache
 
 __all__ = ["ModelRunner", "Plan", "ScoringStats", "Unscorable", "cosines", "text_grid"]
 
