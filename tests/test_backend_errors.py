@@ -22,9 +22,9 @@ from pytest_vlcheck.errors import (
     ModelLoadError,
     WeightsUnavailableError,
 )
+from pytest_vlcheck.models.devices import effective_precision
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import load_scorer, parse_spec
-from pytest_vlcheck.models.torch_utils import effective_precision
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("open_clip")
@@ -135,7 +135,7 @@ def test_device_errors_when_the_model_loads(
 
 
 def test_a_missing_gpu_index_lists_the_ones_there(monkeypatch: pytest.MonkeyPatch):
-    from pytest_vlcheck.models.torch_utils import resolve_device
+    from pytest_vlcheck.models.devices import resolve_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)

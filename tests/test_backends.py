@@ -20,19 +20,17 @@ from PIL import Image
 
 from pytest_vlcheck.models.backends import hf as hf_backend
 from pytest_vlcheck.models.backends import open_clip as open_clip_backend
-from pytest_vlcheck.models.protocol import ModelOptions
-from pytest_vlcheck.models.torch_utils import (
+from pytest_vlcheck.models.batching import (
     GPU_BATCH_SIZE,
     BatchSizeWarning,
     TruncationWarning,
     calibrated_sigmoid,
     device_batch_size,
-    effective_precision,
-    fingerprint_path,
-    resolve_device,
     run_in_batches,
-    torch_dtype,
 )
+from pytest_vlcheck.models.devices import effective_precision, resolve_device, torch_dtype
+from pytest_vlcheck.models.hashing import fingerprint_path
+from pytest_vlcheck.models.protocol import ModelOptions
 
 torch = pytest.importorskip("torch")
 open_clip = pytest.importorskip("open_clip")
@@ -104,7 +102,7 @@ def hf_blip_dir(models_dir: Path) -> Path:
     return build_hf_blip_itm(models_dir / "hf-blip")
 
 
-# --- torch_utils -------------------------------------------------------------------------
+# --- devices, batching, hashing -------------------------------------------------------------------------
 
 
 def test_resolve_device_auto_prefers_cuda_then_mps_then_cpu(monkeypatch: pytest.MonkeyPatch):

@@ -21,9 +21,9 @@ from pytest_vlcheck.engine.scores.embedding_cache import DB_NAME, EmbeddingCache
 from pytest_vlcheck.errors import ModelLoadError
 from pytest_vlcheck.gates.conditions import run_conditions
 from pytest_vlcheck.images.loading import ImageLoader
+from pytest_vlcheck.models.devices import computed_precision
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import identify, load_scorer, parse_spec
-from pytest_vlcheck.models.torch_utils import computed_precision
 
 CHECKLIST = """\
 vlcheck: 1

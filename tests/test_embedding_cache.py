@@ -30,7 +30,7 @@ from pytest_vlcheck.engine.scores.embedding_cache import (
     FileDigest,
 )
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
-from pytest_vlcheck.models.torch_utils import fingerprint_path
+from pytest_vlcheck.models.hashing import fingerprint_path
 
 NS = "image|sha256:abc|224-bicubic"
 

@@ -20,9 +20,9 @@ from pytest_vlcheck.gates.conditions import run_conditions
 from pytest_vlcheck.models.backends import vqa as vqa_backend
 from pytest_vlcheck.models.backends.hf import load as load_hf
 from pytest_vlcheck.models.backends.vqa_prompt import VqaPrompt, VqaPromptError, answer_ids
+from pytest_vlcheck.models.hashing import sha256_file
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import identify, parse_spec
-from pytest_vlcheck.models.torch_utils import sha256_file
 from pytest_vlcheck.run.settings import SettingsError
 
 CPU = ModelOptions(device="cpu")

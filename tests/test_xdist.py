@@ -124,7 +124,7 @@ def test_worker_stats_are_summed_per_model() -> None:
     ],
 )
 def test_auto_device_spreads_workers_over_gpus(count: int, worker: str | None, device: str) -> None:
-    from pytest_vlcheck.models.torch_utils import auto_cuda_device
+    from pytest_vlcheck.models.devices import auto_cuda_device
 
     assert auto_cuda_device(count, worker) == device
 

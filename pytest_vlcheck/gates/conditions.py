@@ -7,8 +7,8 @@ from importlib import metadata
 from typing import Any
 
 from pytest_vlcheck.models.backends.vqa_prompt import VqaPrompt
+from pytest_vlcheck.models.devices import computed_precision
 from pytest_vlcheck.models.protocol import ModelOptions
-from pytest_vlcheck.models.torch_utils import computed_precision
 
 __all__ = ["run_conditions"]
 

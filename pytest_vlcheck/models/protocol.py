@@ -43,7 +43,7 @@ class ModelOptions:
     ``precision`` is ``fp32``, ``fp16`` or ``bf16`` for the forward pass (decisions are
     always made on fp32 scores). ``auto_batch`` (``--vl-batch-size=auto``, the default) lets
     a backend size its batches to the device it loads on; ``batch_size`` is then the size
-    for a CPU (see ``torch_utils.device_batch_size``). ``vqa`` is what a generative model
+    for a CPU (see ``models.batching.device_batch_size``). ``vqa`` is what a generative model
     (``vqa:``, a live image-text-to-text model) is asked (``--vl-vqa-*``).
     """
 

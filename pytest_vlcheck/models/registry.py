@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from pytest_vlcheck.errors import ModelLoadError, ModelSpecError, UserCodeError, VlcheckUserError
 from pytest_vlcheck.models.checkpoints import expand_checkpoints, is_glob
+from pytest_vlcheck.models.devices import computed_precision
 from pytest_vlcheck.models.protocol import (
     Digest,
     ModelIdentity,
@@ -25,7 +26,6 @@ from pytest_vlcheck.models.protocol import (
     check_scorer,
 )
 from pytest_vlcheck.models.spec_files import check_spec_files
-from pytest_vlcheck.models.torch_utils import computed_precision
 from pytest_vlcheck.registry import PluginError, Registry
 
 __all__ = ["ModelLoadError", "ModelSpec", "ModelSpecError", "load_scorer", "parse_spec"]

@@ -27,7 +27,7 @@ from pytest_vlcheck.engine.scores.embedding_cache import RACY_SECONDS
 from pytest_vlcheck.images.loading import ImageLoader, over_pixel_limit
 from pytest_vlcheck.images.pool import LOAD_THREADS, preparation, shared_processes
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
-from pytest_vlcheck.models.torch_utils import sha256_file
+from pytest_vlcheck.models.hashing import sha256_file
 
 if TYPE_CHECKING:
     from PIL.Image import Image

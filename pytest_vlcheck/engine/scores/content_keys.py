@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
+from pytest_vlcheck.models.hashing import sha256_file
 from pytest_vlcheck.models.protocol import Digest
-from pytest_vlcheck.models.torch_utils import sha256_file
 
 KINDS = ("image", "text", "pair", "nll", "meta")
 

@@ -51,7 +51,7 @@ import numpy as np
 
 from pytest_vlcheck.bounds import DEFAULT_CACHE_BYTES
 from pytest_vlcheck.images.loading import header_pixels
-from pytest_vlcheck.models.torch_utils import sha256_file
+from pytest_vlcheck.models.hashing import sha256_file
 
 T = TypeVar("T")
 

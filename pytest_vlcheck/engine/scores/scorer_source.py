@@ -25,6 +25,7 @@ from pytest_vlcheck.errors import (
     UserCodeError,
     VlcheckUserError,
 )
+from pytest_vlcheck.models.batching import calibrated_sigmoid
 from pytest_vlcheck.models.protocol import (
     DualEncoder,
     ModelIdentity,
@@ -41,7 +42,6 @@ from pytest_vlcheck.models.registry import (
     load_scorer,
     run_precision,
 )
-from pytest_vlcheck.models.torch_utils import calibrated_sigmoid
 
 if TYPE_CHECKING:
     from pytest_vlcheck.engine.scores.embedding_cache import EmbeddingCache

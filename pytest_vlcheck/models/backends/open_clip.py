@@ -39,26 +39,22 @@ from pytest_vlcheck.errors import (
     WeightsUnavailableError,
 )
 from pytest_vlcheck.models.backends.open_clip_tags import pretrained_table
-from pytest_vlcheck.models.pixels.compact import HostBatch, split_transform
-from pytest_vlcheck.models.protocol import Digest, ModelIdentity
-from pytest_vlcheck.models.torch_utils import (
+from pytest_vlcheck.models.batching import (
     EmbeddingOutputs,
     ForwardContext,
     TruncationLog,
     calibrated_sigmoid,
     device_batch_size,
-    effective_precision,
-    fingerprint_path,
-    hub_cache_dir,
-    hub_offline,
-    hub_unreachable_reason,
-    inference_context,
-    resolve_device,
     run_in_batches,
     short_detail,
     sigmoid_calibration_of,
     to_float32_numpy,
 )
+from pytest_vlcheck.models.devices import effective_precision, inference_context, resolve_device
+from pytest_vlcheck.models.hashing import fingerprint_path
+from pytest_vlcheck.models.hub import hub_cache_dir, hub_offline, hub_unreachable_reason
+from pytest_vlcheck.models.pixels.compact import HostBatch, split_transform
+from pytest_vlcheck.models.protocol import Digest, ModelIdentity
 from pytest_vlcheck.nesting import TOO_DEEP, json_too_deep
 
 if TYPE_CHECKING:

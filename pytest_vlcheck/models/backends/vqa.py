@@ -35,19 +35,21 @@ from pytest_vlcheck.models.backends.hf import (
     _resolve_source,
 )
 from pytest_vlcheck.models.backends.vqa_prompt import VqaPrompt, answer_ids
-from pytest_vlcheck.models.protocol import Digest, ModelIdentity
-from pytest_vlcheck.models.torch_utils import (
+from pytest_vlcheck.models.batching import (
     ForwardContext,
     device_batch_size,
-    effective_precision,
-    fingerprint_path,
-    inference_context,
-    resolve_device,
     run_in_batches,
     short_detail,
     to_float32_numpy,
+)
+from pytest_vlcheck.models.devices import (
+    effective_precision,
+    inference_context,
+    resolve_device,
     torch_dtype,
 )
+from pytest_vlcheck.models.hashing import fingerprint_path
+from pytest_vlcheck.models.protocol import Digest, ModelIdentity
 
 if TYPE_CHECKING:
     import numpy as np

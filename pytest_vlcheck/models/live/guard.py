@@ -19,9 +19,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from pytest_vlcheck.errors import VlcheckUserError
+from pytest_vlcheck.models.batching import device_batch_size
+from pytest_vlcheck.models.devices import effective_precision, torch_dtype
 from pytest_vlcheck.models.live.precision import CastCopy
 from pytest_vlcheck.models.protocol import ModelOptions
-from pytest_vlcheck.models.torch_utils import device_batch_size, effective_precision, torch_dtype
 
 
 @contextmanager

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck import fmt
 from pytest_vlcheck.errors import VlcheckUserError
+from pytest_vlcheck.models.batching import calibrated_sigmoid, sigmoid_calibration_of
 from pytest_vlcheck.models.live.guard import run_settings
 from pytest_vlcheck.models.live.identity import live_fingerprint, live_identity
 from pytest_vlcheck.models.protocol import (
@@ -24,10 +25,6 @@ from pytest_vlcheck.models.protocol import (
     ModelOptions,
     PairScorer,
     RefScorer,
-)
-from pytest_vlcheck.models.torch_utils import (
-    calibrated_sigmoid,
-    sigmoid_calibration_of,
 )
 
 if TYPE_CHECKING:
