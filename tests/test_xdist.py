@@ -16,7 +16,7 @@ from test_plugin import CHECKLIST, COLOURS
 
 from pytest_vlcheck.engine.runner.stats import ScoringStats
 from pytest_vlcheck.models.registry import parse_spec
-from pytest_vlcheck.plugin import STATS_KEY, ReportHooks
+from pytest_vlcheck.report_hooks import STATS_KEY, ReportHooks
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.run.session import VlcheckSession
 from pytest_vlcheck.run.settings import Settings
