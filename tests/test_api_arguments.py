@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_plugin import CHECKLIST, colour_project
+from helpers.colour_project import CHECKLIST, colour_project
 
 from pytest_vlcheck import bounds, evaluate
 from pytest_vlcheck.errors import VlcheckUserError

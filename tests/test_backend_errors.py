@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from model_builders import build_open_clip
+from helpers.model_builders import build_open_clip
 
 from pytest_vlcheck.errors import (
     DeviceError,

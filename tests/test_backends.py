@@ -15,7 +15,12 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
-from model_builders import build_hf_blip_itm, build_hf_clip, build_hf_siglip, build_open_clip
+from helpers.model_builders import (
+    build_hf_blip_itm,
+    build_hf_clip,
+    build_hf_siglip,
+    build_open_clip,
+)
 from PIL import Image
 
 from pytest_vlcheck.models.backends import hf as hf_backend

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_gates_e2e import checklist, scores
+from helpers.gate_suite import checklist, scores
 
 from pytest_vlcheck.cli import main
 from pytest_vlcheck.gates.baseline import Baseline, make_entry

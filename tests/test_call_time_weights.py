@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from model_builders import write_colour_squares
+from helpers.model_builders import write_colour_squares
 
 from pytest_vlcheck.tiny import live_model
 
@@ -141,7 +141,7 @@ def test_a_live_transformers_model_evaluates_as_pytest_scores_its_folder(
 ) -> None:
     import warnings
 
-    from model_builders import build_hf_clip
+    from helpers.model_builders import build_hf_clip
     from transformers import AutoProcessor, CLIPModel
 
     from pytest_vlcheck import evaluate

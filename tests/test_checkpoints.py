@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from model_builders import write_colour_squares
+from helpers.model_builders import write_colour_squares
 
 from pytest_vlcheck.errors import ModelSpecError
 from pytest_vlcheck.models.checkpoints import natural_key, step_of
@@ -87,7 +87,7 @@ def test_trainer_checkpoint_folders_take_their_processor_from_a_base(
 ) -> None:
     """An HF Trainer's ``checkpoint-N/`` holds the model only: ``#BASE`` names where the
     tokenizer and image processor come from; without it, one line says so."""
-    from model_builders import build_hf_clip
+    from helpers.model_builders import build_hf_clip
 
     write_colour_squares(pytester.path)
     base = build_hf_clip(pytester.path / "base")

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distributed_ranks import TIMEOUT, run_rank, write_checklist
-from model_builders import build_hf_clip
+from helpers.distributed_ranks import TIMEOUT, run_rank, write_checklist
+from helpers.model_builders import build_hf_clip
 
 from pytest_vlcheck.run.distributed.collective import NOT_COLLECTIVE
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from model_builders import build_open_clip
+from helpers.model_builders import build_open_clip
 from PIL import Image
 
 from pytest_vlcheck.checklist import load_checklist

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_plugin import CHECKLIST, colour_project
+from helpers.colour_project import CHECKLIST, colour_project
 
 from pytest_vlcheck import Run, evaluate
 from pytest_vlcheck.errors import SettingsError, VlcheckUserError
@@ -61,7 +61,7 @@ def test_a_scorer_object_measures_what_its_spec_does(project: pytest.Pytester) -
 EVALUATE_OPEN_CLIP = """
 import json
 from pathlib import Path
-from model_builders import build_open_clip
+from helpers.model_builders import build_open_clip
 from pytest_vlcheck import evaluate
 
 config, weights = build_open_clip(Path("oc"))

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from model_builders import write_colour_squares
+from helpers.model_builders import write_colour_squares
 
 from pytest_vlcheck import evaluate
 from pytest_vlcheck.run.arguments import CheckpointStepWarning
@@ -92,7 +92,7 @@ def test_colliding_names_are_refused_with_a_fix_that_works(pytester: pytest.Pyte
 
 def test_a_processor_only_base_folder_is_accepted(pytester: pytest.Pytester) -> None:
     """``CLIPProcessor.save_pretrained`` writes no config.json: it is still a base."""
-    from model_builders import build_hf_clip
+    from helpers.model_builders import build_hf_clip
 
     write_colour_squares(pytester.path)
     built = build_hf_clip(pytester.path / "built")

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.colour_project import CHECKLIST, colour_project
 from PIL import Image
-from test_plugin import CHECKLIST, colour_project
 
 from pytest_vlcheck import evaluate
 from pytest_vlcheck.cores import machine_share, usable_cores

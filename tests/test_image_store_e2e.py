@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from model_builders import write_colour_squares
+from helpers.model_builders import write_colour_squares
 
 from pytest_vlcheck.tiny import live_model
 

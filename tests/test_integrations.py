@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from model_builders import build_hf_clip, write_colour_squares
+from helpers.model_builders import build_hf_clip, write_colour_squares
 
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.integrations.schedule import Schedule

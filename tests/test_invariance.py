@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from colour_scorer import SOURCE
+from helpers.colour_scorer import SOURCE
 from PIL import Image
 
 from pytest_vlcheck.checklist import ChecklistError, load_checklist

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from model_builders import build_hf_clip, build_hf_siglip
+from helpers.model_builders import build_hf_clip, build_hf_siglip
 from PIL import Image
 
 from pytest_vlcheck.errors import VlcheckUserError

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import open_clip
 import pytest
-from model_builders import build_hf_clip
+from helpers.model_builders import build_hf_clip
 
 from pytest_vlcheck import SettingsError, evaluate
 from pytest_vlcheck.models.live.check import check_live_inputs

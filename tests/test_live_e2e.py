@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from model_builders import write_colour_squares
+from helpers.model_builders import write_colour_squares
 
 FACTORY = """\
 from pytest_vlcheck.models.live.scorer import live_scorer

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from model_builders import write_colour_squares
+from helpers.model_builders import write_colour_squares
 
 from pytest_vlcheck.tiny import live_model
 

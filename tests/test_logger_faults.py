@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from test_plugin import CHECKLIST, colour_project
+from helpers.colour_project import CHECKLIST, colour_project
 
 from pytest_vlcheck import evaluate
 from pytest_vlcheck.loggers.scalars import MAX_NAME, sanitised

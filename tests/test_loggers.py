@@ -12,7 +12,7 @@ import types
 from pathlib import Path
 
 import pytest
-from test_plugin import CHECKLIST, colour_project
+from helpers.colour_project import CHECKLIST, colour_project
 
 from pytest_vlcheck import evaluate
 from pytest_vlcheck.errors import VlcheckUserError

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from model_builders import byte_vocabulary
+from helpers.model_builders import byte_vocabulary
 
 from pytest_vlcheck.metrics.priors import (
     group_prior_choices,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from model_builders import build_hf_clip, build_open_clip
+from helpers.model_builders import build_hf_clip, build_open_clip
 from PIL import Image
 
 CHECKLIST = """\

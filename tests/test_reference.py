@@ -12,7 +12,7 @@ import dataclasses
 import json
 
 import pytest
-from colour_scorer import SOURCE
+from helpers.colour_scorer import SOURCE
 from PIL import Image
 
 from pytest_vlcheck.gates.reference import with_reference

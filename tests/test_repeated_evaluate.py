@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_plugin import CHECKLIST, colour_project
+from helpers.colour_project import CHECKLIST, colour_project
 
 from pytest_vlcheck import evaluate
 from pytest_vlcheck.run.checklists import load_tests

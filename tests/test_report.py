@@ -734,7 +734,7 @@ tests:
 def test_a_failing_scene_test_reads_in_report_html(pytester: pytest.Pytester) -> None:
     """Failures of a failing test are open; scene headers are short labels (the spec is in
     the title); a tag every example shares gets no slice table."""
-    from colour_scorer import SOURCE
+    from helpers.colour_scorer import SOURCE
 
     pytester.makepyfile(colour_model=SOURCE)
     pytester.makefile(".yaml", scenes=SCENE_CHECKLIST)

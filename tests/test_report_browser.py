@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from colour_scorer import SOURCE
-from model_builders import write_colour_squares
+from helpers.colour_scorer import SOURCE
+from helpers.model_builders import write_colour_squares
 from PIL import Image
 
 from pytest_vlcheck.report import read_matrix

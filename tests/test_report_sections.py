@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from colour_scorer import SOURCE
+from helpers.colour_scorer import SOURCE
 from PIL import Image
 
 from pytest_vlcheck.report import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_gates_e2e import checklist, scores
+from helpers.gate_suite import checklist, scores
 
 from pytest_vlcheck.run.sharding import Shard, ShardSpecError, assign_shards, parse_shard
 

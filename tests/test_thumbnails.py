@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from colour_scorer import SOURCE
+from helpers.colour_scorer import SOURCE
 from PIL import Image
 
 from pytest_vlcheck.images.loading import ImageLoader

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from model_builders import build_hf_clip
+from helpers.model_builders import build_hf_clip
+from helpers.vqa_builders import build_llava, build_paligemma, build_qwen2_vl
 from PIL import Image
-from vqa_builders import build_llava, build_paligemma, build_qwen2_vl
 
 from pytest_vlcheck import evaluate
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError

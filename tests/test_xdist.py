@@ -9,10 +9,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from colour_scorer import SOURCE
+from helpers.colour_project import CHECKLIST, COLOURS
+from helpers.colour_scorer import SOURCE
+from helpers.merge_runs import MODELS, SECOND
 from PIL import Image
-from test_merge import MODELS, SECOND
-from test_plugin import CHECKLIST, COLOURS
 
 from pytest_vlcheck.engine.runner.stats import ScoringStats
 from pytest_vlcheck.models.registry import parse_spec

@@ -205,7 +205,7 @@ tests:
 def test_matrix_json_lines_are_the_same_both_ways(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from test_plugin import colour_project
+    from helpers.colour_project import colour_project
 
     project = colour_project(pytester, MATRIX_CHECKLIST)
     lines = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from model_builders import TINY_IMAGE, TINY_PATCH, _quiet_transformers, byte_vocabulary
+from helpers.model_builders import TINY_IMAGE, TINY_PATCH, _quiet_transformers, byte_vocabulary
 
 _TEXT = {
     "hidden_size": 32,
