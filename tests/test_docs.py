@@ -141,12 +141,12 @@ def test_gitlab_recipes_keep_the_baseline_of_a_failed_gate() -> None:
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="python -P (no script folder on sys.path)")
 def test_plain_pytest_in_a_clone_finds_the_training_package() -> None:
-    """``pytest tests/test_tiny.py`` (the console script puts no folder on sys.path, unlike
+    """``pytest tests/models/test_tiny.py`` (the console script puts no folder on sys.path, unlike
     ``python -m pytest``) imports ``tiny_training`` through the ini's ``pythonpath``."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     quiet = ["--collect-only", "-q", "-p", "no:cacheprovider"]
     done = subprocess.run(
-        [sys.executable, "-P", "-m", "pytest", *quiet, "tests/test_tiny.py"],
+        [sys.executable, "-P", "-m", "pytest", *quiet, "tests/models/test_tiny.py"],
         cwd=ROOT,
         capture_output=True,
         text=True,

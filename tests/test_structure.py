@@ -369,3 +369,26 @@ def test_the_layout_names_every_subfolder() -> None:
         if folder != PACKAGE and folder.name + "/" not in named
     }
     assert sorted(missing) == []
+
+
+TESTS = ROOT / "tests"
+TEST_SUPPORT = {"fixtures", "helpers"}
+"""Folders of tests/ that hold no tests of a package folder: data files, shared helpers."""
+
+
+def _test_files() -> list[Path]:
+    return sorted(p for p in TESTS.rglob("test_*.py") if "fixtures" not in p.parts)
+
+
+def test_test_files_have_unique_basenames() -> None:
+    """pytest imports a test file by its basename (no ``__init__.py`` in tests/)."""
+    names = [p.name for p in _test_files()]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
+def test_the_test_folders_mirror_the_package() -> None:
+    folders = {p.relative_to(TESTS).parts[0] for p in _test_files() if p.parent != TESTS}
+    package = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert sorted(folders - package) == []
+    support = {p.name for p in TESTS.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert sorted(support - package - TEST_SUPPORT) == []

@@ -1,4 +1,4 @@
-"""The per-rank bodies of ``test_distributed.py``: each rank of a gloo process group on the CPU
+"""The per-rank bodies of ``run/test_distributed.py``: each rank of a gloo process group on the CPU
 evaluates every model variant collectively and writes what it saw to ``rank<N>.json``; the
 test reads those files (an assertion inside a rank would only say "process 1 failed")."""
 

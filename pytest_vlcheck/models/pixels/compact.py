@@ -6,7 +6,7 @@ pixels into fp32 (``x / 255``, then ``(x - mean) / std``), four times the bytes.
 an image is kept as its uint8 pixels (150 KB at 224 px instead of 602 KB) and a batch is
 finished in one go with the same float32 operations in the same order, on the model's
 device: elementwise IEEE operations round the same in a batch as one image at a time, so
-the model sees the same bits (``tests/test_compact_pixels.py``).
+the model sees the same bits (``tests/models/test_compact_pixels.py``).
 
 torch and torchvision are imported inside the functions only.
 """

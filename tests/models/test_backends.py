@@ -269,7 +269,7 @@ def test_backend_modules_import_without_torch():
         "heavy = [m for m in ('torch', 'open_clip', 'transformers') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=root)
 

@@ -10,8 +10,8 @@ import pytest
 from test_importers import examples_of, fails, imported
 from test_importers_e2e import import_into, run_scored, scores_for
 
-FIXTURES = Path(__file__).parent / "fixtures" / "importers" / "valse"
-ANCHORS = Path(__file__).resolve().parents[1] / ".." / "shared" / "anchors" / "valse"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "importers" / "valse"
+ANCHORS = Path(__file__).resolve().parents[2] / ".." / "shared" / "anchors" / "valse"
 
 # The authors' valid set (mturk.caption >= 2) of each piece of the published files.
 VALID_COUNTS = {

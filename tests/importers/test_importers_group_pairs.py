@@ -12,7 +12,7 @@ from test_importers_e2e import import_into, run_scored, scores_for
 
 from pytest_vlcheck.checklist import load_checklist
 
-FIXTURES = Path(__file__).parent / "fixtures" / "importers"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "importers"
 COLORSWAP = FIXTURES / "colorswap" / "test.json"
 EQBEN = FIXTURES / "eqben" / "eqben_subset.json"
 VISMIN = FIXTURES / "vismin" / "vismin.csv"

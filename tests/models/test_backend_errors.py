@@ -31,7 +31,7 @@ pytest.importorskip("open_clip")
 pytest.importorskip("transformers")
 
 CPU = ModelOptions(device="cpu")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_importers_e2e import import_into, run_scored, scores_for
 
-FIXTURES = Path(__file__).parent / "fixtures" / "importers"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "importers"
 NEGBENCH = FIXTURES / "negbench" / "COCO_val_mcq_llama3.1_rephrased.csv"
 NEGBENCH_TEST = "negbench-COCO_val_mcq_llama3.1_rephrased"
 CREPE = FIXTURES / "crepe"

@@ -18,7 +18,7 @@ from pytest_vlcheck.importers import FORMATS
 from pytest_vlcheck.importers.aro import normalize
 from pytest_vlcheck.importers.common import chance_level
 
-FIXTURES = Path(__file__).parent / "fixtures" / "importers"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "importers"
 
 
 def run(argv: list[str]) -> int:

@@ -11,7 +11,7 @@ import pytest
 from test_importers import examples_of, fails, imported
 from test_importers_e2e import import_into, run_scored, scores_for
 
-FIXTURES = Path(__file__).parent / "fixtures" / "importers"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "importers"
 
 # s(image, caption option) by example id (the record's index), options in file order.
 CONTROLLED = {

@@ -14,7 +14,7 @@ from pytest_vlcheck import SettingsError, evaluate
 from pytest_vlcheck.models.live.check import check_live_inputs
 from pytest_vlcheck.tiny import live_model
 
-CHECKLIST = Path(__file__).resolve().parent.parent / "checklists" / "counting.yaml"
+CHECKLIST = Path(__file__).resolve().parents[2] / "checklists" / "counting.yaml"
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ from pytest_vlcheck.images.scenes import (
     validate_scene,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 COLOR_SPEC = {
     "n": 10,
     "seed": 3,

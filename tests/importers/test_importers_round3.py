@@ -11,7 +11,7 @@ from PIL import Image
 from test_importers import examples_of, fails, imported
 from test_importers_e2e import import_into, run_scored, scores_for
 
-FIXTURES = Path(__file__).parent / "fixtures" / "importers"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "importers"
 COLA = FIXTURES / "cola" / "COLA_multiobjects_matching_benchmark.json"
 SPEC = FIXTURES / "spec"
 VG = "https://cs-people.bu.edu/array/data/vg_gqa_images/"

@@ -15,7 +15,7 @@ import pytest
 from pytest_vlcheck.models.registry import parse_specs
 from pytest_vlcheck.models.spec_files import SpecFileNotFoundError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(

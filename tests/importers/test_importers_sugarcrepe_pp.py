@@ -11,8 +11,8 @@ import pytest
 from test_importers import examples_of, fails, imported
 from test_importers_e2e import import_into, run_scored, scores_for
 
-FIXTURES = Path(__file__).parent / "fixtures" / "importers" / "sugarcrepe_pp"
-ANCHORS = Path(__file__).resolve().parents[1] / ".." / "shared" / "anchors" / "sugarcrepe-pp"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "importers" / "sugarcrepe_pp"
+ANCHORS = Path(__file__).resolve().parents[2] / ".." / "shared" / "anchors" / "sugarcrepe-pp"
 
 SIZES = {"replace_obj": 1652, "replace_att": 788, "replace_rel": 1406, "swap_obj": 245,
          "swap_att": 666}  # fmt: skip

@@ -74,7 +74,7 @@ Path("evaluated.json").write_text(json.dumps({"spec": spec, "matrix": run.to_jso
 def test_a_tiny_open_clip_model_equals_the_pytest_report(project: pytest.Pytester) -> None:
     # Both sides in subprocesses: torch cannot be imported twice in one process, and
     # pytester's restoring of sys.modules after a test would make this one import it again.
-    tests_dir = str(Path(__file__).parent)
+    tests_dir = str(Path(__file__).parents[1])
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")]),
@@ -191,7 +191,7 @@ def test_the_options_page_names_every_option_and_keyword() -> None:
     from pytest_vlcheck.run.options import COMMAND_LINE_OPTIONS
     from pytest_vlcheck.run.settings import DEFAULTS
 
-    page = (Path(__file__).parent.parent / "docs" / "options.md").read_text()
+    page = (Path(__file__).parents[2] / "docs" / "options.md").read_text()
     table = page.split("# Options", 1)[1].split("##", 1)[0]
     rows = re.findall(r"^\| `(--vl-[a-z-]+)[^`]*` \|[^|]*\|([^|]*)\|", table, re.M)
     assert sorted(flag for flag, _ in rows) == sorted(flag for flag, _ in COMMAND_LINE_OPTIONS)

@@ -16,7 +16,7 @@ from pytest_vlcheck.cli.import_command import add_import_command
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.tasks import get_task
 
-FIXTURES = Path(__file__).parent / "fixtures" / "importers"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "importers"
 Rule = Callable[[str, str, int, int], float]
 """score(test id, example id, image index, text index) for an example's image x text grid."""
 

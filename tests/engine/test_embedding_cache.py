@@ -156,7 +156,7 @@ _WRITER = textwrap.dedent(
 def test_two_processes_fill_one_cache_at_once(tmp_path: Path) -> None:
     script = tmp_path / "writer.py"
     script.write_text(_WRITER, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     procs = [
         subprocess.Popen(
             [sys.executable, "-W", "error", str(script), str(tmp_path / "c"), str(worker)],

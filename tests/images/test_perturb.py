@@ -35,7 +35,7 @@ SPECS = [
     ("noise", 0.05),
     ("hflip", None),
 ]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _ref(perturb: ImagePerturbation | None = None) -> ImageRef:

@@ -12,7 +12,7 @@ from test_importers import fails, imported, run
 
 from pytest_vlcheck.importers.common import SourceError, check_loads, read_json_records
 
-FIXTURES = Path(__file__).parent / "fixtures" / "importers"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "importers"
 
 
 def _json(tmp_path: Path, text: str) -> Path:

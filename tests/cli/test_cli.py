@@ -106,7 +106,7 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    checklists = Path(__file__).resolve().parents[1] / "checklists"
+    checklists = Path(__file__).resolve().parents[2] / "checklists"
     command = [sys.executable, "-m", "pytest_vlcheck.cli", "validate", *[str(checklists)] * 20]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
         assert proc.stdout is not None and proc.stderr is not None
@@ -152,7 +152,7 @@ def test_output_paths_are_checked_before_any_work(
         "file": str(tmp_path / "a-file"),
         "missing": str(tmp_path / "missing"),
         "tmp": str(tmp_path),
-        "checklist": str(Path(__file__).resolve().parents[1] / "checklists" / "attribute.yaml"),
+        "checklist": str(Path(__file__).resolve().parents[2] / "checklists" / "attribute.yaml"),
     }
     before = sorted(p.name for p in tmp_path.rglob("*"))
     assert main([a.format(**names) for a in argv]) == 2

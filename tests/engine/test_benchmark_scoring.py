@@ -383,7 +383,7 @@ def test_aro_vg_relation_macro_average(pytester: pytest.Pytester) -> None:
 
 
 def test_aro_vg_attribution_macro_needs_25_examples(tmp_path: Path) -> None:
-    source = Path(__file__).parent / "fixtures" / "importers" / "aro"
+    source = Path(__file__).parents[1] / "fixtures" / "importers" / "aro"
     out = import_into(tmp_path, "aro", str(source / "visual_genome_attribution.json"))
     (test,) = yaml.safe_load(out.read_text(encoding="utf-8"))["tests"]
     assert test["macro"] == {"tag": "attributes", "min_count": 25}
