@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from pytest_vlcheck.cores import machine_share, processes_sharing, usable_cores
+from pytest_vlcheck.cores import machine_share, rank_share, usable_cores
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.images.worker import ref_to_json
@@ -71,7 +71,7 @@ def preparation(cap: int | None, environ: Mapping[str, str] | None = None) -> tu
     ranks share (a URL download waits on the network, not on a core)."""
     share = machine_share(usable_cores(), environ)
     count = min(share, DEFAULT_MAX_WORKERS) if cap is None else max(1, min(cap, share))
-    floor = LOAD_THREADS // processes_sharing("LOCAL_WORLD_SIZE", environ)
+    floor = rank_share(LOAD_THREADS, environ)
     threads = count if cap is not None else max(count, floor, 1)
     return threads, count if count >= 2 else 0
 

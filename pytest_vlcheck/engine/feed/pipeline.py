@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_vlcheck.cores import processes_sharing, usable_cores
+from pytest_vlcheck.cores import rank_share, usable_cores
 from pytest_vlcheck.engine.feed.on_device import DeviceDecode, OnDevice
-from pytest_vlcheck.engine.feed.store import ImageKey, ImageStore
+from pytest_vlcheck.engine.feed.store import ImageStore
 from pytest_vlcheck.engine.scores.content_keys import image_key
 from pytest_vlcheck.engine.scores.embedding_cache import RACY_SECONDS
 from pytest_vlcheck.images.loading import ImageLoader, over_pixel_limit
 from pytest_vlcheck.images.pool import LOAD_THREADS, preparation, shared_processes
-from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
+from pytest_vlcheck.images.refs import ImageKey, ImageRef, ImageUnavailable
 from pytest_vlcheck.models.hashing import sha256_file
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ class ImageFeed:
 def cpu_threads() -> int:
     """Loader threads beside a model on the CPU: one per core of this process's machine
     share among torchrun's ranks (measured best; xdist workers each take all, as before)."""
-    return max(1, usable_cores() // processes_sharing("LOCAL_WORLD_SIZE"))
+    return rank_share(usable_cores())
 
 
 @contextlib.contextmanager
@@ -212,7 +212,7 @@ def loader_pool(threads: int | None = None) -> Iterator[ThreadPoolExecutor]:
     batches), what has not started is cancelled, not finished first: a run stops within the
     images already being decoded, not the batches queued behind them."""
     if threads is None:
-        threads = max(1, LOAD_THREADS // processes_sharing("LOCAL_WORLD_SIZE"))
+        threads = rank_share(LOAD_THREADS)
     pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="vlcheck-load")
     try:
         yield pool

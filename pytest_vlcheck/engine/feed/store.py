@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_vlcheck.bounds import DEFAULT_IMAGE_MEMORY
+from pytest_vlcheck.images.refs import ImageKey
 
-ImageKey = tuple[Any, ...]
-
-__all__ = ["DEFAULT_IMAGE_MEMORY", "ImageKey", "ImageStore", "nbytes"]
+__all__ = ["DEFAULT_IMAGE_MEMORY", "ImageStore", "nbytes"]
 
 
 @dataclass

@@ -23,14 +23,14 @@ import numpy as np
 
 from pytest_vlcheck.engine.feed.on_device import DeviceDecode
 from pytest_vlcheck.engine.feed.pipeline import ImageFeed, ImageLoad
-from pytest_vlcheck.engine.feed.store import ImageKey, ImageStore
+from pytest_vlcheck.engine.feed.store import ImageStore
 from pytest_vlcheck.engine.runner.batch_share import BatchShare, WholeShare
 from pytest_vlcheck.engine.runner.progress import Writer, tracked
 from pytest_vlcheck.engine.runner.stats import ScoringStats
 from pytest_vlcheck.engine.scores.cached_scorer import CachedScorer, Pair, cosines
 from pytest_vlcheck.engine.scores.embedding_width import EmbeddingWidth
 from pytest_vlcheck.engine.scores.scorer_source import ScorerSource, ScoringMode
-from pytest_vlcheck.images.refs import ImageRef
+from pytest_vlcheck.images.refs import ImageKey, ImageRef
 from pytest_vlcheck.models.protocol import ModelOptions, RefPair, Scorer
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.tasks import Grid, get_task

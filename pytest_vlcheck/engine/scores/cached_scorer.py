@@ -20,13 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from pytest_vlcheck.engine.feed.store import ImageKey
 from pytest_vlcheck.engine.runner.stats import ScoringStats
 from pytest_vlcheck.engine.scores.content_keys import pair_key, text_key
 from pytest_vlcheck.engine.scores.embedding_width import EmbeddingWidth
 from pytest_vlcheck.engine.scores.scorer_source import ScorerSource
 from pytest_vlcheck.errors import ScorerProtocolError
-from pytest_vlcheck.images.refs import ImageRef
+from pytest_vlcheck.images.refs import ImageKey, ImageRef
 
 Pair = tuple[ImageKey, str]
 Common = Callable[[Sequence[Hashable], set[Any]], set[Any]]
