@@ -14,7 +14,6 @@ _EXPORTS = {
     "ScoringStats": "pytest_vlcheck.engine.runner.stats",
     "Unscorable": _SCORING,
     "evaluate_test": _EVALUATE,
-    "unscored_result": _EVALUATE,
 }
 
 __all__ = sorted(_EXPORTS)

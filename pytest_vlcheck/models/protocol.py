@@ -85,6 +85,12 @@ class ModelSpec:
     step: int | None = None
     """A glob checkpoint's training step, read from its file name."""
 
+    @classmethod
+    def for_object(cls, name: str, model: object) -> ModelSpec:
+        """The spec a model object handed to ``evaluate`` is reported under
+        (``matrix.json``'s ``models[].spec``): no scheme, no body."""
+        return cls(name=name, text=f"<{type(model).__name__} object>", scheme="", body="")
+
 
 Digest = Callable[["Path"], str]
 """sha256 hex of a file's bytes (``EmbeddingCache.file_digest`` remembers unchanged files)."""

@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.checklist import ChecklistTest
-from pytest_vlcheck.engine import unscored_result
 from pytest_vlcheck.errors import ModelLoadError, SettingsError, VlcheckUserError
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.results import CapabilityResult
-from pytest_vlcheck.results.verdict import final
+from pytest_vlcheck.results.verdict import final, unmeasured
 from pytest_vlcheck.run.arguments import check_arguments, warn_unstepped
 from pytest_vlcheck.run.checklists import checklist_files, given_paths, load_tests, selected
 from pytest_vlcheck.run.distributed.branch import for_ranks, shared_run
@@ -123,7 +122,7 @@ def _with_model(
             model, preprocess=preprocess, tokenizer=tokenizer, options=settings.model_options
         )
         check_live_inputs(model, preprocess, tokenizer)  # one tiny input, before any scoring
-        settings = replace(settings, specs=(_object_spec(name, model),))
+        settings = replace(settings, specs=(ModelSpec.for_object(name, model),))
     if name is not None:
         if len(settings.specs) > 1:
             raise SettingsError(
@@ -155,14 +154,10 @@ def _judged(session: VlcheckSession, test: ChecklistTest, model: str) -> Capabil
     except ModelLoadError:
         raise
     except VlcheckUserError as exc:
-        empty = unscored_result(test, model, "error", session.settings.threshold)
-        return final(replace(empty, file=session.relative(test.file)), outcome="error", error=exc)
+        threshold, file = session.settings.threshold, session.relative(test.file)
+        empty = unmeasured(test, model, "error", threshold, file)
+        return final(empty, outcome="error", error=exc)
     return final(result, known_failure=test.known_failures.get(model, ""))
-
-
-def _object_spec(name: str, model: Any) -> ModelSpec:
-    """The spec a model object is reported under (``matrix.json``'s ``models[].spec``)."""
-    return ModelSpec(name=name, text=f"<{type(model).__name__} object>", scheme="", body="")
 
 
 def _paths(checklists: Any, bundled: bool) -> list[Path]:

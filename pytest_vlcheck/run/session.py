@@ -263,12 +263,9 @@ class VlcheckSession:
     def add_worker_output(self, sent: Mapping[str, Any]) -> None:
         """Take what one xdist worker sent (nothing, when it crashed): its stats are added
         per model, its shard plan is the run's."""
-        from pytest_vlcheck.engine.runner.stats import ScoringStats
+        from pytest_vlcheck.engine.runner.stats import ScoringStats, summed_per_model
 
-        for name, stats in sent.get("stats", {}).items():
-            total = asdict(self.worker_stats.get(name, ScoringStats()))
-            for key, value in stats.items():
-                total[key] += value
-            self.worker_stats[name] = ScoringStats(**total)
+        received = {name: ScoringStats(**stats) for name, stats in sent.get("stats", {}).items()}
+        self.worker_stats = summed_per_model([self.worker_stats, received])
         if sent.get("shard") is not None:
             self.shard_plan = ShardPlan(**sent["shard"])

@@ -19,7 +19,7 @@ from pytest_vlcheck.engine.runner.model_runner import ModelRunner, Unscorable, t
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.metrics.aggregates import all_of_rate, macro_average
-from pytest_vlcheck.results import CapabilityResult, ExampleOutcome, FailureExample, Status
+from pytest_vlcheck.results import CapabilityResult, ExampleOutcome, FailureExample
 from pytest_vlcheck.tasks import Example, Judgement, Task, get_task
 
 FAILURES_KEPT = 5
@@ -209,26 +209,3 @@ def _missing_message(test: ChecklistTest, lost: list[tuple[Example, Unscorable]]
     if len(lost) > MISSING_LISTED:
         lines.append(f"  ... and {len(lost) - MISSING_LISTED} more example(s)")
     return "\n".join(lines)
-
-
-def unscored_result(
-    test: ChecklistTest, model: str, status: Status, threshold: float | None = None
-) -> CapabilityResult:
-    """The matrix row of a test that produced no measurement (errored or skipped)."""
-    return CapabilityResult(
-        file=str(test.file),
-        test=test.id,
-        capability=test.capability,
-        task=test.task,
-        model=model,
-        n=0,
-        passed=0,
-        pass_rate=0.0,
-        ci_low=0.0,
-        ci_high=1.0,
-        threshold=test.threshold if threshold is None else threshold,
-        chance=0.0,
-        status=status,
-        line=test.line,
-        criterion=test.criterion,
-    )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
 
 
 @dataclass
@@ -45,3 +46,17 @@ class ScoringStats:
     def cached(self) -> int:
         """Inputs (images, texts, pairs) read from the embedding cache instead of the model."""
         return self.images_cached + self.texts_cached + self.pairs_cached
+
+    def __add__(self, other: ScoringStats) -> ScoringStats:
+        """Two processes' counts and seconds, field by field."""
+        return ScoringStats(**{k: v + getattr(other, k) for k, v in asdict(self).items()})
+
+
+def summed_per_model(parts: Iterable[Mapping[str, ScoringStats]]) -> dict[str, ScoringStats]:
+    """Per model, the sum of every process's stats: xdist's workers at the controller and
+    torch.distributed's ranks, one rule for both."""
+    total: dict[str, ScoringStats] = {}
+    for part in parts:
+        for name, stats in part.items():
+            total[name] = total.get(name, ScoringStats()) + stats
+    return total

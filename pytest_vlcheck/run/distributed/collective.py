@@ -205,7 +205,7 @@ def run_digest(settings: Settings, tests: list[ChecklistTest], select: Any) -> s
 
 def summed_stats(collective: Collective, run: Run) -> Run:
     """The run with its stats summed over the ranks, and each rank's in ``Run.ranks``."""
-    from pytest_vlcheck.engine.runner.model_runner import ScoringStats
+    from pytest_vlcheck.engine.runner.stats import ScoringStats, summed_per_model
 
     mine = {name: asdict(stats) for name, stats in run.stats.items()}
     every = collective.exchange({"stats": mine})
@@ -213,12 +213,7 @@ def summed_stats(collective: Collective, run: Run) -> Run:
         {name: ScoringStats(**values) for name, values in answer["stats"].items()}
         for answer in every
     )
-    total: dict[str, ScoringStats] = {}
-    for stats in ranks:
-        for name, one in stats.items():
-            summed = asdict(total.get(name, ScoringStats()))
-            total[name] = ScoringStats(**{k: v + summed[k] for k, v in asdict(one).items()})
-    return replace(run, stats=total, ranks=ranks)
+    return replace(run, stats=summed_per_model(ranks), ranks=ranks)
 
 
 def on_rank_zero(collective: Collective, output: Callable[[], None]) -> None:
