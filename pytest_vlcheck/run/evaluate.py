@@ -79,9 +79,10 @@ def evaluate(
     if group is not None:
         group.handshake(run_digest(settings, tests, select))
     session = VlcheckSession(settings)
+    live = None
     if scorer is not None:
         (spec,) = settings.specs
-        session.runners[spec.name] = LIVE_RUNNERS.runner_for(
+        live = LIVE_RUNNERS.runner_for(
             model,
             scorer,
             spec,
@@ -89,13 +90,14 @@ def evaluate(
             settings.url_cache_dir,
             image_memory=settings.image_memory_bytes,
         )
+        session.attach(spec.name, live)
     measure = partial(_measure, session, tests)
     try:
         run = measure() if group is None else shared_run(group, session, measure, lockstep, scorer)
     finally:
         session.close()
-        if scorer is not None:
-            session.runners[settings.specs[0].name].release()
+        if live is not None:
+            live.release()
     outputs = partial(emit_all_warning_on_loggers, run, file_sinks(run))
     outputs() if group is None else on_rank_zero(group, outputs)
     return run

@@ -82,6 +82,11 @@ class VlcheckSession:
             )
         return self.runners[model]
 
+    def attach(self, model: str, runner: ModelRunner) -> None:
+        """Score ``model`` with ``runner``, a live model object's, kept across a training
+        loop's calls (``run.live_runners``), instead of one this session would make."""
+        self.runners[model] = runner
+
     def embedding_cache(self) -> EmbeddingCache | None:
         """The run's embedding cache, opened on first use and shared by every model."""
         from pytest_vlcheck.engine.scores.embedding_cache import EmbeddingCache
