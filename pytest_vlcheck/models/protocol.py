@@ -53,7 +53,8 @@ class ModelOptions:
     auto_batch: bool = False
     vqa: VqaPrompt = field(default_factory=VqaPrompt)
     decode: Decode = "cpu"
-    """``gpu``: JPEGs decoded and resized on the model's device (``models.gpu_decode``)."""
+    """``gpu``: JPEGs decoded and resized on the model's device
+    (``models.pixels.device_transform``)."""
     workers: int | None = None
     """Cores preparing images beside a model on an accelerator (``--vl-workers``; None: this
     process's share, ``engine.image_processes.preparation``); results do not depend on

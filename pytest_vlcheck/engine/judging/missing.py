@@ -1,7 +1,7 @@
 """What a run does with examples whose images cannot be loaded (``--vl-missing``).
 
 Its own module, free of numpy, because the plugin's options name the policies before any
-checklist is collected (``engine.evaluate`` applies them)."""
+checklist is collected (``engine.judging.judge`` applies them)."""
 
 from __future__ import annotations
 

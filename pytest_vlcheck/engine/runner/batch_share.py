@@ -3,7 +3,7 @@ the forward passes across the ranks of a ``torch.distributed`` job.
 
 A runner plans its batches the same way in every process; a share picks this process's part
 (``phase``) and, once the part is encoded, makes every batch's vectors known to this process
-(``run.distributed_share``). ``WholeShare``, the default, encodes every batch here.
+(``run.distributed.rank_share``). ``WholeShare``, the default, encodes every batch here.
 """
 
 from __future__ import annotations

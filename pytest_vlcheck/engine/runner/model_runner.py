@@ -92,7 +92,7 @@ class ModelRunner:
     _device: DeviceDecode | bool | None = field(default=None, init=False, repr=False)
     """``--vl-decode gpu``'s path, once known (False: this model's preprocessing has none)."""
     share: BatchShare = field(default_factory=WholeShare, repr=False)
-    """Which of the planned batches this process encodes (``engine.batch_share``)."""
+    """Which of the planned batches this process encodes (``engine.runner.batch_share``)."""
 
     def __post_init__(self) -> None:
         cache_file = None if self.cache is None else self.cache.path

@@ -21,7 +21,7 @@ takes the total over the bound, the least recently accessed rows go until it is 
 the operating system.
 
 A small ``meta`` table keeps JSON text per key (what a model is, so a re-run can score
-from cached vectors without building it; see ``engine.scoring``).
+from cached vectors without building it; see ``engine.runner.model_runner``).
 
 The same database holds a stat index (path, size, mtime_ns, inode, ctime_ns -> sha256 and an
 image's pixel count) so an unchanged image or weights file is hashed once, while a changed
