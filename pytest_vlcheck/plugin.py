@@ -29,6 +29,7 @@ from pytest_vlcheck.run.options import COMMAND_LINE_OPTIONS, INI_TWINS
 from pytest_vlcheck.run.session import VlcheckSession
 from pytest_vlcheck.run.settings import DEFAULTS, build_settings
 from pytest_vlcheck.run.sharding import Shard, ShardSpecError, parse_shard, plan_shard
+from pytest_vlcheck.vl_tests import uses_vl_model
 
 # Every module imported above is light (no numpy, no model, no report): pytest imports this
 # plugin in every run, with checklists or not (benchmarks/fixed_costs.py).
@@ -193,7 +194,7 @@ class ItemHooks:
         rows: dict[str, Any] | list[dict[str, Any]] | None = None
         if isinstance(item, ChecklistItem):
             rows = item.transport(report, call)
-        elif fixture.uses_vl_model(item):
+        elif uses_vl_model(item):
             rows = fixture.python_rows(self.state, item, report, call)
         if rows is not None:
             report.vlcheck = rows

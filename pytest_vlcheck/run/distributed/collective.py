@@ -32,7 +32,7 @@ from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
 if TYPE_CHECKING:
     from pytest_vlcheck.checklist import ChecklistTest
     from pytest_vlcheck.run.outcome import Run
-    from pytest_vlcheck.run.session import Settings
+    from pytest_vlcheck.run.settings import Settings
 
 T = TypeVar("T")
 
