@@ -62,9 +62,9 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, default=None)
     args = parser.parse_args()
 
-    from pytest_vlcheck.engine.device_decode import DeviceDecode
-    from pytest_vlcheck.models.gpu_decode import decode_jpegs, fallback_reason
-    from pytest_vlcheck.models.open_clip_backend import load
+    from pytest_vlcheck.engine.feed.on_device import DeviceDecode
+    from pytest_vlcheck.models.backends.open_clip import load
+    from pytest_vlcheck.models.pixels.device_transform import decode_jpegs, fallback_reason
     from pytest_vlcheck.models.protocol import ModelOptions
     from pytest_vlcheck.tiny import TINY_SPEC
 

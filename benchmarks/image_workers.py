@@ -20,8 +20,8 @@ from typing import Any
 
 from pytest_vlcheck.checklist.bundled import bundled_checklists_dir
 from pytest_vlcheck.cores import usable_cores
-from pytest_vlcheck.engine.image_processes import ImageProcesses
 from pytest_vlcheck.images.loading import ImageLoader
+from pytest_vlcheck.images.pool import ImageProcesses
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.run.checklists import checklist_files, load_tests
 from pytest_vlcheck.tasks import get_task

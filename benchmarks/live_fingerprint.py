@@ -45,8 +45,8 @@ def main() -> None:
     import open_clip
     import torch
 
-    from pytest_vlcheck.models.live import live_scorer
-    from pytest_vlcheck.models.live_fingerprint import weights_checksum
+    from pytest_vlcheck.models.live.fingerprint import weights_checksum
+    from pytest_vlcheck.models.live.scorer import live_scorer
     from pytest_vlcheck.models.protocol import ModelOptions
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

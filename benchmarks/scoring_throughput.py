@@ -60,13 +60,13 @@ from PIL import Image
 from pytest_vlcheck.checklist import load_checklist
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.engine import ModelRunner, evaluate_test
-from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
-from pytest_vlcheck.engine.image_feed import cpu_threads
-from pytest_vlcheck.engine.image_processes import preparation, shared_processes
+from pytest_vlcheck.engine.feed.pipeline import cpu_threads
+from pytest_vlcheck.engine.scores.embedding_cache import EmbeddingCache
 from pytest_vlcheck.images.loading import ImageLoader
+from pytest_vlcheck.images.pool import preparation, shared_processes
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import parse_spec
-from pytest_vlcheck.tasks.caption import CaptionExample
+from pytest_vlcheck.tasks.caption.example import CaptionExample
 
 SMALL_VIT: dict[str, Any] = {
     "embed_dim": 512,

@@ -6,7 +6,7 @@
         --weights DIR                                          # a vLLM server, and its weights
 
 Without ``--url`` the model is a random LLaVA built offline by the tests' builder, served by
-the tests' own server (``tests/served_server.py``: one forward at a time on one thread, so
+the tests' own server (``tests/helpers/served_server.py``: one forward at a time on one thread, so
 concurrency overlaps only the HTTP, PNG and JSON work with the forwards). Every run must give
 the in-process scores (max difference printed; the in-process answer is `` Yes``, as LLaVA's
 template places the served one).
@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from pytest_vlcheck.models import vqa_backend
+from pytest_vlcheck.models.backends.served.options import ServedOptions
+from pytest_vlcheck.models.backends.vqa_prompt import VqaPrompt
 from pytest_vlcheck.models.protocol import ModelOptions
-from pytest_vlcheck.models.served.options import ServedOptions
-from pytest_vlcheck.models.vqa_prompt import VqaPrompt
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
@@ -52,7 +52,11 @@ def _median_rate(
 def _start_server(weights: Path) -> tuple[subprocess.Popen, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     server = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "served_server.py"), f"--model=llava={weights}"],
+        [
+            sys.executable,
+            str(ROOT / "tests" / "helpers" / "served_server.py"),
+            f"--model=llava={weights}",
+        ],
         stdout=subprocess.PIPE,
         env=env,
         text=True,

@@ -7,7 +7,7 @@ time, and batched without sharing vision features between a batch's pairs on one
         --device cuda --pairs 2048 --batch-size 64               # a larger random LLaVA, GPU
 
 The model is a random LLaVA (llama text, CLIP vision) built offline by the tests' builder
-(``tests/vqa_builders.py``) and loaded through the ``vqa:DIR`` spec. Pairs: ``--images``
+(``tests/helpers/vqa_builders.py``) and loaded through the ``vqa:DIR`` spec. Pairs: ``--images``
 random images, each with ``--pairs / --images`` texts (a caption test's shape: one image, its
 caption and negatives). Every method must give the same scores (max difference printed).
 """
@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from pytest_vlcheck.models import vqa_backend
+from pytest_vlcheck.models.backends import vqa as vqa_backend
 from pytest_vlcheck.models.protocol import ModelOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from vqa_builders import build_llava  # the tests' builder, not a copy
+from helpers.vqa_builders import build_llava  # the tests' builder, not a copy
 
 
 def random_pairs(pairs: int, images: int) -> list[tuple[Image.Image, str]]:

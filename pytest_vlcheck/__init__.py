@@ -23,7 +23,7 @@ _EXPORTS = {
     "SettingsError": "pytest_vlcheck.errors",
     "ModelLoadError": "pytest_vlcheck.errors",
     "ChecklistError": "pytest_vlcheck.parsing.errors",
-    "CollectiveError": "pytest_vlcheck.run.distributed",
+    "CollectiveError": "pytest_vlcheck.run.distributed.collective",
 }
 
 __all__ = [

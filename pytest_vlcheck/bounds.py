@@ -42,7 +42,7 @@ DEFAULT_CACHE_BYTES = 2 * 1024**3
 """The embedding cache's size without ``--vl-cache-size`` (least recently used vectors go)."""
 DEFAULT_IMAGE_MEMORY = 2 * 1024**3
 """Host memory for the preprocessed images a live model keeps across calls without
-``--vl-image-memory`` (``engine.image_store``): the bundled suite's 5,560 images at 224 px are
+``--vl-image-memory`` (``engine.feed.store``): the bundled suite's 5,560 images at 224 px are
 0.84 GB as open_clip's uint8 pixels."""
 MAX_WORKERS = 1024
 """``--vl-workers``: more cores than a machine has is a typo (the share caps it anyway)."""

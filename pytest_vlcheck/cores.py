@@ -21,6 +21,12 @@ def processes_sharing(name: str, environ: Mapping[str, str] | None = None) -> in
     return max(1, int(value)) if value.isdigit() else 1
 
 
+def rank_share(count: int, environ: Mapping[str, str] | None = None) -> int:
+    """This process's share of ``count`` (cores, loader threads) among torchrun's ranks on
+    this machine (``LOCAL_WORLD_SIZE``); never none. xdist workers each take all of it."""
+    return max(1, count // processes_sharing("LOCAL_WORLD_SIZE", environ))
+
+
 def machine_share(cores: int, environ: Mapping[str, str] | None = None) -> int:
     """This process's share of ``cores``, divided among xdist's workers and torchrun's
     ranks on this machine; never none."""

@@ -14,15 +14,20 @@ plus ``::NAME`` for an ``evaluate(name=NAME)``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_vlcheck.errors import VlcheckUserError
-from pytest_vlcheck.items import NO_MODEL_REASON, SESSION_KEY, VerdictFailure, add_capability_marks
+from pytest_vlcheck.items import (
+    NO_MODEL_REASON,
+    SESSION_KEY,
+    VerdictFailure,
+    add_capability_marks,
+    deciding_status,
+)
 from pytest_vlcheck.results import CapabilityResult
-from pytest_vlcheck.results.verdict import final
+from pytest_vlcheck.results.verdict import final, unmeasured
 from pytest_vlcheck.vl_tests import (
     CURRENT_KEY,
     FIXTURE,
@@ -65,10 +70,8 @@ def python_rows(
     """
     from pytest_vlcheck.report.verdict import verdict_details, verdict_line
 
-    model = model_of(item)
-    if model is None or not (
-        report.when == "call" or (report.when == "setup" and not report.passed)
-    ):
+    model, status = model_of(item), deciding_status(report)
+    if model is None or status is None:
         return None
     if call.excinfo is not None and isinstance(call.excinfo.value, VerdictFailure):
         result = call.excinfo.value.result
@@ -78,7 +81,6 @@ def python_rows(
     rows = item.stash.get(ROWS_KEY, [])
     capability = marked_capability(item)
     if not rows and capability is not None:
-        status = "error" if report.when == "setup" and report.failed else report.outcome
         error = call.excinfo.value if call.excinfo is not None else None
         rows = [final(_unmeasured(state, item, model, capability), outcome=status, error=error)]
     return [row.to_json(with_outcomes=True) for row in rows] or None
@@ -88,7 +90,6 @@ def _unmeasured(
     state: VlcheckSession, item: pytest.Item, model: str, capability: str
 ) -> CapabilityResult:
     from pytest_vlcheck.checklist.schema import ChecklistTest
-    from pytest_vlcheck.engine import unscored_result
 
     test = ChecklistTest(
         id=row_key(item, model),
@@ -99,7 +100,7 @@ def _unmeasured(
         file=item.path,
         line=(item.reportinfo()[1] or 0) + 1,
     )
-    return replace(unscored_result(test, model, "passed"), file=state.relative(item.path))
+    return unmeasured(test, model, "passed", file=state.relative(item.path))
 
 
 # -- hooks (registered by plugin.py) ------------------------------------------------------

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_vlcheck.errors import ModelLoadError, VlcheckUserError
 from pytest_vlcheck.results import REPORTED_FIELDS, CapabilityResult, Status
-from pytest_vlcheck.results.verdict import final
+from pytest_vlcheck.results.verdict import final, unmeasured
 from pytest_vlcheck.run.session import VlcheckSession
 
 if TYPE_CHECKING:  # the loader, the engine and the reports are imported where they are used:
@@ -102,6 +101,15 @@ class NotAChecklist(pytest.File):
         raise self.CollectError(problem)  # the problem names the file and what is expected
 
 
+def deciding_status(report: pytest.TestReport) -> Status | None:
+    """The status of the report that decides a vlcheck row (the call's, or a setup's that
+    did not pass: then its error is the row's): one rule for checklist items and ``vl_model``
+    tests; None for the other reports."""
+    if not (report.when == "call" or (report.when == "setup" and not report.passed)):
+        return None
+    return "error" if report.when == "setup" and report.failed else report.outcome
+
+
 class ChecklistItem(pytest.Item):
     """One checklist test on one model: setup scores it, the call judges the pass rate."""
 
@@ -152,26 +160,22 @@ class ChecklistItem(pytest.Item):
             report.duration = self.config.stash[SESSION_KEY].booked_seconds(
                 self.test, self.model, report.duration
             )
-        if self.model is None or not (
-            report.when == "call" or (report.when == "setup" and not report.passed)
-        ):
+        status = deciding_status(report)
+        if self.model is None or status is None:
             return None
-        status = "error" if report.when == "setup" and report.failed else report.outcome
         error = call.excinfo.value if report.when == "setup" and call.excinfo is not None else None
         return self.outcome(status, error).to_json(with_outcomes=True)
 
     def outcome(self, status: Status, error: BaseException | None = None) -> CapabilityResult:
         """This item's result under pytest's verdict (``results.verdict.final``); for a test
         with no measurement, an empty one with the error's first line as the reason."""
-        from pytest_vlcheck.engine import unscored_result
-
         assert self.model is not None
         session = self.config.stash[SESSION_KEY]
         if self.result is not None:
             known = self.test.known_failures.get(self.model, "")
             return final(self.result, known_failure=known, outcome=status)
-        empty = unscored_result(self.test, self.model, status, session.settings.threshold)
-        empty = replace(empty, file=session.relative(self.test.file))
+        threshold, file = session.settings.threshold, session.relative(self.test.file)
+        empty = unmeasured(self.test, self.model, status, threshold, file)
         return final(empty, outcome=status, error=error)
 
     def repr_failure(

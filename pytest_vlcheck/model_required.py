@@ -17,8 +17,9 @@ from typing import Literal
 
 import pytest
 
-from pytest_vlcheck import fixture, gate_required
+from pytest_vlcheck import gate_required
 from pytest_vlcheck.items import ChecklistItem
+from pytest_vlcheck.vl_tests import uses_vl_model
 
 OPT_OUT = "--vl-allow-no-model"
 INI_OPT_OUT = "vl_allow_no_model"
@@ -34,7 +35,7 @@ def add_ini(parser: pytest.Parser) -> None:
 
 def needs_a_model(item: pytest.Item) -> bool:
     """A checklist item or a test that asks for the ``vl_model`` fixture."""
-    return isinstance(item, ChecklistItem) or fixture.uses_vl_model(item)
+    return isinstance(item, ChecklistItem) or uses_vl_model(item)
 
 
 MODEL_NOT_LOADED = 10

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from colour_scorer import SOURCE
+from helpers.colour_scorer import SOURCE
 from PIL import Image
 from test_plugin import CHECKLIST, COLOURS
 

@@ -9,6 +9,8 @@ runs in a fresh interpreter, in an empty folder where ``checklists/`` is the rep
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import re
 import subprocess
@@ -139,12 +141,12 @@ def test_gitlab_recipes_keep_the_baseline_of_a_failed_gate() -> None:
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="python -P (no script folder on sys.path)")
 def test_plain_pytest_in_a_clone_finds_the_training_package() -> None:
-    """``pytest tests/test_tiny.py`` (the console script puts no folder on sys.path, unlike
+    """``pytest tests/models/test_tiny.py`` (the console script puts no folder on sys.path, unlike
     ``python -m pytest``) imports ``tiny_training`` through the ini's ``pythonpath``."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     quiet = ["--collect-only", "-q", "-p", "no:cacheprovider"]
     done = subprocess.run(
-        [sys.executable, "-P", "-m", "pytest", *quiet, "tests/test_tiny.py"],
+        [sys.executable, "-P", "-m", "pytest", *quiet, "tests/models/test_tiny.py"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -152,3 +154,41 @@ def test_plain_pytest_in_a_clone_finds_the_training_package() -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _extending_paths() -> list[str]:
+    """Every ``pytest_vlcheck.X`` path docs/extending.md names, and every name its complete
+    example (``tests/fixtures/plugin/vlcheck_demo.py``) imports from the package."""
+    page = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
+    paths = set(re.findall(r"pytest_vlcheck(?:\.\w+)+", page))
+    demo = ROOT / "tests" / "fixtures" / "plugin" / "vlcheck_demo.py"
+    for node in ast.walk(ast.parse(demo.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pytest_vlcheck"):
+            paths |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return sorted(paths)
+
+
+def _resolve(path: str) -> object:
+    """The module or attribute a dotted path names: its longest importable prefix, then
+    attributes."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            found = getattr(found, name)
+        return found
+    raise ModuleNotFoundError(path)
+
+
+@pytest.mark.parametrize("path", _extending_paths())
+def test_the_extending_pages_import_paths_work(path: str) -> None:
+    _resolve(path)
+
+
+def test_the_extending_page_names_paths() -> None:
+    paths = _extending_paths()
+    assert "pytest_vlcheck.tasks.base.BaseTask" in paths
+    assert "pytest_vlcheck.models.protocol.ModelOptions" in paths

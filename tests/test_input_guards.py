@@ -17,7 +17,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from test_gates_e2e import N, checklist, scores
+from helpers.gate_suite import N, checklist, scores
 
 from pytest_vlcheck import evaluate
 from pytest_vlcheck.cli import main

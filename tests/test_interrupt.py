@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from colour_scorer import SOURCE
-from file_snapshot import files_under
+from helpers.colour_scorer import SOURCE
+from helpers.file_snapshot import files_under
 from PIL import Image
 
 CHECKLIST = """\

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from colour_scorer import SOURCE
-from file_snapshot import files_under
+from helpers.colour_scorer import SOURCE
+from helpers.file_snapshot import files_under
 from PIL import Image
 
 IMAGES = 8

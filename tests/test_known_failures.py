@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_plugin import colour_project
+from helpers.colour_project import colour_project
 
 CHECKLIST = """\
 vlcheck: 1

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from test_plugin import CHECKLIST, colour_project
+from helpers.colour_project import CHECKLIST, colour_project
 
 MODEL = "--vl-model=py:colour_model:make"
 NEW_TEST = """\

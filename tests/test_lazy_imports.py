@@ -20,7 +20,7 @@ HEAVY = (
     "PIL",
     "yaml",
     "pytest_vlcheck.report",
-    "pytest_vlcheck.engine.scoring",
+    "pytest_vlcheck.engine.runner.model_runner",
     "pytest_vlcheck.checklist.loader",
 )
 RUN = """

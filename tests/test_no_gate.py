@@ -6,7 +6,7 @@ warning under the matrix."""
 from __future__ import annotations
 
 import pytest
-from test_gates_e2e import N, checklist, scores
+from helpers.gate_suite import N, checklist, scores
 
 GATE = ("--vl-model=new=scores:new.jsonl", "--vl-baseline=base.json", "--vl-report=rep")
 

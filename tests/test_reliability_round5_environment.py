@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from checklist_text import checklist
-from colour_scorer import SOURCE
+from helpers.checklist_text import checklist
+from helpers.colour_scorer import SOURCE
 from PIL import Image
 
 from pytest_vlcheck.models.broken_environment import import_failure

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from checklist_text import checklist
+from helpers.checklist_text import checklist
+from helpers.vqa_builders import build_llava
 from PIL import Image
-from vqa_builders import build_llava
 
 from pytest_vlcheck import SettingsError, VlcheckUserError, evaluate
 

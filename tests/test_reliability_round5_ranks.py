@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checklist_text import BLUE, RED, checklist
-from colour_scorer import SOURCE
+from helpers.checklist_text import BLUE, RED, checklist
+from helpers.colour_scorer import SOURCE
 from PIL import Image
 
 from pytest_vlcheck import CollectiveError, SettingsError, evaluate
-from pytest_vlcheck.run.distributed import differences, run_digest
+from pytest_vlcheck.run.distributed.collective import differences, run_digest
 
 TIMEOUT = 3.0
 FAULTY = """

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from checklist_text import BLUE, RED, checklist
-from colour_scorer import SOURCE
+from helpers.checklist_text import BLUE, RED, checklist
+from helpers.colour_scorer import SOURCE
 from PIL import Image
 
 from pytest_vlcheck.results.manifest import MANIFEST, check_report_folder, manifest_run

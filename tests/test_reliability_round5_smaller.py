@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from checklist_text import checklist
+from helpers.checklist_text import checklist
 from PIL import Image
 
 from pytest_vlcheck import evaluate

@@ -289,3 +289,106 @@ def test_the_layout_names_every_root_module_and_folder() -> None:
     assert sorted(_package_parts() - named) == []
     stale = {n for n in named if n.endswith(".py")} - _package_parts()
     assert sorted(stale) == []
+
+
+FAMILY_SIZE = 3
+MAX_FOLDER_MODULES = 20
+ONE_MODULE_PER_FORMAT = {"importers"}
+"""Folders of one module per format by design: a shared first word there is a format's name."""
+SUBJECT_FOLDERS = {
+    "models/backends",
+    "models/live",
+    "models/pixels",
+    "engine/scores",
+    "engine/feed",
+    "engine/runner",
+    "engine/judging",
+    "run/distributed",
+    "tasks/caption",
+}
+"""Folders that hold one subject each (``docs/layout.md``): their modules do not go back to
+file-name prefixes beside them."""
+
+
+def _folders() -> Iterator[Path]:
+    """Every package folder of the package, the package itself first."""
+    yield from sorted(p.parent for p in PACKAGE.rglob("__init__.py"))
+
+
+def _module_stems(folder: Path) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+
+
+def _prefix_families(stems: list[str]) -> dict[str, list[str]]:
+    """First word -> the modules starting with it, for words shared by ``FAMILY_SIZE``
+    modules or more: a folder spelled as a file-name prefix."""
+    families: dict[str, list[str]] = {}
+    for stem in stems:
+        families.setdefault(stem.split("_")[0], []).append(stem)
+    return {word: found for word, found in families.items() if len(found) >= FAMILY_SIZE}
+
+
+def _exempt(folder: Path) -> bool:
+    return folder.relative_to(PACKAGE).as_posix() in ONE_MODULE_PER_FORMAT
+
+
+def test_no_folder_holds_a_family_of_modules_sharing_a_first_word() -> None:
+    found = {
+        folder.relative_to(PACKAGE.parent).as_posix(): families
+        for folder in _folders()
+        if not _exempt(folder) and (families := _prefix_families(_module_stems(folder)))
+    }
+    assert found == {}
+
+
+def test_the_prefix_guard_finds_a_family() -> None:
+    stems = ["live", "live_check", "live_guard", "vqa_live", "vqa_backend"]
+    assert _prefix_families(stems) == {"live": ["live", "live_check", "live_guard"]}
+    assert _prefix_families(["image_feed", "image_store", "scoring"]) == {}
+
+
+def test_no_folder_outgrows_twenty_modules() -> None:
+    crowded = {
+        folder.relative_to(PACKAGE.parent).as_posix(): len(_module_stems(folder))
+        for folder in _folders()
+        if not _exempt(folder) and len(_module_stems(folder)) > MAX_FOLDER_MODULES
+    }
+    assert crowded == {}
+
+
+def test_the_subject_folders_are_there() -> None:
+    folders = {folder.relative_to(PACKAGE).as_posix() for folder in _folders()}
+    assert sorted(SUBJECT_FOLDERS - folders) == []
+
+
+def test_the_layout_names_every_subfolder() -> None:
+    named = set(re.findall(r"(?<![\w/.])(\w+/)", _layout_block()))
+    missing = {
+        folder.relative_to(PACKAGE).as_posix()
+        for folder in _folders()
+        if folder != PACKAGE and folder.name + "/" not in named
+    }
+    assert sorted(missing) == []
+
+
+TESTS = ROOT / "tests"
+TEST_SUPPORT = {"fixtures", "helpers"}
+"""Folders of tests/ that hold no tests of a package folder: data files, shared helpers."""
+
+
+def _test_files() -> list[Path]:
+    return sorted(p for p in TESTS.rglob("test_*.py") if "fixtures" not in p.parts)
+
+
+def test_test_files_have_unique_basenames() -> None:
+    """pytest imports a test file by its basename (no ``__init__.py`` in tests/)."""
+    names = [p.name for p in _test_files()]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
+def test_the_test_folders_mirror_the_package() -> None:
+    folders = {p.relative_to(TESTS).parts[0] for p in _test_files() if p.parent != TESTS}
+    package = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert sorted(folders - package) == []
+    support = {p.name for p in TESTS.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert sorted(support - package - TEST_SUPPORT) == []

@@ -26,7 +26,7 @@ from pytest_vlcheck.errors import (
 from pytest_vlcheck.images.loading import ImageLoader, open_rgb, set_max_image_pixels
 from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
 from pytest_vlcheck.models import registry
-from pytest_vlcheck.models.custom_backend import factory_arguments
+from pytest_vlcheck.models.backends.custom import factory_arguments
 from pytest_vlcheck.models.protocol import ModelOptions, check_rows, check_scorer
 from pytest_vlcheck.parsing.fields import type_name
 from pytest_vlcheck.parsing.yaml_lines import (

@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 
 import pytest
-from colour_scorer import SOURCE
+from helpers.colour_scorer import SOURCE
+from helpers.gate_suite import scores
 from PIL import Image
-from test_gates_e2e import scores
 
 COLOURS = {"red": (220, 20, 20), "green": (20, 200, 20), "blue": (20, 20, 220)}
 

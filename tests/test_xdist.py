@@ -9,14 +9,14 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from colour_scorer import SOURCE
+from helpers.colour_project import CHECKLIST, COLOURS
+from helpers.colour_scorer import SOURCE
+from helpers.merge_runs import MODELS, SECOND
 from PIL import Image
-from test_merge import MODELS, SECOND
-from test_plugin import CHECKLIST, COLOURS
 
-from pytest_vlcheck.engine.stats import ScoringStats
+from pytest_vlcheck.engine.runner.stats import ScoringStats
 from pytest_vlcheck.models.registry import parse_spec
-from pytest_vlcheck.plugin import STATS_KEY, ReportHooks
+from pytest_vlcheck.report_hooks import STATS_KEY, ReportHooks
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.run.session import VlcheckSession
 from pytest_vlcheck.run.settings import Settings
@@ -124,7 +124,7 @@ def test_worker_stats_are_summed_per_model() -> None:
     ],
 )
 def test_auto_device_spreads_workers_over_gpus(count: int, worker: str | None, device: str) -> None:
-    from pytest_vlcheck.models.torch_utils import auto_cuda_device
+    from pytest_vlcheck.models.devices import auto_cuda_device
 
     assert auto_cuda_device(count, worker) == device
 

@@ -39,7 +39,8 @@ from pytest_vlcheck.images.scenes import (
 TRAIN_CANVAS = 96
 """Canvas the training scenes are drawn at: the model's input size, so no resize is needed.
 The renderer box-filters a supersampled grid, so a scene drawn at 96 px looks like the same
-scene drawn at 224 px and resized by the eval transform (checked in ``tests/test_tiny.py``)."""
+scene drawn at 224 px and resized by the eval transform (checked in
+``tests/models/test_tiny.py``)."""
 
 HELD_OUT_PAIRS: frozenset[tuple[str, str]] = frozenset(
     {

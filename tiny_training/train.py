@@ -505,7 +505,7 @@ def render_log(log: RunLog) -> str:
         "`pytest_vlcheck.images.scenes.render_scene` at the model's input size and "
         "normalised by open_clip's eval transform (the checklists' 224-px scenes are "
         "resized to that size by the same transform; the two look alike, see "
-        "`tests/test_tiny.py`).",
+        "`tests/models/test_tiny.py`).",
         f"Colour+shape pairs never drawn in training (held out): {held}.",
         f"Scenes of the bundled checklists excluded from training: {log.excluded_scenes} "
         f"distinct scenes (compared up to resolution by `scene_key`); draws that hit one "

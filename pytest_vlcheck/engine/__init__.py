@@ -6,15 +6,14 @@ engine, such as ``progress``, does not load numpy and the task kinds with it."""
 
 from pytest_vlcheck.lazy import lazy_exports
 
-_EVALUATE = "pytest_vlcheck.engine.evaluate"
-_SCORING = "pytest_vlcheck.engine.scoring"
+_EVALUATE = "pytest_vlcheck.engine.judging.judge"
+_SCORING = "pytest_vlcheck.engine.runner.model_runner"
 _EXPORTS = {
-    "MissingImagesError": "pytest_vlcheck.engine.missing",
+    "MissingImagesError": "pytest_vlcheck.engine.judging.missing",
     "ModelRunner": _SCORING,
-    "ScoringStats": "pytest_vlcheck.engine.stats",
+    "ScoringStats": "pytest_vlcheck.engine.runner.stats",
     "Unscorable": _SCORING,
     "evaluate_test": _EVALUATE,
-    "unscored_result": _EVALUATE,
 }
 
 __all__ = sorted(_EXPORTS)

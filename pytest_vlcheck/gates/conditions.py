@@ -6,9 +6,9 @@ from __future__ import annotations
 from importlib import metadata
 from typing import Any
 
+from pytest_vlcheck.models.backends.vqa_prompt import VqaPrompt
+from pytest_vlcheck.models.devices import computed_precision
 from pytest_vlcheck.models.protocol import ModelOptions
-from pytest_vlcheck.models.torch_utils import computed_precision
-from pytest_vlcheck.models.vqa_prompt import VqaPrompt
 
 __all__ = ["run_conditions"]
 

@@ -16,6 +16,10 @@ Crop = tuple[float, float, float, float]
 
 SourceKind = Literal["file", "url", "scene"]
 
+ImageKey = tuple[SourceKind, str, "str | None", "Crop | None", bool, "ImagePerturbation | None"]
+"""The identity of an image's pixels (``ImageRef.key``): every store, cache and batch of the
+engine holds images by it."""
+
 
 @dataclass(frozen=True)
 class ImageRef:
@@ -38,7 +42,7 @@ class ImageRef:
     perturb: ImagePerturbation | None = None
 
     @property
-    def key(self) -> tuple[str, str, str | None, Crop | None, bool, ImagePerturbation | None]:
+    def key(self) -> ImageKey:
         """Identity of the pixels: equal keys mean one encoding. A URL's pin is part of it:
         a pinned and an unpinned reference load (and fail) separately."""
         return (self.kind, self.location, self.sha256, self.crop, self.crop_relative, self.perturb)

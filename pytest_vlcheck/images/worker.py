@@ -2,7 +2,7 @@
 rendering a scene, cropping, perturbing) for a parent run that keeps an accelerator busy.
 
 Rendering a scene is Python, so loader threads share one core through the GIL; processes
-do not. ``engine.image_processes`` starts each worker as ``python -c`` calling ``main`` with
+do not. ``images.pool`` starts each worker as ``python -c`` calling ``main`` with
 a JSON config: a fresh interpreter, never a fork of a process that holds CUDA and torch's
 threads, and never a second import of the caller's main script (which multiprocessing's
 spawn and forkserver do, running an unguarded training script again).

@@ -12,12 +12,12 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from pytest_vlcheck.errors import SettingsError
 from pytest_vlcheck.run.checklists import checklist_files, given_paths
 from pytest_vlcheck.run.evaluate import evaluate
 from pytest_vlcheck.run.settings import (
     DEFAULTS,
     KeywordOptions,
-    SettingsError,
     build_settings,
     refuse_unknown,
 )

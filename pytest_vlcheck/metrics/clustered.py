@@ -38,7 +38,6 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from pytest_vlcheck.metrics.choice import wilson_interval, wilson_interval_at
 from pytest_vlcheck.metrics.paired import (
     flipped,
     mcnemar_midp,
@@ -92,6 +91,9 @@ def design_effect(correct: Sequence[bool], clusters: Sequence[Hashable]) -> floa
 
 def clustered_interval(correct: Sequence[bool], clusters: Sequence[Hashable]) -> ClusteredInterval:
     """The 95% Wilson interval of the pass rate at the effective size n / DEFF."""
+    # choice loads numpy: the gate, which the plugin imports in every run, needs none of it
+    from pytest_vlcheck.metrics.choice import wilson_interval, wilson_interval_at
+
     n, passed = len(correct), sum(bool(ok) for ok in correct)
     deff = design_effect(correct, clusters)
     count = len(set(clusters))

@@ -38,8 +38,8 @@ def is_glob(text: str) -> bool:
 
 def weights_part(scheme: str, body: str) -> tuple[str, str, str]:
     """(what comes before, the weights path, what comes after) of a spec body: open_clip's
-    weights follow ``@``; hf's are the body up to a ``#BASE`` naming its processor; vqa's
-    folder is the body."""
+    weights follow ``@``; hf's are the body up to a ``#BASE`` naming its processor, vqa's
+    the whole body (a ``save_pretrained`` folder)."""
     if scheme == "open_clip" and "@" in body:
         arch, _, weights = body.partition("@")
         return f"{arch}@", weights, ""

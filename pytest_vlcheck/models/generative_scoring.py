@@ -58,7 +58,7 @@ class GenerativeMethods:
         self, images: list[Image], prompts: list[str], continuations: list[str]
     ) -> np.ndarray:
         """The summed log-probability of each continuation's tokens, fp32 [len(images)]."""
-        from pytest_vlcheck.models.torch_utils import run_in_batches, to_float32_numpy
+        from pytest_vlcheck.models.batching import run_in_batches, to_float32_numpy
 
         rows = list(zip(images, prompts, continuations, strict=True))
 

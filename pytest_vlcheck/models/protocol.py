@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_chec
 
 from pytest_vlcheck import fmt
 from pytest_vlcheck.errors import ScorerProtocolError, VlcheckUserError
-from pytest_vlcheck.models.served.options import ServedOptions
-from pytest_vlcheck.models.vqa_prompt import VqaPrompt
+from pytest_vlcheck.models.backends.served.options import ServedOptions
+from pytest_vlcheck.models.backends.vqa_prompt import VqaPrompt
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -44,7 +44,7 @@ class ModelOptions:
     ``precision`` is ``fp32``, ``fp16`` or ``bf16`` for the forward pass (decisions are
     always made on fp32 scores). ``auto_batch`` (``--vl-batch-size=auto``, the default) lets
     a backend size its batches to the device it loads on; ``batch_size`` is then the size
-    for a CPU (see ``torch_utils.device_batch_size``). ``vqa`` is what a generative model
+    for a CPU (see ``models.batching.device_batch_size``). ``vqa`` is what a generative model
     (``vqa:``, a live image-text-to-text model) is asked (``--vl-vqa-*``).
     """
 
@@ -54,7 +54,8 @@ class ModelOptions:
     auto_batch: bool = False
     vqa: VqaPrompt = field(default_factory=VqaPrompt)
     decode: Decode = "cpu"
-    """``gpu``: JPEGs decoded and resized on the model's device (``models.gpu_decode``)."""
+    """``gpu``: JPEGs decoded and resized on the model's device
+    (``models.pixels.device_transform``)."""
     workers: int | None = None
     """Cores preparing images beside a model on an accelerator (``--vl-workers``; None: this
     process's share, ``engine.image_processes.preparation``); results do not depend on
@@ -87,6 +88,12 @@ class ModelSpec:
     """The name the checkpoints of one glob share (their scalar prefix); None otherwise."""
     step: int | None = None
     """A glob checkpoint's training step, read from its file name."""
+
+    @classmethod
+    def for_object(cls, name: str, model: object) -> ModelSpec:
+        """The spec a model object handed to ``evaluate`` is reported under
+        (``matrix.json``'s ``models[].spec``): no scheme, no body."""
+        return cls(name=name, text=f"<{type(model).__name__} object>", scheme="", body="")
 
 
 Digest = Callable[["Path"], str]

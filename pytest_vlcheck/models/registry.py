@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pytest_vlcheck.errors import ModelLoadError, ModelSpecError, UserCodeError, VlcheckUserError
+from pytest_vlcheck.models.backends.served.endpoint import default_name, is_served, parse_endpoint
 from pytest_vlcheck.models.broken_environment import import_failure
 from pytest_vlcheck.models.checkpoints import expand_checkpoints, is_glob
+from pytest_vlcheck.models.devices import computed_precision
 from pytest_vlcheck.models.protocol import (
     Digest,
     ModelIdentity,
@@ -25,9 +27,7 @@ from pytest_vlcheck.models.protocol import (
     ModelSpec,
     check_scorer,
 )
-from pytest_vlcheck.models.served.endpoint import default_name, is_served, parse_endpoint
 from pytest_vlcheck.models.spec_files import check_spec_files
-from pytest_vlcheck.models.torch_utils import computed_precision
 from pytest_vlcheck.parsing.errors import closest, did_you_mean
 from pytest_vlcheck.registry import PluginError, Registry
 
@@ -35,11 +35,11 @@ __all__ = ["ModelLoadError", "ModelSpec", "ModelSpecError", "load_scorer", "pars
 
 ENTRY_POINT_GROUP = "pytest_vlcheck.models"
 BACKENDS = {
-    "open_clip": "pytest_vlcheck.models.open_clip_backend",
-    "hf": "pytest_vlcheck.models.hf_backend",
-    "vqa": "pytest_vlcheck.models.vqa_backend",
-    "scores": "pytest_vlcheck.models.scores_backend",
-    "py": "pytest_vlcheck.models.custom_backend",
+    "open_clip": "pytest_vlcheck.models.backends.open_clip",
+    "hf": "pytest_vlcheck.models.backends.hf",
+    "vqa": "pytest_vlcheck.models.backends.vqa",
+    "scores": "pytest_vlcheck.models.backends.scores",
+    "py": "pytest_vlcheck.models.backends.custom",
 }
 BUILTIN_BACKENDS = frozenset({"open_clip", "hf", "vqa", "scores"})
 """Schemes whose code is vlcheck's own (``py:`` and entry points run the user's code)."""

@@ -62,7 +62,7 @@ def _looks_local(text: str) -> bool:
 
 @register_file_check("open_clip")
 def _open_clip(body: str) -> str | None:
-    from pytest_vlcheck.models.open_clip_backend import WEIGHT_SUFFIXES, split_spec
+    from pytest_vlcheck.models.backends.open_clip import WEIGHT_SUFFIXES, split_spec
 
     arch, pretrained = split_spec(body, lambda name: Path(name).is_file())
     if arch.startswith("local-dir:"):
@@ -103,11 +103,26 @@ def _hf(body: str) -> str | None:
     model, _, base = body.partition("#")
     for part, what in ((model.strip(), "model directory"), (base.strip(), "#BASE directory")):
         # a #BASE folder may hold only a processor (save_pretrained of a processor)
-        if part and _looks_local(part) and not Path(part).expanduser().exists():
-            return (
-                f"{what} not found: {part}; expected a directory written by save_pretrained, "
-                "or a hub name ORG/NAME"
-            )
+        if problem := _missing_folder(part, what):
+            return problem
+    return None
+
+
+@register_file_check("vqa")
+def _vqa(body: str) -> str | None:
+    """A ``save_pretrained`` folder as ``hf:`` checks it; a served model's ``http(s)://``
+    address names no local file."""
+    if body.strip().startswith(("http://", "https://")):
+        return None
+    return _missing_folder(body.strip(), "model directory")
+
+
+def _missing_folder(part: str, what: str) -> str | None:
+    if part and _looks_local(part) and not Path(part).expanduser().exists():
+        return (
+            f"{what} not found: {part}; expected a directory written by save_pretrained, "
+            "or a hub name ORG/NAME"
+        )
     return None
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pytest_vlcheck.parsing.errors import ChecklistError, closest, did_you_mean
-from pytest_vlcheck.parsing.yaml_lines import LineList, LineMap
+from pytest_vlcheck.parsing.line_values import LineList, LineMap
 
 _TYPE_NAMES: tuple[tuple[type, str], ...] = (
     (bool, "true or false"),  # before int: a bool is an int to Python, not to a reader

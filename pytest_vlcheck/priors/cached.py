@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pytest_vlcheck.engine.content_keys import namespace, text_key
+from pytest_vlcheck.engine.scores.content_keys import namespace, text_key
 from pytest_vlcheck.models.protocol import ModelIdentity, ModelOptions
 from pytest_vlcheck.models.registry import run_precision
 from pytest_vlcheck.priors.average import checked_nll
 from pytest_vlcheck.priors.protocol import PriorSpec, TextPrior
 
 if TYPE_CHECKING:
-    from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
+    from pytest_vlcheck.engine.scores.embedding_cache import EmbeddingCache
 
 NLL_CONVENTION = "mean token NLL, BOS prepended, no EOS"
 """What ``hf_lm`` computes; a change to it must change this text (old entries then miss)."""

@@ -16,15 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from pytest_vlcheck.models.batching import TruncationLog, chunked, device_batch_size
+from pytest_vlcheck.models.devices import effective_precision, resolve_device, torch_dtype
 from pytest_vlcheck.models.protocol import ModelOptions
-from pytest_vlcheck.models.torch_utils import (
-    TruncationLog,
-    chunked,
-    device_batch_size,
-    effective_precision,
-    resolve_device,
-    torch_dtype,
-)
 
 
 class CausalLMPrior:

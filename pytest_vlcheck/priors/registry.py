@@ -22,13 +22,13 @@ from pytest_vlcheck.priors.protocol import PriorSpec, TextPrior
 from pytest_vlcheck.registry import Registry
 
 if TYPE_CHECKING:
-    from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
+    from pytest_vlcheck.engine.scores.embedding_cache import EmbeddingCache
 
 PRIORS: Registry[Callable[[str, ModelOptions], Any]] = Registry(
     "prior scheme",
     {
         "hf": "pytest_vlcheck.priors.hf_lm:CausalLMPrior",
-        "py": "pytest_vlcheck.models.custom_backend:load",
+        "py": "pytest_vlcheck.models.backends.custom:load",
     },
 )
 """Each scheme's ``(body, options) -> prior`` (checked for ``text_nll`` when loaded)."""

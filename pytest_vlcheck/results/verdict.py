@@ -11,11 +11,15 @@ its error. ``Run.passed`` and the items ask ``passes``. Pure: no pytest.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from pytest_vlcheck.results.blocks import GateComparison, PriorBlock
 from pytest_vlcheck.results.capability import MEASURED, CapabilityResult, Status
 
-__all__ = ["PASSING", "error_line", "final", "passes", "settled"]
+if TYPE_CHECKING:
+    from pytest_vlcheck.checklist.schema import ChecklistTest
+
+__all__ = ["PASSING", "error_line", "final", "passes", "settled", "unmeasured"]
 
 PASSING: tuple[Status, ...] = ("passed", "skipped", "xfailed")
 """The statuses a run passes with, as pytest counts them: a known failure that failed is
@@ -72,3 +76,32 @@ def final(
     if outcome is None:
         return result
     return replace(result, status=outcome, message=result.message or error_line(error))
+
+
+def unmeasured(
+    test: ChecklistTest,
+    model: str,
+    status: Status,
+    threshold: float | None = None,
+    file: str | None = None,
+) -> CapabilityResult:
+    """The matrix row of a test that produced no measurement (errored, skipped, a Python test
+    that made no ``evaluate`` call), under ``file`` as the report names it (else the test's):
+    no pass rate and no interval (None, ``null`` in matrix.json), not a 0 a plot would draw."""
+    return CapabilityResult(
+        file=str(test.file) if file is None else file,
+        test=test.id,
+        capability=test.capability,
+        task=test.task,
+        model=model,
+        n=0,
+        passed=0,
+        pass_rate=None,
+        ci_low=None,
+        ci_high=None,
+        threshold=test.threshold if threshold is None else threshold,
+        chance=0.0,
+        status=status,
+        line=test.line,
+        criterion=test.criterion,
+    )

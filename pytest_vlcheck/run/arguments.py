@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_vlcheck.errors import SettingsError
 from pytest_vlcheck.models.checkpoints import unstepped
-from pytest_vlcheck.run.session import Settings
+from pytest_vlcheck.run.settings import Settings
 
 
 class CheckpointStepWarning(UserWarning):

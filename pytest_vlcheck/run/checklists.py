@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.checklist import ChecklistTest, is_checklist_file, load_checklist
-from pytest_vlcheck.engine.embedding_cache import RACY_SECONDS
+from pytest_vlcheck.engine.scores.embedding_cache import RACY_SECONDS
 from pytest_vlcheck.errors import SettingsError
 from pytest_vlcheck.parsing.yaml_lines import checklist_header_problem
 

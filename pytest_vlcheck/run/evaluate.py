@@ -13,15 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.checklist import ChecklistTest
-from pytest_vlcheck.engine import unscored_result
 from pytest_vlcheck.errors import ModelLoadError, SettingsError, VlcheckUserError
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.results import CapabilityResult
-from pytest_vlcheck.results.verdict import final
+from pytest_vlcheck.results.verdict import final, unmeasured
 from pytest_vlcheck.run.arguments import check_arguments, warn_unstepped
 from pytest_vlcheck.run.checklists import checklist_files, given_paths, load_tests, selected
-from pytest_vlcheck.run.distributed import collective, on_rank_zero, run_digest
-from pytest_vlcheck.run.distributed_evaluate import for_ranks, shared_run
+from pytest_vlcheck.run.distributed.branch import for_ranks, shared_run
+from pytest_vlcheck.run.distributed.collective import collective, on_rank_zero, run_digest
 from pytest_vlcheck.run.live_runners import LIVE_RUNNERS
 from pytest_vlcheck.run.outcome import Run
 from pytest_vlcheck.run.session import VlcheckSession
@@ -86,9 +85,10 @@ def evaluate(
     if group is not None:
         group.handshake(run_digest(settings, tests, select))
     session = VlcheckSession(settings)
+    live = None
     if scorer is not None:
         (spec,) = settings.specs
-        session.runners[spec.name] = LIVE_RUNNERS.runner_for(
+        live = LIVE_RUNNERS.runner_for(
             model,
             scorer,
             spec,
@@ -96,13 +96,14 @@ def evaluate(
             settings.url_cache_dir,
             image_memory=settings.image_memory_bytes,
         )
+        session.attach(spec.name, live)
     measure = partial(_measure, session, tests)
     try:
         run = measure() if group is None else shared_run(group, session, measure, lockstep, scorer)
     finally:
         session.close()
-        if scorer is not None:
-            session.runners[settings.specs[0].name].release()
+        if live is not None:
+            live.release()
     outputs = partial(emit_all_warning_on_loggers, run, file_sinks(run))
     outputs() if group is None else on_rank_zero(group, outputs)
     return run
@@ -122,14 +123,14 @@ def _with_model(
             )
     else:
         name = name or "model"
-        from pytest_vlcheck.models.live import live_scorer
-        from pytest_vlcheck.models.live_check import check_live_inputs
+        from pytest_vlcheck.models.live.check import check_live_inputs
+        from pytest_vlcheck.models.live.scorer import live_scorer
 
         scorer = live_scorer(
             model, preprocess=preprocess, tokenizer=tokenizer, options=settings.model_options
         )
         check_live_inputs(model, preprocess, tokenizer)  # one tiny input, before any scoring
-        settings = replace(settings, specs=(_object_spec(name, model),))
+        settings = replace(settings, specs=(ModelSpec.for_object(name, model),))
     if name is not None:
         if len(settings.specs) > 1:
             raise SettingsError(
@@ -161,14 +162,10 @@ def _judged(session: VlcheckSession, test: ChecklistTest, model: str) -> Capabil
     except ModelLoadError:
         raise
     except VlcheckUserError as exc:
-        empty = unscored_result(test, model, "error", session.settings.threshold)
-        return final(replace(empty, file=session.relative(test.file)), outcome="error", error=exc)
+        threshold, file = session.settings.threshold, session.relative(test.file)
+        empty = unmeasured(test, model, "error", threshold, file)
+        return final(empty, outcome="error", error=exc)
     return final(result, known_failure=test.known_failures.get(model, ""))
-
-
-def _object_spec(name: str, model: Any) -> ModelSpec:
-    """The spec a model object is reported under (``matrix.json``'s ``models[].spec``)."""
-    return ModelSpec(name=name, text=f"<{type(model).__name__} object>", scheme="", body="")
 
 
 def _paths(checklists: Any, bundled: bool) -> list[Path]:

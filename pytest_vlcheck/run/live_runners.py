@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vlcheck.engine import ModelRunner
-from pytest_vlcheck.engine.image_store import DEFAULT_IMAGE_MEMORY
-from pytest_vlcheck.engine.progress import Writer
+from pytest_vlcheck.engine.feed.store import DEFAULT_IMAGE_MEMORY
+from pytest_vlcheck.engine.runner.progress import Writer
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions, Scorer
 from pytest_vlcheck.models.registry import ModelSpec

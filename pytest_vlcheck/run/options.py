@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pytest_vlcheck.engine.missing import MISSING_POLICIES
+from pytest_vlcheck.engine.judging.missing import MISSING_POLICIES
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP, GATE_CLUSTERS
+from pytest_vlcheck.models.backends.served.options import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_REQUEST_TIMEOUT,
+)
+from pytest_vlcheck.models.backends.vqa_prompt import DEFAULT_ANSWER, DEFAULT_QUESTION, VQA_MODES
 from pytest_vlcheck.models.protocol import DECODES, PRECISIONS
-from pytest_vlcheck.models.served.options import DEFAULT_CONCURRENCY, DEFAULT_REQUEST_TIMEOUT
-from pytest_vlcheck.models.vqa_prompt import DEFAULT_ANSWER, DEFAULT_QUESTION, VQA_MODES
 
 COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     (

@@ -14,7 +14,7 @@ from pytest_vlcheck.run.settings import Settings
 from pytest_vlcheck.run.sharding import ShardPlan
 
 if TYPE_CHECKING:  # numpy and the report renderers: not for a run with nothing to report
-    from pytest_vlcheck.engine.stats import ScoringStats
+    from pytest_vlcheck.engine.runner.stats import ScoringStats
     from pytest_vlcheck.report.loader import RunError
 
 

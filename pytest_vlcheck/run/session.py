@@ -32,9 +32,9 @@ if TYPE_CHECKING:  # the engine, priors and reports load numpy: imported where t
 
     from pytest_vlcheck.checklist.schema import ChecklistTest
     from pytest_vlcheck.engine import ModelRunner
-    from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
-    from pytest_vlcheck.engine.progress import Writer
-    from pytest_vlcheck.engine.stats import ScoringStats
+    from pytest_vlcheck.engine.runner.progress import Writer
+    from pytest_vlcheck.engine.runner.stats import ScoringStats
+    from pytest_vlcheck.engine.scores.embedding_cache import EmbeddingCache
     from pytest_vlcheck.priors import AveragePrior
     from pytest_vlcheck.report.loader import RunError
     from pytest_vlcheck.run.outcome import Run
@@ -86,9 +86,14 @@ class VlcheckSession:
             )
         return self.runners[model]
 
+    def attach(self, model: str, runner: ModelRunner) -> None:
+        """Score ``model`` with ``runner``, a live model object's, kept across a training
+        loop's calls (``run.live_runners``), instead of one this session would make."""
+        self.runners[model] = runner
+
     def embedding_cache(self) -> EmbeddingCache | None:
         """The run's embedding cache, opened on first use and shared by every model."""
-        from pytest_vlcheck.engine.embedding_cache import EmbeddingCache
+        from pytest_vlcheck.engine.scores.embedding_cache import EmbeddingCache
 
         root = self.settings.embedding_cache_dir
         if self._cache is None and root is not None:
@@ -277,13 +282,10 @@ class VlcheckSession:
     def add_worker_output(self, sent: Mapping[str, Any]) -> None:
         """Take what one xdist worker sent (nothing, when it crashed): its stats are added
         per model, its shard plan is the run's."""
-        from pytest_vlcheck.engine.stats import ScoringStats
+        from pytest_vlcheck.engine.runner.stats import ScoringStats, summed_per_model
 
-        for name, stats in sent.get("stats", {}).items():
-            total = asdict(self.worker_stats.get(name, ScoringStats()))
-            for key, value in stats.items():
-                total[key] += value
-            self.worker_stats[name] = ScoringStats(**total)
+        received = {name: ScoringStats(**stats) for name, stats in sent.get("stats", {}).items()}
+        self.worker_stats = summed_per_model([self.worker_stats, received])
         if sent.get("shard") is not None:
             self.shard_plan = ShardPlan(**sent["shard"])
         for model, nodeid in sent.get("load_failures", {}).items():

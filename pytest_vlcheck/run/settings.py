@@ -17,28 +17,28 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from pytest_vlcheck import bounds
-from pytest_vlcheck.engine.missing import MISSING_POLICIES, MissingPolicy
+from pytest_vlcheck.engine.judging.missing import MISSING_POLICIES, MissingPolicy
 from pytest_vlcheck.errors import ModelSpecError, SettingsError
 from pytest_vlcheck.gates import Baseline, GateSettings
 from pytest_vlcheck.gates.decision import DEFAULT_ALPHA, DEFAULT_MAX_DROP, GATE_CLUSTERS
 from pytest_vlcheck.images.loading import set_max_image_pixels
-from pytest_vlcheck.models.checkpoints import unstepped
-from pytest_vlcheck.models.gpu_decode import on_accelerator
-from pytest_vlcheck.models.protocol import DECODES, PRECISIONS, ModelOptions
-from pytest_vlcheck.models.registry import ModelSpec, parse_specs
-from pytest_vlcheck.models.served.options import (
+from pytest_vlcheck.models.backends.served.options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_REQUEST_TIMEOUT,
     MAX_CONCURRENCY,
     MAX_REQUEST_TIMEOUT,
     ServedOptions,
 )
-from pytest_vlcheck.models.vqa_prompt import (
+from pytest_vlcheck.models.backends.vqa_prompt import (
     DEFAULT_ANSWER,
     DEFAULT_QUESTION,
     VqaPrompt,
     VqaPromptError,
 )
+from pytest_vlcheck.models.checkpoints import unstepped
+from pytest_vlcheck.models.pixels.device_transform import on_accelerator
+from pytest_vlcheck.models.protocol import DECODES, PRECISIONS, ModelOptions
+from pytest_vlcheck.models.registry import ModelSpec, parse_specs
 from pytest_vlcheck.results.json_checks import ReportFormatError
 
 DEFAULTS: dict[str, Any] = {

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pytest_vlcheck.errors import VlcheckUserError
 
 if TYPE_CHECKING:  # numpy: the plugin imports the sinks in every pytest run
-    from pytest_vlcheck.engine.stats import ScoringStats
+    from pytest_vlcheck.engine.runner.stats import ScoringStats
     from pytest_vlcheck.results import CapabilityResult
     from pytest_vlcheck.run.outcome import Run
 

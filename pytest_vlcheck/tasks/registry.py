@@ -35,7 +35,7 @@ def check_task(value: Any, name: str, where: str) -> Task:
 TASKS: Registry[Task] = Registry(
     "task kind",
     {
-        "caption": "pytest_vlcheck.tasks.caption:CAPTION",
+        "caption": "pytest_vlcheck.tasks.caption.kind:CAPTION",
         "image": "pytest_vlcheck.tasks.image:IMAGE",
         "group": "pytest_vlcheck.tasks.group:GROUP",
         "match": "pytest_vlcheck.tasks.match:MATCH",

@@ -1,0 +1,90 @@
+"""The caption kind's fast path for large tests (importers write 100,000 examples).
+
+An example of the plain shape (known keys only; a path, one caption, a list of non-empty
+negatives, an optional string or integer id and flat scalar tags) is surely valid, so it is
+built with one cheap check and each image path resolved once; one doubtful example sends the
+whole test through the loader's full validation, whose ``FILE:LINE`` errors stay exact. The
+same for examples written inline in YAML and in a JSON Lines file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pytest_vlcheck.parsing.example_fields import (
+    ParseContext,
+    example_id,
+    parse_image,
+    parse_tags,
+)
+from pytest_vlcheck.parsing.fields import Fields
+from pytest_vlcheck.parsing.line_values import LineList, LineMap
+from pytest_vlcheck.tasks.caption.example import CaptionExample
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.images.refs import ImageRef
+
+_CAPTION_KEYS = frozenset({"image", "caption", "negatives", "id", "tags"})
+_SCALARS = (str, int, float)
+_LISTS = (list, LineList)
+_MAPPINGS = (dict, LineMap)
+
+
+def plain_caption_examples(
+    context: ParseContext, test_id: str, raws: Sequence[Any], lines: Sequence[int]
+) -> tuple[CaptionExample, ...] | None:
+    """The examples of a caption test that all have the plain shape, built directly; None
+    for anything else (the loader then validates every example in full)."""
+    images: dict[str, ImageRef] = {}
+    ids: set[str] = set()
+    examples = []
+    for index, (raw, line) in enumerate(zip(raws, lines, strict=True)):
+        if not _plain_caption(raw):
+            return None
+        where = f"example {index + 1} of test '{test_id}'"
+        if "id" in raw:
+            example = _plain_id(raw["id"])
+        else:
+            example = example_id(Fields(context.path, raw, where, line))
+        if example is None or example in ids:
+            return None
+        ids.add(example)
+        image = raw["image"]
+        if image not in images:
+            images[image] = parse_image(context, image, line, "'image'")
+        tags = parse_tags(Fields(context.path, raw, where, line)) if "tags" in raw else {}
+        negatives = tuple(raw["negatives"])
+        examples.append(
+            CaptionExample(example, images[image], (raw["caption"],), negatives, tags, line)
+        )
+    return tuple(examples)
+
+
+def _plain_caption(raw: Mapping[str, Any]) -> bool:
+    """Known keys only; a path, a caption, negatives and flat tags that are surely valid."""
+    negatives = raw.get("negatives")
+    if not (
+        raw.keys() <= _CAPTION_KEYS
+        and _is_text(raw.get("image"))
+        and _is_text(raw.get("caption"))
+        and type(negatives) in _LISTS
+        and negatives
+        and type(tags := raw.get("tags", {})) in _MAPPINGS
+    ):
+        return False
+    for negative in negatives:
+        if type(negative) is not str or not negative.strip():
+            return False
+    return all(type(v) in _SCALARS for v in tags.values())
+
+
+def _plain_id(raw: Any) -> str | None:
+    """A written id that is surely valid (a non-empty string or an integer), else None."""
+    if (type(raw) is str and raw) or type(raw) is int:
+        return str(raw)
+    return None
+
+
+def _is_text(value: Any) -> bool:
+    return type(value) is str and bool(value.strip())

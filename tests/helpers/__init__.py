@@ -1,0 +1,1 @@
+"""What the tests share: tiny model builders, the colour scorer and project, gate suites."""
