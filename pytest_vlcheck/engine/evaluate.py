@@ -6,13 +6,14 @@ one batched pass); this module only reads scores and asks the test's task kind.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from pytest_vlcheck import metrics
 from pytest_vlcheck.checklist.schema import ChecklistTest, MacroSpec
+from pytest_vlcheck.engine.asking import asking_replies
 from pytest_vlcheck.engine.missing import MissingImagesError, MissingPolicy
 from pytest_vlcheck.engine.result_extras import cluster_keys, result_extras
 from pytest_vlcheck.engine.scoring import ModelRunner, Unscorable, text_grid
@@ -21,6 +22,7 @@ from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.metrics.aggregates import all_of_rate, macro_average
 from pytest_vlcheck.results import CapabilityResult, ExampleOutcome, FailureExample, Status
 from pytest_vlcheck.tasks import Example, Judgement, Task, get_task
+from pytest_vlcheck.tasks.asking import AskingTask
 
 FAILURES_KEPT = 5
 MISSING_LISTED = 5
@@ -60,17 +62,27 @@ def evaluate_test(
     grids: list[np.ndarray] = []
     scored: list[Example] = []
     lost: list[tuple[Example, Unscorable]] = []
-    for example in test.examples:
-        grid = _scores(task, runner, example)
-        if isinstance(grid, Unscorable):
-            lost.append((example, grid))
-        else:
-            grids.append(grid)
-            scored.append(example)
+    asking = isinstance(task, AskingTask) and task.asks_model(test.settings)
+    if asking:
+        scored, replies, lost_refs = asking_replies(test, runner)
+        why = runner.images.unavailable
+        lost = [(e, Unscorable(refs, tuple(why[r.key] for r in refs))) for e, refs in lost_refs]
+    else:
+        for example in test.examples:
+            grid = _scores(task, runner, example)
+            if isinstance(grid, Unscorable):
+                lost.append((example, grid))
+            else:
+                grids.append(grid)
+                scored.append(example)
     if lost and (missing == "error" or not scored):
         suffix = "" if missing == "error" else "; no example of the test could be scored"
         raise MissingImagesError(_missing_message(test, lost) + suffix)
-    judgement = task.judge(test.settings, scored, grids, runner)
+    if isinstance(task, AskingTask) and asking:
+        judgement = task.judge_replies(test.settings, scored, replies)
+        grids = list(judgement.grids)
+    else:
+        judgement = task.judge(test.settings, scored, grids, runner)
     n, passed = len(scored), int(judgement.correct.sum())
     low, high = metrics.wilson_interval(passed, n)
     limit = test.threshold if threshold is None else threshold
@@ -105,10 +117,10 @@ def evaluate_test(
         metrics=extra,
         judged="macro_average" if test.macro is not None and test.macro.judge else "pass_rate",
         slices=metrics.slice_rates(judgement.correct, [e.tags for e in scored]),
-        failures=_failures(task, scored, grids, judgement.correct, runner, thumbnails),
+        failures=_failures(task, scored, grids, judgement, runner, thumbnails),
         unscored={"image unavailable": len(lost)} if lost else {},
         fingerprint=runner.fingerprint,
-        outcomes=_outcomes(scored, grids, judgement, clusters),
+        outcomes=_outcomes(task, scored, grids, judgement, clusters),
         **result_extras(test, task, scored, unscored, judgement.correct, clusters),
     )
 
@@ -153,42 +165,57 @@ def _all_of_metrics(
 
 
 def _outcomes(
+    task: Task,
     examples: Sequence[Example],
     grids: Sequence[np.ndarray],
     judgement: Judgement,
     clusters: Sequence[str],
 ) -> tuple[ExampleOutcome, ...]:
-    return tuple(
-        ExampleOutcome(example.id, bool(ok), bool(tie), grid.tolist(), cluster)
-        for example, grid, ok, tie, cluster in zip(
-            examples, grids, judgement.correct, judgement.ties, clusters, strict=True
+    """Each example's verdict with its texts and images (and what a generative model said)."""
+    said: Sequence[Mapping[str, Any]] = judgement.said or [{}] * len(examples)
+    out = []
+    for example, grid, ok, tie, cluster, told in zip(
+        examples, grids, judgement.correct, judgement.ties, clusters, said, strict=True
+    ):
+        refs, texts = task.grid(example)
+        images = [ref.describe() for ref in refs]
+        outcome = ExampleOutcome(
+            example.id, bool(ok), bool(tie), grid.tolist(), cluster, list(texts), images, dict(told)
         )
-    )
+        out.append(outcome)
+    return tuple(out)
 
 
 def _failures(
     task: Task,
     examples: Sequence[Example],
     grids: list[np.ndarray],
-    correct: np.ndarray,
+    judgement: Judgement,
     runner: ModelRunner,
     thumbnails: ThumbnailWriter | None,
 ) -> list[FailureExample]:
     """The first few failing examples with every score they involved (and their images'
     thumbnails when there is a writer for them)."""
     out = []
-    for example, grid, ok in zip(examples, grids, correct, strict=True):
+    said: Sequence[Mapping[str, Any]] = judgement.said or [{}] * len(examples)
+    for example, grid, ok, told in zip(examples, grids, judgement.correct, said, strict=True):
         if ok:
             continue
         refs, texts = task.grid(example)
+        detail = (
+            task.describe_reply(example, told)
+            if told and isinstance(task, AskingTask)
+            else task.describe_failure(example, grid)
+        )
         out.append(
             FailureExample(
                 id=example.id,
                 images=[r.describe() for r in refs],
                 texts=list(texts),
                 scores=[[float(v) for v in row] for row in grid],
-                detail=task.describe_failure(example, grid),
+                detail=detail,
                 thumbnails=[] if thumbnails is None else thumbnails(refs, runner.load_image),
+                said=dict(told),
             )
         )
         if len(out) == FAILURES_KEPT:

@@ -40,7 +40,6 @@ class GenerativeMethods:
     device: str
     forward_context: Any
 
-
     if TYPE_CHECKING:  # VqaScorer's own
 
         def chat_prompt(self, question: str) -> str: ...
