@@ -59,30 +59,7 @@ def evaluate_test(
             "has no text embeddings; expected "
             "a dual encoder (open_clip, hf: CLIP or SigLIP, or a py: scorer with encode_texts)"
         )
-    grids: list[np.ndarray] = []
-    scored: list[Example] = []
-    lost: list[tuple[Example, Unscorable]] = []
-    asking = isinstance(task, AskingTask) and task.asks_model(test.settings)
-    if asking:
-        scored, replies, lost_refs = asking_replies(test, runner)
-        why = runner.images.unavailable
-        lost = [(e, Unscorable(refs, tuple(why[r.key] for r in refs))) for e, refs in lost_refs]
-    else:
-        for example in test.examples:
-            grid = _scores(task, runner, example)
-            if isinstance(grid, Unscorable):
-                lost.append((example, grid))
-            else:
-                grids.append(grid)
-                scored.append(example)
-    if lost and (missing == "error" or not scored):
-        suffix = "" if missing == "error" else "; no example of the test could be scored"
-        raise MissingImagesError(_missing_message(test, lost) + suffix)
-    if isinstance(task, AskingTask) and asking:
-        judgement = task.judge_replies(test.settings, scored, replies)
-        grids = list(judgement.grids)
-    else:
-        judgement = task.judge(test.settings, scored, grids, runner)
+    scored, lost, grids, judgement = _judged(task, test, runner, missing)
     n, passed = len(scored), int(judgement.correct.sum())
     low, high = metrics.wilson_interval(passed, n)
     limit = test.threshold if threshold is None else threshold
@@ -123,6 +100,36 @@ def evaluate_test(
         outcomes=_outcomes(task, scored, grids, judgement, clusters),
         **result_extras(test, task, scored, unscored, judgement.correct, clusters),
     )
+
+
+def _judged(
+    task: Task, test: ChecklistTest, runner: ModelRunner, missing: MissingPolicy
+) -> tuple[list[Example], list[tuple[Example, Unscorable]], list[np.ndarray], Judgement]:
+    """The scored examples, the unscorable ones, their score grids and the task's judgement:
+    from score grids, or from a generative model's replies (``engine.asking``)."""
+    grids: list[np.ndarray] = []
+    scored: list[Example] = []
+    lost: list[tuple[Example, Unscorable]] = []
+    asking = isinstance(task, AskingTask) and task.asks_model(test.settings)
+    if asking:
+        scored, replies, lost_refs = asking_replies(test, runner)
+        why = runner.images.unavailable
+        lost = [(e, Unscorable(refs, tuple(why[r.key] for r in refs))) for e, refs in lost_refs]
+    else:
+        for example in test.examples:
+            grid = _scores(task, runner, example)
+            if isinstance(grid, Unscorable):
+                lost.append((example, grid))
+            else:
+                grids.append(grid)
+                scored.append(example)
+    if lost and (missing == "error" or not scored):
+        suffix = "" if missing == "error" else "; no example of the test could be scored"
+        raise MissingImagesError(_missing_message(test, lost) + suffix)
+    if isinstance(task, AskingTask) and asking:
+        judgement = task.judge_replies(test.settings, scored, replies)
+        return scored, lost, list(judgement.grids), judgement
+    return scored, lost, grids, task.judge(test.settings, scored, grids, runner)
 
 
 def _scores(task: Task, runner: ModelRunner, example: Example) -> np.ndarray | Unscorable:

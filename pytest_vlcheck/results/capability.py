@@ -78,15 +78,15 @@ class FailureExample:
 
     def to_json(self) -> dict[str, Any]:
         """The report's copy (fresh lists, so a reader that edits it leaves the result)."""
-        out = {
+        return {
             "id": self.id,
             "images": list(self.images),
             "texts": list(self.texts),
             "scores": [list(row) for row in self.scores],
             "detail": self.detail,
             "thumbnails": list(self.thumbnails),
+            "said": dict(self.said),
         }
-        return out | ({"said": dict(self.said)} if self.said else {})
 
 
 @dataclass(frozen=True)

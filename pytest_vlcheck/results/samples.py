@@ -1,17 +1,21 @@
 """``samples.jsonl``: one line per example x model, the per-example record gates compare.
 
-A line reads ``{"file", "test", "model", "example", "correct", "tie", "scores"}``; ``scores[i][j]``
-is s(image i, text j) of the example's grid (the true pairing first) and ``tie`` says an
-exact tie decided the example (under the test's ``ties:`` rule). Non-finite scores are
-written as ``null``.
+A line reads ``{"file", "test", "model", "example", "correct", "tie", "scores", "texts",
+"images"}``; ``scores[i][j]`` is s(image i, text j) of the example's grid (the true pairing
+first), ``tie`` says an exact tie decided the example (under the test's ``ties:`` rule) and
+``texts``/``images`` are the example's as the checklist wrote them. A kind that asks a
+generative model adds what it asked and heard (``SAID_KEYS``): ``prompt`` (``prompts``, one
+per order of the options, when rotated), ``output`` (``outputs``) and ``extracted``; its
+``scores`` are per-option log-probabilities, one row per prompt, options in the example's
+order. Non-finite scores are written as ``null``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +34,7 @@ __all__ = [
 ]
 
 Key = tuple[str, str, str]
+SAID_KEYS = ("prompt", "prompts", "output", "outputs", "extracted")
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,9 @@ class SampleRow:
     correct: bool
     tie: bool
     scores: tuple[tuple[float | None, ...], ...]
+    texts: tuple[str, ...] = ()
+    images: tuple[str, ...] = ()
+    said: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> Key:
@@ -61,7 +69,10 @@ class SampleRow:
             "correct": self.correct,
             "tie": self.tie,
             "scores": scores,
+            "texts": list(self.texts),
+            "images": list(self.images),
         }
+        doc.update((key, self.said[key]) for key in SAID_KEYS if key in self.said)
         return json.dumps(doc, ensure_ascii=False, allow_nan=False)
 
 
@@ -70,7 +81,18 @@ def sample_rows(results: Iterable[CapabilityResult]) -> Iterator[SampleRow]:
     for r in results:
         for o in r.outcomes:
             scores = tuple(tuple(row) for row in o.scores)
-            yield SampleRow(r.file, r.test, r.model, o.id, o.correct, o.tie, scores)
+            yield SampleRow(
+                r.file,
+                r.test,
+                r.model,
+                o.id,
+                o.correct,
+                o.tie,
+                scores,
+                tuple(o.texts),
+                tuple(o.images),
+                o.said,
+            )
 
 
 def write_samples(path: str | Path, rows: Iterable[SampleRow]) -> None:
@@ -101,8 +123,24 @@ def _row(doc: Any, where: str) -> SampleRow:
     ):
         raise ReportFormatError(f"{where}: 'scores' must be a list of lists of numbers or null")
     scores = tuple(tuple(None if x is None else float(x) for x in r) for r in raw)
+    shown = {}
+    for key in ("texts", "images"):
+        value = doc.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            raise ReportFormatError(f"{where}: {key!r} must be a list of strings")
+        shown[key] = tuple(value)
+    said = {key: doc[key] for key in SAID_KEYS if key in doc}
     return SampleRow(
-        doc["file"], doc["test"], doc["model"], doc["example"], doc["correct"], doc["tie"], scores
+        doc["file"],
+        doc["test"],
+        doc["model"],
+        doc["example"],
+        doc["correct"],
+        doc["tie"],
+        scores,
+        shown["texts"],
+        shown["images"],
+        said,
     )
 
 
@@ -152,6 +190,14 @@ def example_outcomes(rows: Iterable[SampleRow]) -> dict[Key, tuple[ExampleOutcom
     out: dict[Key, list[ExampleOutcome]] = {}
     for row in rows:
         scores = [list(line) for line in row.scores]
-        outcome = ExampleOutcome(row.example, row.correct, row.tie, scores)
+        outcome = ExampleOutcome(
+            row.example,
+            row.correct,
+            row.tie,
+            scores,
+            texts=list(row.texts),
+            images=list(row.images),
+            said=dict(row.said),
+        )
         out.setdefault(row.key, []).append(outcome)
     return {key: tuple(outcomes) for key, outcomes in out.items()}
