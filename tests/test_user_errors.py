@@ -203,7 +203,8 @@ def test_missing_factory_and_no_scorer_methods(tmp_path: Path, monkeypatch: pyte
     assert str(half.value) == (
         "model 'py:fac_half:half' gave a Half object (it has only encode_images), which is "
         "not a scorer; expected an object with encode_images + encode_texts (a dual "
-        "encoder), score_pairs or score_refs"
+        "encoder), score_pairs, score_refs or the generative methods (score_continuations, "
+        "next_token_logprobs, generate)"
     )
 
 

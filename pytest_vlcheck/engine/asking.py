@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pytest_vlcheck import fmt
 from pytest_vlcheck.errors import ScorerProtocolError, VlcheckUserError
 from pytest_vlcheck.models.generative_protocol import (
     GENERATIVE_METHODS,
@@ -58,7 +59,8 @@ def require_generative(runner: ModelRunner, kind: str) -> Any:
     scorer = runner.source.scorer
     if not is_generative(scorer):
         raise NotGenerativeError(
-            f"a {kind} test asks a generative model to answer; model '{runner.spec.text}' has "
+            f"{fmt.with_article(kind)} test asks a generative model to answer; model "
+            f"'{runner.spec.text}' has "
             f"no {', '.join(GENERATIVE_METHODS)} (an embedding or pair-scoring model); "
             "expected vqa:MODEL (LLaVA, Qwen2-VL, PaliGemma, ...) or a py: scorer with them"
         )
