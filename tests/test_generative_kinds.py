@@ -8,7 +8,6 @@ import json
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
 from PIL import Image
 from speaker_scorer import SOURCE as SPEAKER
