@@ -48,6 +48,7 @@ from pytest_vlcheck.models.torch_utils import (
     to_float32_numpy,
     torch_dtype,
 )
+from pytest_vlcheck.models.unsaved_buffers import restore_unsaved_buffers
 from pytest_vlcheck.models.vqa_prompt import VqaPrompt, answer_ids
 
 if TYPE_CHECKING:
@@ -294,6 +295,7 @@ def load(body: str, options: ModelOptions) -> VqaScorer:
             f"model loads with hf:{body}"
         )
     model = where.model(transformers, transformers.AutoModelForImageTextToText, dtype)
+    restore_unsaved_buffers(model)
     processor = _processor(transformers, where)
     model.to(device)
     model.eval()
