@@ -31,10 +31,10 @@ from pytest_vlcheck.tasks.asking import (
     fill_prompt,
     parse_max_new_tokens,
     parse_prompt,
-    refuse_grid,
 )
-from pytest_vlcheck.tasks.base import BaseTask, image_cluster, scored_texts
-from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+from pytest_vlcheck.tasks.asking_base import AskingBaseTask
+from pytest_vlcheck.tasks.base import scored_texts
+from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement
 
 SCORINGS = ("likelihood", "letter", "generate")
 CHOICE_TIES = ("fail", "first")
@@ -78,7 +78,7 @@ def lettered(options: Sequence[str]) -> str:
     return "\n".join(f"{LETTERS[i]}. {option}" for i, option in enumerate(options))
 
 
-class ChoiceTask(BaseTask):
+class ChoiceTask(AskingBaseTask):
     """Multiple choice asked of a generative model."""
 
     name = "choice"
@@ -132,10 +132,6 @@ class ChoiceTask(BaseTask):
             fields.fail(f"'answer' is {answer:g}; expected a whole number (an index)", "answer")
         question = fields.text("question")
         return ChoiceExample(example_id, image, question, options, int(answer), tags, line)
-
-    def asks_model(self, settings: Mapping[str, Any]) -> bool:
-        """Every choice test asks a generative model."""
-        return True
 
     def asks(self, settings: Mapping[str, Any], example: ChoiceExample) -> list[Ask]:
         """One request per order of the options shown (one without ``rotate``)."""
@@ -218,16 +214,6 @@ class ChoiceTask(BaseTask):
         rotated = bool(settings.get("rotate"))
         return float(np.mean([(1 / k) ** (k if rotated else 1) for _, k in shapes if k]))
 
-    def judge(
-        self,
-        settings: Mapping[str, Any],
-        examples: Sequence[Any],
-        grids: Sequence[np.ndarray],
-        scale: ScoreScale,
-    ) -> Judgement:
-        """Never: see ``judge_replies``."""
-        refuse_grid(self.name)
-
     def describe_failure(self, example: ChoiceExample, grid: np.ndarray) -> str:
         """The right option and every option's score in the first order."""
         scores = scored_texts(example.options, grid[0]) if len(grid) else "no scores"
@@ -241,10 +227,6 @@ class ChoiceTask(BaseTask):
         """The question with its options, the right one named."""
         label = f"{example.question} (answer: {example.options[example.answer]})"
         return [(label, list(example.options), [example.image])]
-
-    def cluster_key(self, example: ChoiceExample) -> str:
-        """The image asked about."""
-        return image_cluster(example.image)
 
     def generate(self, candidates: CandidateSet) -> list[dict[str, Any]]:
         """Which of the set's captions describes the true scene."""
