@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_vlcheck.models import vqa_backend
+from pytest_vlcheck.models.backends import vqa as vqa_backend
 from pytest_vlcheck.models.backends.served.options import ServedOptions
 from pytest_vlcheck.models.backends.vqa_prompt import VqaPrompt
 from pytest_vlcheck.models.protocol import ModelOptions

@@ -12,6 +12,7 @@ that needs them sets them itself.
 """
 
 import os
+from pathlib import Path
 
 # torch cannot be initialised twice in one process, and pytester's in-process runs drop the
 # modules they imported when they end: imported once here, torch stays for every test whatever
@@ -20,9 +21,40 @@ import os
 # themselves once per process: imported again after pytester dropped them, they abort the
 # process ("duplicate key") or raise ("already registered").
 import open_clip  # noqa: F401
+import pytest
 import torch  # noqa: F401
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 for name in ("CI", "BUILD_NUMBER"):
     os.environ.pop(name, None)
+
+
+# ---- tiny generative VLMs (tests/helpers/vqa_builders.py), built once per session ---------------------
+
+
+@pytest.fixture(scope="session")
+def llava_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from helpers.vqa_builders import build_llava
+
+    return build_llava(tmp_path_factory.mktemp("vqa") / "llava", seed=0)
+
+
+@pytest.fixture(scope="session")
+def qwen_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from helpers.vqa_builders import build_qwen2_vl
+
+    return build_qwen2_vl(tmp_path_factory.mktemp("vqa") / "qwen2-vl", seed=0)
+
+
+@pytest.fixture(scope="session")
+def paligemma_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from helpers.vqa_builders import build_paligemma
+
+    return build_paligemma(tmp_path_factory.mktemp("vqa") / "paligemma", seed=0)
+
+
+@pytest.fixture(params=["llava", "qwen", "paligemma"])
+def family_dir(request: pytest.FixtureRequest) -> Path:
+    """Each family's folder (built once per session)."""
+    return request.getfixturevalue(f"{request.param}_dir")

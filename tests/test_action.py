@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 import yaml
+from helpers.colour_project import CHECKLIST, COLOURS
 from helpers.colour_scorer import SOURCE
 from PIL import Image
-from test_plugin import CHECKLIST, COLOURS
 
 from pytest_vlcheck.report import read_report
 from pytest_vlcheck.report.github import error_annotations, escape_data, escape_property

@@ -225,7 +225,8 @@ CASES: dict[str, Case] = {
         (
             "{root}/checks.yaml:4: test 'color': model 'py:user_scorers:nothing' gave an object "
             "object, which is not a scorer; expected an object "
-            "with encode_images + encode_texts (a dual encoder), score_pairs or score_refs",
+            "with encode_images + encode_texts (a dual encoder), score_pairs, score_refs or the "
+            "generative methods (score_continuations, next_token_logprobs, generate)",
         ),
         {"user_scorers.py": SCORER},
     ),

@@ -203,7 +203,8 @@ def test_missing_factory_and_no_scorer_methods(tmp_path: Path, monkeypatch: pyte
     assert str(half.value) == (
         "model 'py:fac_half:half' gave a Half object (it has only encode_images), which is "
         "not a scorer; expected an object with encode_images + encode_texts (a dual "
-        "encoder), score_pairs or score_refs"
+        "encoder), score_pairs, score_refs or the generative methods (score_continuations, "
+        "next_token_logprobs, generate)"
     )
 
 
@@ -416,9 +417,9 @@ def test_every_problem_of_a_file_once_in_line_order(tmp_path: Path):
         f"{path}:1: 'vlcheck' is 2; this version of pytest-vlcheck reads format 1",
         # the misspelt key is told once: no "missing the required key 'threshold'" as well
         f"{path}:6: unknown key 'treshold' in test 'a' (did you mean 'threshold'?); expected "
-        "one of: all_of, capability, cluster, criterion, cutoff, description, examples, generate, "
-        "hard_threshold, "
-        "id, known_failures, macro, symmetric, task, threshold, ties",
+        "one of: all_of, capability, cluster, compare, criterion, cutoff, decide, description, "
+        "examples, generate, hard_threshold, id, known_failures, macro, max_new_tokens, prompt, "
+        "rotate, scoring, symmetric, task, threshold, ties",
         f"{path}:8: example 1 of test 'a' is missing the required key 'negatives'",
         f"{path}:9: unknown key 'colour' in example 2 of test 'a'; expected one of: caption, "
         "captions, id, image, negatives, position, tags",

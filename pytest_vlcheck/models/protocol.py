@@ -20,6 +20,7 @@ from pytest_vlcheck import fmt
 from pytest_vlcheck.errors import ScorerProtocolError, VlcheckUserError
 from pytest_vlcheck.models.backends.served.options import ServedOptions
 from pytest_vlcheck.models.backends.vqa_prompt import VqaPrompt
+from pytest_vlcheck.models.generative_protocol import is_generative
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -149,12 +150,15 @@ def scorer_fingerprint(scorer: object) -> str:
     return str(getattr(scorer, "fingerprint", "") or "")
 
 
-_METHODS = "encode_images + encode_texts (a dual encoder), score_pairs or score_refs"
+_METHODS = (
+    "encode_images + encode_texts (a dual encoder), score_pairs, score_refs or the generative "
+    "methods (score_continuations, next_token_logprobs, generate)"
+)
 
 
 def check_scorer(scorer: object, spec: str) -> None:
     """Refuse an object that has none of the scorer methods (half a dual encoder included)."""
-    if isinstance(scorer, (RefScorer, DualEncoder, PairScorer)):
+    if isinstance(scorer, (RefScorer, DualEncoder, PairScorer)) or is_generative(scorer):
         return
     has = [m for m in ("encode_images", "encode_texts") if callable(getattr(scorer, m, None))]
     found = f" (it has only {has[0]})" if has else ""

@@ -73,6 +73,8 @@ class FailureExample:
     scores: list[list[float | None]]
     detail: str
     thumbnails: list[str] = field(default_factory=list)
+    said: dict[str, Any] = field(default_factory=dict)
+    """A generative kind's prompt(s), output(s) and extracted answer (``tasks.asking``)."""
 
     def to_json(self) -> dict[str, Any]:
         """The report's copy (fresh lists, so a reader that edits it leaves the result)."""
@@ -83,6 +85,7 @@ class FailureExample:
             "scores": [list(row) for row in self.scores],
             "detail": self.detail,
             "thumbnails": list(self.thumbnails),
+            "said": dict(self.said),
         }
 
 
@@ -96,6 +99,11 @@ class ExampleOutcome:
     tie: bool
     scores: list[list[float | None]]  # None: a NaN score read back from samples.jsonl
     cluster: str = ""
+    texts: list[str] = field(default_factory=list)
+    images: list[str] = field(default_factory=list)
+    """The example's texts and images as the checklist wrote them (``ImageRef.describe``)."""
+    said: dict[str, Any] = field(default_factory=dict)
+    """A generative kind's prompt(s), output(s) and extracted answer (``tasks.asking``)."""
 
     def to_json(self) -> dict[str, Any]:
         """The xdist transport's copy of the outcome."""
@@ -105,6 +113,9 @@ class ExampleOutcome:
             "tie": self.tie,
             "scores": [list(row) for row in self.scores],
             "cluster": self.cluster,
+            "texts": list(self.texts),
+            "images": list(self.images),
+            "said": dict(self.said),
         }
 
 
@@ -388,6 +399,7 @@ def _failure(c: JsonChecker, raw: Any, where: str) -> FailureExample:
         scores=scores,
         detail=c.text(f, "detail", where, ""),
         thumbnails=list(thumbnails),
+        said=dict(f["said"]) if isinstance(f.get("said"), dict) else {},
     )
 
 

@@ -1,19 +1,23 @@
 """``samples.jsonl``: one line per example x model, the per-example record gates compare.
 
-A line reads ``{"file", "test", "model", "example", "correct", "tie", "scores"}``; ``scores[i][j]``
-is s(image i, text j) of the example's grid (the true pairing first) and ``tie`` says an
-exact tie decided the example (under the test's ``ties:`` rule). Non-finite scores are
-written as ``null``. ``"cluster"`` (what the example shares with others: its image, or its
-``cluster:`` tag's value; the clustered gate's unit) follows when the example has one; files
-written before it read as examples of their own.
+A line reads ``{"file", "test", "model", "example", "correct", "tie", "scores", "texts",
+"images"}``; ``scores[i][j]`` is s(image i, text j) of the example's grid (the true pairing
+first), ``tie`` says an exact tie decided the example (under the test's ``ties:`` rule) and
+``texts``/``images`` are the example's as the checklist wrote them. ``"cluster"`` (what the
+example shares with others: its image, or its ``cluster:`` tag's value; the clustered gate's
+unit) follows when the example has one; files written before it read as examples of their
+own. A kind that asks a generative model adds what it asked and heard (``SAID_KEYS``):
+``prompt`` (``prompts``, one per order of the options, when rotated), ``output``
+(``outputs``) and ``extracted``; its ``scores`` are per-option log-probabilities, one row per
+prompt, options in the example's order. Non-finite scores are written as ``null``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +41,7 @@ __all__ = [
 ]
 
 Key = tuple[str, str, str]
+SAID_KEYS = ("prompt", "prompts", "output", "outputs", "extracted")
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,9 @@ class SampleRow:
     tie: bool
     scores: tuple[tuple[float | None, ...], ...]
     cluster: str = ""
+    texts: tuple[str, ...] = ()
+    images: tuple[str, ...] = ()
+    said: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> Key:
@@ -67,9 +75,12 @@ class SampleRow:
             "correct": self.correct,
             "tie": self.tie,
             "scores": scores,
+            "texts": list(self.texts),
+            "images": list(self.images),
         }
         if self.cluster:
             doc["cluster"] = self.cluster
+        doc.update((key, self.said[key]) for key in SAID_KEYS if key in self.said)
         return json.dumps(doc, ensure_ascii=False, allow_nan=False)
 
 
@@ -85,7 +96,19 @@ def sample_rows(results: Iterable[CapabilityResult]) -> Iterator[SampleRow]:
     for r in results:
         for o in r.outcomes:
             scores = tuple(tuple(row) for row in o.scores)
-            yield SampleRow(r.file, r.test, r.model, o.id, o.correct, o.tie, scores, o.cluster)
+            yield SampleRow(
+                r.file,
+                r.test,
+                r.model,
+                o.id,
+                o.correct,
+                o.tie,
+                scores,
+                o.cluster,
+                tuple(o.texts),
+                tuple(o.images),
+                o.said,
+            )
 
 
 def write_samples(path: str | Path, rows: Iterable[SampleRow]) -> None:
@@ -119,6 +142,13 @@ def _row(doc: Any, where: str) -> SampleRow:
     cluster = doc.get("cluster", "")
     if not isinstance(cluster, str):
         raise ReportFormatError(f"{where}: 'cluster' must be a string, got {cluster!r}")
+    shown = {}
+    for key in ("texts", "images"):
+        value = doc.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            raise ReportFormatError(f"{where}: {key!r} must be a list of strings")
+        shown[key] = tuple(value)
+    said = {key: doc[key] for key in SAID_KEYS if key in doc}
     return SampleRow(
         doc["file"],
         doc["test"],
@@ -128,6 +158,9 @@ def _row(doc: Any, where: str) -> SampleRow:
         doc["tie"],
         scores,
         cluster,
+        shown["texts"],
+        shown["images"],
+        said,
     )
 
 
@@ -179,6 +212,15 @@ def example_outcomes(rows: Iterable[SampleRow]) -> dict[Key, tuple[ExampleOutcom
     out: dict[Key, list[ExampleOutcome]] = {}
     for row in rows:
         scores = [list(line) for line in row.scores]
-        outcome = ExampleOutcome(row.example, row.correct, row.tie, scores, row.cluster)
+        outcome = ExampleOutcome(
+            row.example,
+            row.correct,
+            row.tie,
+            scores,
+            row.cluster,
+            texts=list(row.texts),
+            images=list(row.images),
+            said=dict(row.said),
+        )
         out.setdefault(row.key, []).append(outcome)
     return {key: tuple(outcomes) for key, outcomes in out.items()}

@@ -19,7 +19,9 @@ from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.parsing.example_fields import ParseContext, image_at
 from pytest_vlcheck.parsing.fields import Fields
+from pytest_vlcheck.tasks.asking import Ask, Reply
 from pytest_vlcheck.tasks.base import BaseTask, image_cluster
+from pytest_vlcheck.tasks.match_decide import DECIDES, describe_yes_no, judge_yes_no, yes_no_ask
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
 
 DEFAULT_CUTOFF = 0.5
@@ -41,6 +43,8 @@ class MatchExample:
     neg_types: tuple[str, ...] = ()
     tags: Mapping[str, str] = field(default_factory=dict)
     line: int = 0
+    question: str | None = None
+    """Asked verbatim under ``decide: yes_vs_no`` (``tasks.match_decide``)."""
 
 
 EXAMPLE_SCHEMA: dict[str, Any] = {
@@ -55,6 +59,11 @@ EXAMPLE_SCHEMA: dict[str, Any] = {
                 {"type": "array", "items": {"type": "string"}, "minItems": 1},
             ],
             "description": "negative type(s), e.g. subject, verb, object",
+        },
+        "question": {
+            "type": "string",
+            "minLength": 1,
+            "description": "decide: yes_vs_no: the yes/no question asked verbatim",
         },
         "id": {"$ref": "#/$defs/example_id"},
         "tags": {"$ref": "#/$defs/tags"},
@@ -71,15 +80,21 @@ class MatchTask(BaseTask):
     name = "match"
     example_schema = EXAMPLE_SCHEMA
     example_keys = ("image", "caption", "label")
-    optional_example_keys = ("neg_type",)
-    setting_keys = ("cutoff",)
+    optional_example_keys = ("neg_type", "question")
+    setting_keys = ("cutoff", "decide")
     generation = GenerationRules()
 
     def parse_settings(self, fields: Fields) -> dict[str, Any]:
         """``cutoff``: the decision threshold (default 0.5, for probabilities). No scorer gives
         a score outside [-1, 1] (cosine similarities; probabilities lie in [0, 1]), so a
-        cut-off outside it would judge every pair alike: an error when the file loads."""
+        cut-off outside it would judge every pair alike: an error when the file loads.
+        ``decide``: ``cutoff`` (the default) or ``yes_vs_no`` (the model's own decision,
+        which takes no cut-off)."""
+        decide = fields.choice("decide", DECIDES, "cutoff")
+        if decide == "yes_vs_no" and fields.has("cutoff"):
+            fields.fail("'cutoff' is not used with decide: yes_vs_no (P(Yes) > P(No))", "cutoff")
         return {
+            "decide": decide,
             "cutoff": fields.number(
                 "cutoff",
                 DEFAULT_CUTOFF,
@@ -87,7 +102,7 @@ class MatchTask(BaseTask):
                 high=1.0,
                 expected="a number from -1 to 1 (a cosine similarity; from 0 to 1 for a "
                 "model that gives probabilities)",
-            )
+            ),
         }
 
     def parse_example(
@@ -110,7 +125,11 @@ class MatchTask(BaseTask):
             else:
                 neg_types = (fields.text("neg_type"),)
         caption = fields.text("caption")
-        return MatchExample(example_id, image, caption, _LABELS[label], neg_types, tags, line)
+        question = fields.text("question") if fields.has("question") else None
+        label_value = _LABELS[label]
+        return MatchExample(
+            example_id, image, caption, label_value, neg_types, tags, line, question
+        )
 
     def grid(self, example: MatchExample) -> Grid:
         """One image x one caption."""
@@ -132,6 +151,12 @@ class MatchTask(BaseTask):
         scale: ScoreScale,
     ) -> Judgement:
         """Each pair against the cut-off; a non-match scored exactly at it is a tie."""
+        asked = next((e for e in examples if e.question is not None), None)
+        if asked is not None:
+            raise VlcheckUserError(
+                f"example {asked.id!r} (line {asked.line}) has a 'question', which only "
+                "decide: yes_vs_no asks; expected decide: yes_vs_no or no question"
+            )
         cutoff = settings.get("cutoff", DEFAULT_CUTOFF)
         values, kind = scale.match_scores(np.array([g[0, 0] for g in grids], dtype=np.float32))
         if kind == "probability" and cutoff < 0:
@@ -145,6 +170,27 @@ class MatchTask(BaseTask):
         ties = ~correct & (np.asarray(values, dtype=np.float32) == np.float32(cutoff))
         extra = metrics.match_accuracies(correct, labels, [e.neg_types for e in examples])
         return Judgement(correct, ties, extra, metrics.MATCH_CHANCE, kind)
+
+    def asks_model(self, settings: Mapping[str, Any]) -> bool:
+        """``decide: yes_vs_no`` asks the model."""
+        return settings.get("decide") == "yes_vs_no"
+
+    def asks(self, settings: Mapping[str, Any], example: MatchExample) -> list[Ask]:
+        """P(Yes) and P(No) after the question."""
+        return [yes_no_ask(example)]
+
+    def judge_replies(
+        self,
+        settings: Mapping[str, Any],
+        examples: Sequence[MatchExample],
+        replies: Sequence[list[Reply]],
+    ) -> Judgement:
+        """The model's decisions against the labels (``match_decide.judge_yes_no``)."""
+        return judge_yes_no(examples, replies)
+
+    def describe_reply(self, example: MatchExample, said: Mapping[str, Any]) -> str:
+        """The question, the label and the model's answer."""
+        return describe_yes_no(example, said)
 
     def describe_failure(self, example: MatchExample, grid: np.ndarray) -> str:
         """The pair, its score and its label."""

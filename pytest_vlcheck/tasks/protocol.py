@@ -55,6 +55,11 @@ class Judgement:
     metrics: dict[str, float] = field(default_factory=dict)
     chance: float | None = 0.0
     score_kind: str = "similarity"
+    said: tuple[Mapping[str, Any], ...] = ()
+    """A kind that asks a generative model (``tasks.asking``): what each example was asked
+    and answered (``prompt``/``prompts``, ``output``/``outputs``, ``extracted``)."""
+    grids: tuple[np.ndarray, ...] = ()
+    """Such a kind's per-example scores (one row per prompt, options in the example's order)."""
 
 
 class ScoreScale(Protocol):

@@ -42,6 +42,8 @@ TASKS: Registry[Task] = Registry(
         "invariance": "pytest_vlcheck.tasks.invariance:INVARIANCE",
         "directional": "pytest_vlcheck.tasks.directional:DIRECTIONAL",
         "text": "pytest_vlcheck.tasks.text:TEXT",
+        "choice": "pytest_vlcheck.tasks.choice:CHOICE",
+        "answer": "pytest_vlcheck.tasks.answer:ANSWER",
     },
     ENTRY_POINT_GROUP,
     check_task,

@@ -169,10 +169,16 @@ def test_the_task_kinds_come_from_the_registry() -> None:
         if "task" not in rule["if"].get("properties", {})
     }
     assert owners == {
-        "ties": {"enum": ["caption", "image", "text"]},
+        "ties": {"enum": ["caption", "image", "text", "choice"]},
         "symmetric": {"const": "text"},
         "criterion": {"const": "group"},
         "cutoff": {"const": "match"},
+        "decide": {"const": "match"},
+        "scoring": {"const": "choice"},
+        "rotate": {"const": "choice"},
+        "prompt": {"enum": ["choice", "answer"]},
+        "max_new_tokens": {"enum": ["choice", "answer"]},
+        "compare": {"const": "answer"},
     }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_plugin import CHECKLIST, colour_project
+from helpers.colour_project import CHECKLIST, colour_project
 
 from pytest_vlcheck.engine.runner.progress import HEARTBEAT_S, Heartbeat, LogWriter, tracked
 from pytest_vlcheck.model_required import MODEL_NOT_LOADED

@@ -155,6 +155,8 @@ def test_samples_round_trip(tmp_path: Path) -> None:
         "correct": True,
         "tie": False,
         "scores": [[0.3, 0.2]],
+        "texts": [],
+        "images": [],
     }
     back = read_samples(path)
     assert back[:3] == rows[:3]

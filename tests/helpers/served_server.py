@@ -40,7 +40,7 @@ class Models:
     def __init__(self, named: list[str]) -> None:
         import torch
 
-        from pytest_vlcheck.models import vqa_backend
+        from pytest_vlcheck.models.backends import vqa as vqa_backend
 
         torch.set_num_threads(1)  # forwards run one at a time: more threads only contend
         from pytest_vlcheck.models.protocol import ModelOptions

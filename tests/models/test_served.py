@@ -22,7 +22,7 @@ from test_vqa import COLOURS, write_squares
 
 from pytest_vlcheck import evaluate
 from pytest_vlcheck.errors import ModelLoadError, ModelSpecError, VlcheckUserError
-from pytest_vlcheck.models import vqa_backend
+from pytest_vlcheck.models.backends import vqa as vqa_backend
 from pytest_vlcheck.models.backends.served import chat
 from pytest_vlcheck.models.backends.served.client import ServedError
 from pytest_vlcheck.models.backends.served.options import ServedOptions
@@ -299,7 +299,7 @@ def test_the_client_imports_neither_torch_nor_transformers(server: str):
     code = f"""
 import sys, warnings
 from PIL import Image
-from pytest_vlcheck.models import vqa_backend
+from pytest_vlcheck.models.backends import vqa as vqa_backend
 from pytest_vlcheck.models.protocol import ModelOptions
 warnings.simplefilter("ignore")
 scorer = vqa_backend.load("{server}/v1#qwen", ModelOptions())

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers.model_builders import build_hf_clip
-from helpers.vqa_builders import build_llava, build_paligemma, build_qwen2_vl
 from PIL import Image
 
 from pytest_vlcheck import evaluate
@@ -63,29 +62,8 @@ tests:
 
 
 @pytest.fixture(scope="session")
-def llava_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_llava(tmp_path_factory.mktemp("vqa") / "llava", seed=0)
-
-
-@pytest.fixture(scope="session")
 def llava(llava_dir: Path) -> vqa_backend.VqaScorer:
     return vqa_backend.load(str(llava_dir), CPU)
-
-
-@pytest.fixture(scope="session")
-def qwen_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_qwen2_vl(tmp_path_factory.mktemp("vqa") / "qwen2-vl", seed=0)
-
-
-@pytest.fixture(scope="session")
-def paligemma_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_paligemma(tmp_path_factory.mktemp("vqa") / "paligemma", seed=0)
-
-
-@pytest.fixture(params=["llava", "qwen", "paligemma"])
-def family_dir(request: pytest.FixtureRequest) -> Path:
-    """Each family's folder (built once per session)."""
-    return request.getfixturevalue(f"{request.param}_dir")
 
 
 def write_squares(folder: Path) -> Path:

@@ -71,4 +71,4 @@ def test_sample_rows_are_one_per_outcome_in_result_order() -> None:
 
     rows = list(sample_rows([result("t1", ["a", "b"]), result("t2", ["c"])]))
     assert [(r.test, r.example) for r in rows] == [("t1", "a"), ("t1", "b"), ("t2", "c")]
-    assert rows[0].to_json().endswith('"scores": [[0.5, null]]}')
+    assert rows[0].to_json().endswith('"scores": [[0.5, null]], "texts": [], "images": []}')

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_plugin import CHECKLIST, colour_project
+from helpers.colour_project import CHECKLIST, colour_project
 
 from pytest_vlcheck.cli import main
 from pytest_vlcheck.run.sharding import Shard, ShardSpecError, parse_shard

@@ -32,6 +32,8 @@ def test_registry_knows_every_kind() -> None:
         "invariance",
         "directional",
         "text",
+        "choice",
+        "answer",
     )
     with pytest.raises(ValueError, match="unknown task kind 'nope'"):
         get_task("nope")

@@ -6,7 +6,7 @@ one batched pass); this module only reads scores and asks the test's task kind.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,12 +15,14 @@ from pytest_vlcheck import fmt, metrics
 from pytest_vlcheck.checklist.schema import ChecklistTest, MacroSpec
 from pytest_vlcheck.engine.judging.extras import cluster_keys, result_extras
 from pytest_vlcheck.engine.judging.missing import MissingImagesError, MissingPolicy
+from pytest_vlcheck.engine.runner.asking import asking_replies
 from pytest_vlcheck.engine.runner.model_runner import ModelRunner, Unscorable, text_grid
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.metrics.aggregates import all_of_rate, macro_average
 from pytest_vlcheck.results import CapabilityResult, ExampleOutcome, FailureExample
 from pytest_vlcheck.tasks import Example, Judgement, Task, get_task
+from pytest_vlcheck.tasks.asking import AskingTask
 
 FAILURES_KEPT = 5
 MISSING_LISTED = 5
@@ -57,20 +59,7 @@ def evaluate_test(
             "has no text embeddings; expected "
             "a dual encoder (open_clip, hf: CLIP or SigLIP, or a py: scorer with encode_texts)"
         )
-    grids: list[np.ndarray] = []
-    scored: list[Example] = []
-    lost: list[tuple[Example, Unscorable]] = []
-    for example in test.examples:
-        grid = _scores(task, runner, example)
-        if isinstance(grid, Unscorable):
-            lost.append((example, grid))
-        else:
-            grids.append(grid)
-            scored.append(example)
-    if lost and (missing == "error" or not scored):
-        suffix = "" if missing == "error" else "; no example of the test could be scored"
-        raise MissingImagesError(_missing_message(test, lost) + suffix)
-    judgement = task.judge(test.settings, scored, grids, runner)
+    scored, lost, grids, judgement = _judged(task, test, runner, missing)
     n, passed = len(scored), int(judgement.correct.sum())
     low, high = metrics.wilson_interval(passed, n)
     limit = test.threshold if threshold is None else threshold
@@ -105,12 +94,42 @@ def evaluate_test(
         metrics=extra,
         judged="macro_average" if test.macro is not None and test.macro.judge else "pass_rate",
         slices=metrics.slice_rates(judgement.correct, [e.tags for e in scored]),
-        failures=_failures(task, scored, grids, judgement.correct, runner, thumbnails),
+        failures=_failures(task, scored, grids, judgement, runner, thumbnails),
         unscored={"image unavailable": len(lost)} if lost else {},
         fingerprint=runner.fingerprint,
-        outcomes=_outcomes(scored, grids, judgement, clusters),
+        outcomes=_outcomes(task, scored, grids, judgement, clusters),
         **result_extras(test, task, scored, unscored, judgement.correct, clusters),
     )
+
+
+def _judged(
+    task: Task, test: ChecklistTest, runner: ModelRunner, missing: MissingPolicy
+) -> tuple[list[Example], list[tuple[Example, Unscorable]], list[np.ndarray], Judgement]:
+    """The scored examples, the unscorable ones, their score grids and the task's judgement:
+    from score grids, or from a generative model's replies (``engine.runner.asking``)."""
+    grids: list[np.ndarray] = []
+    scored: list[Example] = []
+    lost: list[tuple[Example, Unscorable]] = []
+    asking = isinstance(task, AskingTask) and task.asks_model(test.settings)
+    if asking:
+        scored, replies, lost_refs = asking_replies(test, runner)
+        why = runner.images.unavailable
+        lost = [(e, Unscorable(refs, tuple(why[r.key] for r in refs))) for e, refs in lost_refs]
+    else:
+        for example in test.examples:
+            grid = _scores(task, runner, example)
+            if isinstance(grid, Unscorable):
+                lost.append((example, grid))
+            else:
+                grids.append(grid)
+                scored.append(example)
+    if lost and (missing == "error" or not scored):
+        suffix = "" if missing == "error" else "; no example of the test could be scored"
+        raise MissingImagesError(_missing_message(test, lost) + suffix)
+    if isinstance(task, AskingTask) and asking:
+        judgement = task.judge_replies(test.settings, scored, replies)
+        return scored, lost, list(judgement.grids), judgement
+    return scored, lost, grids, task.judge(test.settings, scored, grids, runner)
 
 
 def _scores(task: Task, runner: ModelRunner, example: Example) -> np.ndarray | Unscorable:
@@ -153,42 +172,57 @@ def _all_of_metrics(
 
 
 def _outcomes(
+    task: Task,
     examples: Sequence[Example],
     grids: Sequence[np.ndarray],
     judgement: Judgement,
     clusters: Sequence[str],
 ) -> tuple[ExampleOutcome, ...]:
-    return tuple(
-        ExampleOutcome(example.id, bool(ok), bool(tie), grid.tolist(), cluster)
-        for example, grid, ok, tie, cluster in zip(
-            examples, grids, judgement.correct, judgement.ties, clusters, strict=True
+    """Each example's verdict with its texts and images (and what a generative model said)."""
+    said: Sequence[Mapping[str, Any]] = judgement.said or [{}] * len(examples)
+    out = []
+    for example, grid, ok, tie, cluster, told in zip(
+        examples, grids, judgement.correct, judgement.ties, clusters, said, strict=True
+    ):
+        refs, texts = task.grid(example)
+        images = [ref.describe() for ref in refs]
+        outcome = ExampleOutcome(
+            example.id, bool(ok), bool(tie), grid.tolist(), cluster, list(texts), images, dict(told)
         )
-    )
+        out.append(outcome)
+    return tuple(out)
 
 
 def _failures(
     task: Task,
     examples: Sequence[Example],
     grids: list[np.ndarray],
-    correct: np.ndarray,
+    judgement: Judgement,
     runner: ModelRunner,
     thumbnails: ThumbnailWriter | None,
 ) -> list[FailureExample]:
     """The first few failing examples with every score they involved (and their images'
     thumbnails when there is a writer for them)."""
     out = []
-    for example, grid, ok in zip(examples, grids, correct, strict=True):
+    said: Sequence[Mapping[str, Any]] = judgement.said or [{}] * len(examples)
+    for example, grid, ok, told in zip(examples, grids, judgement.correct, said, strict=True):
         if ok:
             continue
         refs, texts = task.grid(example)
+        detail = (
+            task.describe_reply(example, told)
+            if told and isinstance(task, AskingTask)
+            else task.describe_failure(example, grid)
+        )
         out.append(
             FailureExample(
                 id=example.id,
                 images=[r.describe() for r in refs],
                 texts=list(texts),
                 scores=[[float(v) for v in row] for row in grid],
-                detail=task.describe_failure(example, grid),
+                detail=detail,
                 thumbnails=[] if thumbnails is None else thumbnails(refs, runner.load_image),
+                said=dict(told),
             )
         )
         if len(out) == FAILURES_KEPT:

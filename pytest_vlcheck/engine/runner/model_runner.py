@@ -24,6 +24,7 @@ import numpy as np
 from pytest_vlcheck.engine.feed.on_device import DeviceDecode
 from pytest_vlcheck.engine.feed.pipeline import ImageFeed, ImageLoad
 from pytest_vlcheck.engine.feed.store import ImageStore
+from pytest_vlcheck.engine.runner.asking import answer_asks, asking_requests
 from pytest_vlcheck.engine.runner.batch_share import BatchShare, WholeShare
 from pytest_vlcheck.engine.runner.progress import Writer, tracked
 from pytest_vlcheck.engine.runner.stats import ScoringStats
@@ -31,9 +32,11 @@ from pytest_vlcheck.engine.scores.cached_scorer import CachedScorer, Pair, cosin
 from pytest_vlcheck.engine.scores.embedding_width import EmbeddingWidth
 from pytest_vlcheck.engine.scores.scorer_source import ScorerSource, ScoringMode
 from pytest_vlcheck.images.refs import ImageKey, ImageRef
+from pytest_vlcheck.models.generative_protocol import is_generative
 from pytest_vlcheck.models.protocol import ModelOptions, RefPair, Scorer
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.tasks import Grid, get_task
+from pytest_vlcheck.tasks.asking import AskKey, Reply, asks_model
 
 if TYPE_CHECKING:
     from pytest_vlcheck.checklist.schema import ChecklistTest
@@ -93,6 +96,8 @@ class ModelRunner:
     """``--vl-decode gpu``'s path, once known (False: this model's preprocessing has none)."""
     share: BatchShare = field(default_factory=WholeShare, repr=False)
     """Which of the planned batches this process encodes (``engine.runner.batch_share``)."""
+    replies: dict[AskKey, Reply] = field(default_factory=dict, repr=False)
+    """A generative model's replies by request (``engine.runner.asking``), kept for one call."""
 
     def __post_init__(self) -> None:
         cache_file = None if self.cache is None else self.cache.path
@@ -151,6 +156,7 @@ class ModelRunner:
         self.images.store.bind(getattr(scorer, "identity", None))
         self.scores.source = ScorerSource(self.spec, self.options, self.cache, scorer)
         self.stats = self.scores.stats = self.images.stats = ScoringStats()
+        self.replies.clear()
 
     def release(self) -> None:
         """Let go of the scorer between a live model's calls: the registry holds runners
@@ -163,10 +169,21 @@ class ModelRunner:
         numbers belong to the weights at call time (``CachedScorer.refresh``); a file image
         changed since is read anew."""
         self.scores.refresh(self.images.changed_files())
+        self.replies.clear()
 
     def prepare(self, tests: Iterable[ChecklistTest]) -> None:
-        """Score, in batches, everything ``tests`` need that is not cached yet."""
-        self.prepare_grids(get_task(t.task).grid(e) for t in tests for e in t.examples)
+        """Score, in batches, everything ``tests`` need that is not cached yet (a generative
+        model's replies too, when it is one: ``engine.runner.asking``)."""
+        tests = list(tests)
+        asking = [t for t in tests if asks_model(get_task(t.task), t.settings)]
+        self.prepare_grids(
+            get_task(t.task).grid(e)
+            for t in tests
+            if not any(t is a for a in asking)
+            for e in t.examples
+        )
+        if asking and is_generative(self.source.scorer):
+            answer_asks(self, asking_requests(asking))
 
     def prepare_grids(self, grids: Iterable[Grid]) -> None:
         """Score, in batches, every (image, text) pair of ``grids`` not cached yet (also for
@@ -233,7 +250,7 @@ class ModelRunner:
 
     def _texts(self, texts: list[str]) -> None:
         """Texts from the caches, the rest encoded in batches."""
-        batches = list(self._batches(self.scores.texts_to_encode(texts, self.share.common)))
+        batches = list(self.batches(self.scores.texts_to_encode(texts, self.share.common)))
         with self.share.phase("texts", batches, self.scores.memory.texts) as mine:
             for batch in mine:
                 self.scores.encode_texts(batch)
@@ -250,7 +267,7 @@ class ModelRunner:
         if not (callable(preprocess) and callable(getattr(scorer, "encode_preprocessed", None))):
             preprocess = None
         method = "encode_images" if preprocess is None else "encode_preprocessed"
-        todo, memory = list(self._batches(refs)), self.scores.memory.images
+        todo, memory = list(self.batches(refs)), self.scores.memory.images
         with (
             self.share.phase("images", todo, memory, self.images.unavailable) as mine,
             tracked(self.spec.name, sum(map(len, mine)), self.progress) as progress,
@@ -284,14 +301,14 @@ class ModelRunner:
         self.images.key(list({key: images[key] for key, _ in pairs}.values()))
         pairs = [p for p in pairs if p[0] not in self.images.unavailable]
         content = self.images.content_keys
-        for batch in self._batches(by_image(self.scores.pairs_to_score(pairs, content))):
+        for batch in self.batches(by_image(self.scores.pairs_to_score(pairs, content))):
             refs = list({key: images[key] for key, _ in batch}.values())
             loaded = dict(zip((r.key for r in refs), self.images.load_all(refs), strict=True))
             batch = [p for p in batch if loaded[p[0]] is not None]
             if batch:
                 self.scores.score_pairs(batch, [loaded[key] for key, _ in batch], content)
 
-    def _batches(self, items: Sequence[Any]) -> Iterator[list[Any]]:
+    def batches(self, items: Sequence[Any]) -> Iterator[list[Any]]:
         """``items`` in batches of the scorer's own ``batch_size`` (a torch backend's, sized
         to its device) or ``--vl-batch-size``; the scorer is built only if there are items."""
         if not items:

@@ -298,7 +298,14 @@ class ScorerSource:
     def call(self, method: str, expected: int, *args: Any) -> np.ndarray:
         """Call a scorer method and check its result against the protocol: ``expected``
         rows of numbers (numpy, torch on any device, or lists), as float32 numpy."""
-        raw = self.user_code(method, getattr(self.scorer, method), *args)
+        function = getattr(self.scorer, method, None)
+        if function is None:  # a scorer that only answers (the generative methods)
+            raise ScorerProtocolError(
+                f"model '{self.spec.text}' has no {method}: it only answers prompts (a "
+                "generative scorer); expected a choice, answer or match (decide: yes_vs_no) "
+                "test, or a scorer with score_pairs or encode_images + encode_texts"
+            )
+        raw = self.user_code(method, function, *args)
         try:
             result = _to_numpy(raw)
         except (TypeError, ValueError) as exc:

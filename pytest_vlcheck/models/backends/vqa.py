@@ -53,6 +53,7 @@ from pytest_vlcheck.models.devices import (
 from pytest_vlcheck.models.generative_scoring import GenerativeMethods
 from pytest_vlcheck.models.hashing import fingerprint_path
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity
+from pytest_vlcheck.models.unsaved_buffers import restore_unsaved_buffers
 
 if TYPE_CHECKING:
     import numpy as np
@@ -301,6 +302,7 @@ def load(body: str, options: ModelOptions) -> VqaScorer | served.ServedScorer:
             f"model loads with hf:{body}"
         )
     model = where.model(transformers, transformers.AutoModelForImageTextToText, dtype)
+    restore_unsaved_buffers(model)
     processor = _processor(transformers, where)
     model.to(device)
     model.eval()
