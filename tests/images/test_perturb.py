@@ -89,7 +89,7 @@ def test_perturbations_are_reproducible_across_processes() -> None:
     env = dict(
         os.environ,
         PYTHONHASHSEED="12345",
-        PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+        PYTHONPATH=os.pathsep.join([str(ROOT), str(Path(__file__).parent)]),
     )
     child = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True

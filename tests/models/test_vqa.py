@@ -301,7 +301,7 @@ def test_bad_prompt_options_are_one_line(squares: Path, keywords: dict, pattern:
 
 def test_a_bad_template_is_refused_by_pytest_before_loading(pytester: pytest.Pytester, squares):
     shutil.copy(squares, pytester.path / "checks.yaml")
-    result = pytester.runpytest("--vl-model=vqa:nowhere/at/all", "--vl-vqa-question=no slot")
+    result = pytester.runpytest("--vl-model=vqa:nowhere/at-all", "--vl-vqa-question=no slot")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--vl-vqa-question 'no slot' has 0 '{}'; expected one*"])
 
