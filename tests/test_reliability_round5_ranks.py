@@ -152,6 +152,6 @@ def test_a_mismatch_names_the_argument_that_differs(tmp_path: Path) -> None:
 
 
 def test_collective_error_is_the_packages() -> None:
-    from pytest_vlcheck.run import distributed
+    from pytest_vlcheck.run.distributed import collective
 
-    assert CollectiveError is distributed.CollectiveError
+    assert CollectiveError is collective.CollectiveError

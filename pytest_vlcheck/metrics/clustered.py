@@ -183,13 +183,14 @@ def paired_test(
 ) -> PairedTest:
     """The test of the change from ``reference`` to ``other`` over the examples both scored:
     the exact mid-p when no two of them share a cluster (``clusters``: example id -> cluster,
-    an id without one its own) or ``use_clusters`` is off; else the design-effect-adjusted
+    an id without one its own), ``use_clusters`` is off or nothing changed (p is 1 whatever
+    the clustering); else the design-effect-adjusted
     mid-p, or ``FEW_CLUSTERS`` when the examples form fewer than ``MIN_CLUSTERS`` clusters or
     two or more changes all sit in one cluster."""
     paired, lost_ids, gained_ids = flipped(reference, other)
     lost, gained = len(lost_ids), len(gained_ids)
     keys = [clusters.get(i, ("example", i)) for i in paired]
-    if not use_clusters or len(set(keys)) == len(keys):
+    if not use_clusters or len(set(keys)) == len(keys) or lost + gained == 0:
         return PairedTest(EXACT, mcnemar_midp(lost, gained))
     changes: dict[Hashable, list[int]] = {}
     for example, key in zip(paired, keys, strict=True):

@@ -198,7 +198,7 @@ BAD = {
     "ties on group": (
         VALID.replace("    task: group\n", "    task: group\n    ties: first\n"),
         28,
-        "'ties' applies to caption, image, text tests only, not 'group'",
+        "'ties' applies to caption, image, text, choice tests only, not 'group'",
     ),
     "bad ties rule": (
         VALID.replace("    task: caption\n", "    task: caption\n    ties: random\n"),
@@ -208,7 +208,7 @@ BAD = {
     "ties order on a group test": (
         VALID.replace("    task: group\n", "    task: group\n    ties: order\n"),
         28,
-        "'ties' applies to caption, image, text tests only, not 'group'",
+        "'ties' applies to caption, image, text, choice tests only, not 'group'",
     ),
     "image position past the distractors": (
         VALID.replace("        image: c.jpg\n", "        image: c.jpg\n        position: 3\n"),

@@ -18,7 +18,7 @@ from pytest_vlcheck.models.registry import parse_specs
 from pytest_vlcheck.models.spec_files import SpecFilesDisagreeError
 from pytest_vlcheck.models.weight_shapes import open_clip_shape_problem, safetensors_shapes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "pytest_vlcheck" / "tiny"
 
 

@@ -14,7 +14,7 @@ from helpers.colour_project import CHECKLIST, colour_project
 from pytest_vlcheck.cli import main
 from pytest_vlcheck.run.sharding import Shard, ShardSpecError, parse_shard
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "ci.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "ci.md"
 
 
 def _slurm(task: int, low: int, high: int, **extra: str) -> dict[str, str]:

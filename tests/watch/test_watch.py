@@ -190,7 +190,7 @@ def test_waiting_imports_no_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         "heavy = [m for m in ('torch', 'open_clip', 'transformers') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=tmp_path)
 
 
@@ -268,7 +268,7 @@ def test_ctrl_c_stops_the_watcher_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "checks.yaml").write_text(COLOUR_SQUARES)
     (tmp_path / "ck").mkdir()
     command = [sys.executable, "-m", "pytest_vlcheck.cli", "watch", SPEC, "checks.yaml"]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     watcher = subprocess.Popen(
         [*command, "--out", "w", "--poll", "0.05"],
         cwd=tmp_path,

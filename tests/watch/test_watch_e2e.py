@@ -23,7 +23,7 @@ from pytest_vlcheck import evaluate
 from pytest_vlcheck.tiny import TINY_CONFIG, TINY_WEIGHTS
 from pytest_vlcheck.watch.curves import render_csv, rows_of_matrix
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHECKLIST = """\
 vlcheck: 1
 description: one shape per scene, its colour named by the caption and replaced in the negative
