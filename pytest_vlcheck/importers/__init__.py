@@ -44,6 +44,8 @@ FORMATS: Registry[Importer] = Registry(
             ("cola", "cola"),
             ("spec", "spec"),
             ("bivlc", "bivlc"),
+            ("pope", "pope"),
+            ("naturalbench", "naturalbench"),
         )
     },
     ENTRY_POINT_GROUP,

@@ -16,7 +16,6 @@ an image already there with the same bytes is left as it is.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pytest_vlcheck.importers.common import (
@@ -28,11 +27,16 @@ from pytest_vlcheck.importers.common import (
     make_test,
     text_field,
 )
+from pytest_vlcheck.importers.embedded import (
+    image_bytes,
+    image_extension,
+    image_writer,
+    parquet_rows,
+)
 from pytest_vlcheck.importers.winoground import add_criterion
 
 COLUMNS = ("image", "caption", "negative_image", "negative_caption", "type", "subtype")
 IMAGES = ("image", "negative_image")
-_BATCH = 64
 
 
 def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
@@ -45,10 +49,9 @@ def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
     folder = f"{args.output.stem}_images"
     examples = []
     for path in files:
-        for index, row in _rows(path):
+        for index, row in parquet_rows(path, COLUMNS):
             where = f"{path.stem}:{index}"
-            names = [f"{folder}/{path.stem}-{index}-{column}{_extension(path, index, row, column)}"
-                     for column in IMAGES]  # fmt: skip
+            names = [f"{folder}/{_name(path, index, row, column)}" for column in IMAGES]
             examples.append(
                 {
                     "id": where,
@@ -61,7 +64,7 @@ def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
             )
     if not examples:
         raise SourceError(sources[0], "no rows in the parquet files")
-    args._vl_extra_writers = [_image_writer(files, folder)]
+    args._vl_extra_writers = [image_writer(files, IMAGES, folder, _name)]
     test = make_test(
         "bivlc",
         "scene/bidirectional_negatives",
@@ -84,67 +87,10 @@ def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
     ]
 
 
-def _rows(path: Path, columns: tuple[str, ...] = COLUMNS) -> Iterator[tuple[int, dict]]:
-    """The file's rows (index from 0) with ``columns``, a batch at a time."""
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise SourceError(
-            path, "reading parquet needs pyarrow: pip install 'pytest-vlcheck[parquet]'"
-        ) from None
-    try:
-        reader = pq.ParquetFile(path)
-        missing = [c for c in COLUMNS if c not in reader.schema_arrow.names]
-        if missing:
-            raise SourceError(path, f"no column {missing[0]!r}; expected {', '.join(COLUMNS)}")
-        index = 0
-        for batch in reader.iter_batches(batch_size=_BATCH, columns=list(columns)):
-            for row in batch.to_pylist():
-                yield index, row
-                index += 1
-    except (OSError, ValueError) as exc:
-        if isinstance(exc, SourceError):
-            raise
-        raise SourceError(path, f"not a readable parquet file ({exc})") from None
-
-
-def _image_bytes(path: Path, index: int, row: dict, column: str) -> bytes:
-    """An embedded image's bytes (``{bytes, path}``, as ``datasets`` writes an Image column)."""
-    cell = row.get(column)
-    data = cell.get("bytes") if isinstance(cell, dict) else None
-    if not isinstance(data, bytes) or not data:
-        raise SourceError(path, f"'{column}' holds no embedded image bytes", record=index)
-    return data
-
-
-def _extension(path: Path, index: int, row: dict, column: str) -> str:
-    """``.png`` or ``.jpg`` from the image's first bytes; anything else is an error."""
-    data = _image_bytes(path, index, row, column)
-    if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        return ".png"
-    if data.startswith(b"\xff\xd8\xff"):
-        return ".jpg"
-    raise SourceError(path, f"'{column}' is neither a PNG nor a JPEG image", record=index)
-
-
-def _image_writer(files: list[Path], folder: str) -> Callable[[Path], None]:
-    """Writes every row's images under ``folder`` of the checklist's directory, reading the
-    files again (the images are not held in memory); an identical file is left alone."""
-    from pytest_vlcheck.atomic import atomic_write_bytes
-
-    def write(directory: Path) -> None:
-        target = directory / folder
-        target.mkdir(parents=True, exist_ok=True)
-        for path in files:
-            for index, row in _rows(path, IMAGES):
-                for column in IMAGES:
-                    data = _image_bytes(path, index, row, column)
-                    name = f"{path.stem}-{index}-{column}{_extension(path, index, row, column)}"
-                    image = target / name
-                    if not (image.is_file() and image.read_bytes() == data):
-                        atomic_write_bytes(image, data)
-
-    return write
+def _name(path: Path, index: int, row: dict, column: str) -> str:
+    """``{file stem}-{row}-{column}{.png|.jpg}``."""
+    extension = image_extension(path, index, image_bytes(path, index, row, column), column)
+    return f"{path.stem}-{index}-{column}{extension}"
 
 
 IMPORTER = Importer(
