@@ -10,6 +10,9 @@ image first: for an odd id a tie is wrong (``ties: fail``), for an even id, whos
 image 2, a tie is right (the example says ``ties: first``). A pair counts only when both
 statements are right: tag ``pair`` and ``all_of: pair``, MMVP's figure; the pattern type is the
 ``pattern`` slice.
+
+MMVP's MLLM form, a ``Questions.csv`` with an ``Options`` column, is told apart by that
+column and read by ``mmvp_mllm`` (a ``choice`` test).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from pytest_vlcheck.importers.common import (
     read_csv,
     whole_number,
 )
+from pytest_vlcheck.importers.mmvp_mllm import is_mllm, mllm_test
+from pytest_vlcheck.tasks.choice import SCORINGS
 
 CAPABILITY = "attribute/visual_pattern"
 PROMPT = "a photo of "
@@ -35,16 +40,29 @@ COLUMNS = ("id", "type", "statement")
 
 
 def add_arguments(parser: Any) -> None:
-    """MMVP has no options of its own."""
+    """``--scoring`` of the MLLM form's choice test (default ``letter``)."""
+    parser.add_argument(
+        "--scoring",
+        choices=SCORINGS,
+        help="MMVP's MLLM form (Questions.csv with Options): how the choice test asks "
+        "(default: letter)",
+    )
 
 
 def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
-    """One test over every pair of the one ``Questions.csv``."""
+    """One test over every pair of the one ``Questions.csv``: the MLLM form's ``choice`` test
+    when the file has the columns Question, Options and Correct Answer, else MMVP-VLM's."""
     files = files_under(sources, (".csv",))
     if len(files) != 1:
         raise SourceError(sources[0], f"expected one Questions.csv, got {len(files)} CSV files")
     path = files[0]
-    examples = _examples(path)
+    rows = list(read_csv(path))
+    if is_mllm(rows):
+        return mllm_test(path, rows, args.threshold, args.scoring or "letter")
+    if args.scoring is not None:
+        raise SourceError(path, "--scoring is for MMVP's MLLM form (Questions.csv with the "
+                          "columns Index, Question, Options, Correct Answer)")  # fmt: skip
+    examples = _examples(path, rows)
     test = make_test(
         "mmvp",
         CAPABILITY,
@@ -67,8 +85,7 @@ def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
     ]
 
 
-def _examples(path: Path) -> list[dict[str, Any]]:
-    rows = list(read_csv(path))
+def _examples(path: Path, rows: list[tuple[int, dict[str, str]]]) -> list[dict[str, Any]]:
     if not rows:
         raise SourceError(path, "no rows under the header")
     columns = list(rows[0][1])
@@ -123,7 +140,7 @@ def _row(path: Path, line: int, row: dict[str, str], columns: list[str]) -> tupl
 
 IMPORTER = Importer(
     "mmvp",
-    "MMVP-VLM's Questions.csv (statement pairs; pair accuracy via all_of)",
+    "MMVP-VLM's or MMVP's (MLLM) Questions.csv (pairs; pair accuracy via all_of)",
     add_arguments,
     convert,
 )
