@@ -326,6 +326,13 @@ def test_the_authors_numbers_by_hand(pytester: pytest.Pytester) -> None:
     assert nb["all_of_image"] == pytest.approx(4 / 6)  # I-Acc: i1 of 0, i0 of 1, both of 3
     assert nb["all_of_group"] == pytest.approx(1 / 3)  # G-Acc: record 3
     assert nb["all_of_group_groups"] == 3
+    # a slice per source; none per record, question or image (the all_of tags)
+    assert yes_no["slices"] == {
+        "source": {
+            "docci": {"n": 4, "passed": 3, "pass_rate": 0.75},
+            "flickr": {"n": 8, "passed": 7, "pass_rate": 0.875},
+        }
+    }
     choice = rows["naturalbench-multiple_choice"]
     assert (choice["n"], choice["passed"]) == (4, 3)
     assert (choice["metrics"]["all_of_question"], choice["metrics"]["all_of_image"]) == (0.5, 0.5)

@@ -93,7 +93,7 @@ def evaluate_test(
         ties=int(judgement.ties.sum()),
         metrics=extra,
         judged="macro_average" if test.macro is not None and test.macro.judge else "pass_rate",
-        slices=metrics.slice_rates(judgement.correct, [e.tags for e in scored]),
+        slices=metrics.slice_rates(judgement.correct, _slice_tags(test, scored)),
         failures=_failures(task, scored, grids, judgement, runner, thumbnails),
         unscored={"image unavailable": len(lost)} if lost else {},
         fingerprint=runner.fingerprint,
@@ -153,6 +153,13 @@ def _macro_metrics(
     if average.value is not None:
         out["macro_average"] = average.value
     return out
+
+
+def _slice_tags(test: ChecklistTest, scored: Sequence[Example]) -> list[dict[str, str]]:
+    """The examples' tags but the test's ``all_of`` ones: a value of those is one group (an
+    MMVP pair, a NaturalBench record), whose rate is ``all_of_TAG``; a slice per group would
+    be a table as long as the test."""
+    return [{k: v for k, v in e.tags.items() if k not in test.all_of} for e in scored]
 
 
 def _all_of_metrics(
