@@ -80,6 +80,8 @@ def test_formats_registry_names_every_format() -> None:
         "cola",
         "spec",
         "bivlc",
+        "pope",
+        "naturalbench",
     }
 
 
