@@ -669,7 +669,7 @@ def test_options_of_another_format_are_refused(tmp_path: Path, capsys) -> None:
     err = fails(capsys, tmp_path, "aro", FIXTURES / "aro", extra=("--criterion", "text"))
     assert err == (
         "vlcheck import: --criterion applies to predicate-noun, winoground, colorswap, eqben, "
-        "vismin, cola and bivlc, not aro"
+        "vismin, cola, bivlc and naturalbench, not aro"
     )
 
 
