@@ -43,11 +43,15 @@ from pytest_vlcheck.importers.common import (
     files_under,
     make_test,
     note,
-    read_json_records,
     text_field,
 )
 from pytest_vlcheck.importers.embedded import content_name, image_writer, parquet_rows
-from pytest_vlcheck.importers.winoground import GroupFields, add_criterion, group_examples
+from pytest_vlcheck.importers.winoground import (
+    GroupFields,
+    JsonGroupSet,
+    add_criterion,
+    json_group_test,
+)
 
 CAPABILITY = "scene/natural_adversarial"
 IMAGES = ("Image_0", "Image_1")
@@ -67,7 +71,15 @@ KINDS = {
 }
 """Question type -> its two answers (the first is get_scores' 1) and the authors' suffix."""
 ALL_OF = ["question", "image", "group"]
-RETRIEVAL = GroupFields("index", ("image_0", "image_1"), ("caption_0", "caption_1"))
+RETRIEVAL = JsonGroupSet(
+    "metadata.json",
+    GroupFields("index", ("image_0", "image_1"), ("caption_0", "caption_1")),
+    "naturalbench-retrieval",
+    CAPABILITY,
+    "NaturalBench-Retrieval: caption i must go with image i both ways",
+    "NaturalBench-Retrieval (Li et al. 2024): pairs of natural images and captions, matched "
+    "both ways.",
+)
 
 
 def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
@@ -187,28 +199,7 @@ def _vqa_test(kind: str, examples: list[dict[str, Any]], threshold: float | None
 def _retrieval(files: list[Path], args: argparse.Namespace) -> list[Output]:
     if len(files) != 1:
         raise SourceError(files[-1], f"expected one metadata.json, got {len(files)} JSON files")
-    path = files[0]
-    examples = group_examples(path, read_json_records(path), RETRIEVAL)
-    test = make_test(
-        "naturalbench-retrieval",
-        CAPABILITY,
-        "group",
-        examples,
-        threshold=args.threshold,
-        settings={"criterion": args.criterion},
-        description="NaturalBench-Retrieval: caption i must go with image i both ways "
-        f"(passes on the {args.criterion} score)",
-    )
-    return [
-        (
-            None,
-            checklist(
-                "NaturalBench-Retrieval (Li et al. 2024): pairs of natural images and "
-                "captions, matched both ways.",
-                [test],
-            ),
-        )
-    ]
+    return json_group_test(files, args, RETRIEVAL)
 
 
 IMPORTER = Importer(

@@ -123,7 +123,11 @@ def test_naturalbench_four_examples_per_record(tmp_path: Path, capsys) -> None:
 def test_naturalbench_retrieval_takes_the_metadata_list(tmp_path: Path) -> None:
     doc = imported(tmp_path, "naturalbench", FIXTURES / "naturalbench" / "metadata.json")
     (test,) = doc["tests"]
-    assert (test["id"], test["task"], test["criterion"]) == ("naturalbench-retrieval", "group", "group")
+    assert (test["id"], test["task"], test["criterion"]) == (
+        "naturalbench-retrieval",
+        "group",
+        "group",
+    )
     assert test["examples"][1] == {
         "id": "1",
         "images": ["1_0.jpg", "1_1.jpg"],
@@ -256,7 +260,8 @@ def _naturalbench_answers() -> dict[tuple[int, str], dict[str, float]]:
 def _mmvp_answers() -> dict[tuple[int, str], dict[str, float]]:
     """Letters by image: 1 A (right), 2 B (right), 3 B (right), 4 B (wrong), 5 a tie between
     A and C (wrong: ties fail), 6 B (right). Pairs: 1-2 right, 3-4 and 5-6 wrong."""
-    said = {1: {"A": -0.1}, 2: {"B": -0.1}, 3: {"B": -0.1}, 4: {"B": -0.1}, 5: {"A": -0.5, "C": -0.5}, 6: {"B": -0.1}}  # fmt: skip
+    said = {code: {letter: -0.1} for code, letter in zip((1, 2, 3, 4, 6), "ABBBB", strict=True)}
+    said[5] = {"A": -0.5, "C": -0.5}
     questions = {
         1: "Are the butterfly's wings",
         3: "Is the dog facing",
@@ -295,8 +300,13 @@ def test_the_authors_numbers_by_hand(pytester: pytest.Pytester) -> None:
     checklists = [
         import_into(root, "pope", str(FIXTURES / "pope"), "--image-root", "coco"),
         import_into(root, "naturalbench", str(parquet)),
-        import_into(root / "retrieval", "naturalbench", str(FIXTURES / "naturalbench"),
-                    "--image-root", str(root / "retrieval")),  # fmt: skip
+        import_into(
+            root / "retrieval",
+            "naturalbench",
+            str(FIXTURES / "naturalbench"),
+            "--image-root",
+            str(root / "retrieval"),
+        ),
         import_into(root, "mmvp", str(FIXTURES / "mmvp_mllm"), "--image-root", "MMVP Images"),
     ]
     result = pytester.runpytest(
