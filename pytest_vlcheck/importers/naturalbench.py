@@ -95,13 +95,20 @@ def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
     if forms == {".json"}:
         return _retrieval(files, args)
     if getattr(args, "image_root", None):
-        raise SourceError(sources[0], "--image-root does not apply: NaturalBench's images are "
-                          "written beside the checklist")  # fmt: skip
+        raise SourceError(
+            sources[0],
+            "--image-root does not apply: NaturalBench's images are written beside the checklist",
+        )
     folder = f"{args.output.stem}_images"
     examples: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+    seen: set[str] = set()
     for path in files:
         for index, row in parquet_rows(path, COLUMNS, OPTIONAL):
-            kind, four = _record(path, index, row, folder)
+            record = _record_id(path, index, row)
+            if record in seen:
+                raise SourceError(path, "this Index is given twice", record=record)
+            seen.add(record)
+            kind, four = _record(path, index, record, row, folder)
             examples[kind] += four
     if not any(examples.values()):
         raise SourceError(sources[0], "no rows in the parquet files")
@@ -119,15 +126,17 @@ def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
     ]
 
 
-def _record(path: Path, index: int, row: Mapping[str, Any], folder: str) -> tuple[str, list]:
+def _record(
+    path: Path, index: int, record: str, row: Mapping[str, Any], folder: str
+) -> tuple[str, list]:
     """A row's question type and its four examples, in the authors' order."""
-    record = _record_id(path, index, row)
     kind = text_field(path, row, "Question_Type", record).strip()
     if kind not in KINDS:
         raise SourceError(
-            path, f"'Question_Type' is {kind!r:.40}; expected yes_no or multiple_choice",
+            path,
+            f"'Question_Type' is {kind!r:.40}; expected yes_no or multiple_choice",
             record=record,
-        )  # fmt: skip
+        )
     first, second, suffix = KINDS[kind]
     images = [f"{folder}/{content_name(path, index, dict(row), column)}" for column in IMAGES]
     questions = [text_field(path, row, column, record) for column in QUESTIONS]

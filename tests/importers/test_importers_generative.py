@@ -43,14 +43,17 @@ NB_RECORDS: list[tuple[str, tuple[int, int], tuple[str, str], tuple[str, ...]]] 
 ]
 
 
-def naturalbench_parquet(path: Path, records=NB_RECORDS, drop: str | None = None) -> Path:
-    """The dataset's columns (what ``datasets`` writes: images as {bytes, path})."""
+def naturalbench_parquet(
+    path: Path, records=NB_RECORDS, drop: str | None = None, same_index: bool = False
+) -> Path:
+    """The dataset's columns (what ``datasets`` writes: images as {bytes, path}); with
+    ``same_index`` every record has Index 7."""
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     rows = []
     for index, (kind, (i0, i1), (q0, q1), answers) in enumerate(records):
         row = {
-            "Index": index,
+            "Index": 7 if same_index else index,
             "Image_0": {"bytes": _png(i0), "path": None},
             "Image_1": {"bytes": _png(i1), "path": None},
             "Question_0": q0,
@@ -186,6 +189,10 @@ def test_naturalbench_bad_records_are_one_line(tmp_path: Path, capsys) -> None:
     assert fails(capsys, tmp_path, "naturalbench", source) == (
         f"vlcheck import: {source}: record 0: 'Image_0_Question_1' is 'Maybe'; a yes_no "
         "question's answer is Yes or No"
+    )
+    source = naturalbench_parquet(tmp_path / "nb.parquet", same_index=True)
+    assert fails(capsys, tmp_path, "naturalbench", source) == (
+        f"vlcheck import: {source}: record 7: this Index is given twice"
     )
     assert not (tmp_path / "never_images").exists()
 
