@@ -12,7 +12,7 @@ in POPE's "Is there a/an X in the image?" form). POPE's numbers are in the resul
 is the pass rate, then ``precision``, ``recall``, ``f1`` and ``yes_ratio``. The authors'
 ``evaluate.py`` reads generated answers and counts any answer without "no" or "not" as yes;
 here the decision is a comparison of log-probabilities, and an exact tie is neither answer:
-it fails, is counted in ``ties`` and is not a yes (docs/importers.md).
+it fails, is counted in ``ties`` and is not a yes (docs/benchmarks.md).
 """
 
 from __future__ import annotations
