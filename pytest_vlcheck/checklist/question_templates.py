@@ -17,16 +17,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from pytest_vlcheck.checklist.generate_spec import (
-    ATTRIBUTES,
-    Assignment,
-    Perturbation,
-    Plan,
-    Retry,
-    fail,
-    fill_template,
-    template_vars,
-)
+from pytest_vlcheck.checklist import generate_spec as spec
+from pytest_vlcheck.checklist.generate_spec import Assignment, Perturbation, Plan, fail
 from pytest_vlcheck.tasks import builtin_tasks, get_task
 
 YES_NO = ("Yes", "No")
@@ -59,19 +51,20 @@ def check_questions(plan: Plan) -> None:
     elif form == "option" and len(plan.answers) != 1:
         fail("answer", "expected one template: each candidate's fill is one option")
     else:
-        telling, key = set().union(*(template_vars("answer", a) for a in plan.answers)), "answer"
+        telling = set().union(*(spec.template_vars("answer", a) for a in plan.answers))
+        key = "answer"
     for p in plan.negatives:
         if not telling & _changed(p):
             fail(
                 key,
                 f"'{p.op} {p.target}' changes nothing the {key} names, so two candidates "
-                f"would share it; expected a {key} that names what the negatives change",
+                f"would share it; expected the {key} to name what the negatives change",
             )
 
 
 def _shared(key: str, templates: Sequence[str]) -> set[Variable]:
     """The variables every template of ``key`` names (one is drawn per set: each must vary)."""
-    return set.intersection(*(template_vars(key, t) for t in templates))
+    return set.intersection(*(spec.template_vars(key, t) for t in templates))
 
 
 def _changed(p: Perturbation) -> set[Variable]:
@@ -82,7 +75,7 @@ def _changed(p: Perturbation) -> set[Variable]:
     if p.target == "count":
         return {("count", None), ("number", None)}
     if p.target == "objects":
-        return {(slot, attr) for slot in "ab" for attr in (*ATTRIBUTES, "shapes")}
+        return {(slot, attr) for slot in "ab" for attr in (*spec.ATTRIBUTES, "shapes")}
     slots, attr = ("ab", p.target) if p.op == "swap" else tuple(p.target.split("."))
     attrs = {attr, "shapes"} if attr == "shape" else {attr}
     return {(slot, a) for slot in slots for a in attrs}
@@ -96,11 +89,11 @@ def ask_members(
     if not plan.questions:
         return [], []
     template = rng.choice(plan.questions)
-    questions = [fill_template(template, m, plural=True) for m in members]
+    questions = [spec.fill_template(template, m, plural=True) for m in members]
     written = plan.answers or YES_NO[:1]
-    answers = [tuple(fill_template(a, m, plural=True) for a in written) for m in members]
+    answers = [tuple(spec.fill_template(a, m, plural=True) for a in written) for m in members]
     yes_no = get_task(plan.task).generation.asks == "yes_no"
     telling: Sequence[object] = questions if yes_no else answers
     if len(set(telling)) != len(telling):
-        raise Retry
+        raise spec.Retry
     return questions, answers

@@ -281,7 +281,7 @@ tests:
             "      question: 'Is there a {a.shape} in the image?'\n"
             "      negatives: [replace a.color]",
             "question: 'replace a.color' changes nothing the question names, so two candidates "
-            "would share it; expected a question that names what the negatives change",
+            "would share it; expected the question to name what the negatives change",
         ),
         (
             "choice",
