@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from pytest_vlcheck.checklist import ChecklistError, load_checklist
-from pytest_vlcheck.checklist.bundled import bundled_checklists
+from pytest_vlcheck.checklist.bundled import GENERATIVE, bundled_checklists
 from pytest_vlcheck.cli import main
 from pytest_vlcheck.cli.schema import schema_text
 
@@ -98,7 +98,11 @@ def validator():
     return jsonschema.Draft202012Validator(schema)
 
 
-@pytest.mark.parametrize("path", bundled_checklists(), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    [*bundled_checklists(), *bundled_checklists(GENERATIVE)],
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
 def test_bundled_checklists_validate(validator, path: Path) -> None:
     errors = [e.message for e in validator.iter_errors(yaml.safe_load(path.read_text()))]
     assert errors == []
