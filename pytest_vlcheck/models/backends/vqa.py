@@ -6,9 +6,11 @@ Each pair is one language-model forward: the prompt (``vqa_prompt.VqaPrompt``) w
 then the answer teacher-forced; the score is the mean log-probability of the answer's tokens
 under the full-vocabulary softmax (``match`` compares ``exp(score)`` with its cut-off). The
 prompt is the processor's chat template with one user message ``[image, question]`` and the
-generation prompt; a processor without a chat template that takes ``suffix=`` (PaliGemma, a
-prefix LM) gets the question as prefix and the answer as suffix, its ``token_type_ids`` marking
-the answer (whose end-of-sequence token is not scored).
+generation prompt, the answer after the separator the template puts before an assistant turn
+(``vqa_prompt.chat_separator``); a processor without a chat template that takes ``suffix=``
+(PaliGemma, a prefix LM) gets the question as prefix and the answer as suffix, its
+``token_type_ids`` marking the answer (whose end-of-sequence token is not scored). The ``t2v``
+preset builds LLaVA's ids as t2v_metrics does instead (``t2v_preset``).
 
 Batches are padded on the right, so every real token keeps its unbatched position and never
 attends to padding: a batched score equals the unbatched one. Only the logits of the positions
@@ -36,7 +38,13 @@ from pytest_vlcheck.models.backends.hf import (
 )
 from pytest_vlcheck.models.backends.served import scorer as served
 from pytest_vlcheck.models.backends.served.endpoint import is_served
-from pytest_vlcheck.models.backends.vqa_prompt import VqaPrompt, answer_ids
+from pytest_vlcheck.models.backends.t2v_preset import check_t2v_model, pad_to_square, t2v_row
+from pytest_vlcheck.models.backends.vqa_prompt import (
+    VqaPrompt,
+    after_separator,
+    answer_ids,
+    chat_separator,
+)
 from pytest_vlcheck.models.batching import (
     ForwardContext,
     device_batch_size,
@@ -102,14 +110,46 @@ class VqaScorer(GenerativeMethods):
         )
         self._chat_prompts: dict[str, str] = {}
         self._answer_ids: dict[tuple[str, str], list[int]] = {}
+        self.t2v = prompt.preset == "t2v"
+        if self.t2v:
+            check_t2v_model(str(getattr(model.config, "model_type", "")), name)
+        self._image_ids: list[int] | None = None  # the t2v preset's expanded image tokens
+        self.separator, self.separator_source = (
+            ("", "the processor's suffix=") if self.suffix_form else chat_separator(processor)
+        )
 
     def check_prompt(self) -> None:
         """Tokenise the prompt of one text now, so that a bad answer fails at load time."""
-        question, answer = self.prompt.ask("a")
+        self.answer_tokens("a")
+
+    def answer_tokens(self, text: str) -> list[int]:
+        """The ids scored for a pair with ``text`` (the answer's; with the ``t2v`` preset its
+        end-of-sequence token too)."""
+        question, answer = self.prompt.ask(text)
+        if self.t2v:
+            ids, count = t2v_row(self.tokenizer, question, answer, [])
+            return ids[len(ids) - count :]
         if self.suffix_form:
-            answer_ids([], self.tokenizer(answer, add_special_tokens=False)["input_ids"], self.name)
-        else:
-            self._answer_tokens(self.chat_prompt(question), answer)
+            encoded = self.tokenizer(answer, add_special_tokens=False)["input_ids"]
+            return answer_ids([], encoded, self.name)
+        return self._answer_tokens(self.chat_prompt(question), self.answer_text(answer))
+
+    def answer_text(self, answer: str) -> str:
+        """``answer`` as it follows the rendered prompt (``vqa_prompt.after_separator``)."""
+        return after_separator(self.separator, answer)
+
+    def describe_answer(self) -> str:
+        """How a pair's answer is scored, for the run's summary: its text after the prompt,
+        the separator and where it was read, and the scored tokens."""
+        tokens = self.tokenizer.convert_ids_to_tokens(self.answer_tokens("a"))
+        if self.t2v:
+            return f"t2v_metrics' LLaVA-1.5 prompt, answer and EOS scored: tokens {tokens}"
+        caption = self.prompt.mode == "caption"
+        answer = "the text" if caption else repr(self.answer_text(self.prompt.answer))
+        return (
+            f"{answer} after the generation prompt (separator {self.separator!r}, from "
+            f"{self.separator_source}): tokens {tokens}{' for the text a' if caption else ''}"
+        )
 
     def match_probability(self, scores: np.ndarray) -> np.ndarray:
         """exp(mean log-probability): the answer's per-token geometric-mean probability."""
@@ -153,7 +193,13 @@ class VqaScorer(GenerativeMethods):
     def _forward(self, batch: Sequence[tuple[Image, str]]) -> np.ndarray:
         """One padded forward over ``batch``: each row's mean answer-token log-probability."""
         images = [image for image, _ in batch]
-        sums, counts = self.answer_log_probs(images, [self.prompt.ask(text) for _, text in batch])
+        asked = [self.prompt.ask(text) for _, text in batch]
+        if self.t2v:
+            sums, counts = self.answer_log_probs(images, asked)
+        else:
+            sums, counts = self.answer_log_probs(
+                images, [(question, self.answer_text(answer)) for question, answer in asked]
+            )
         return to_float32_numpy(sums / counts)
 
     def answer_log_probs(self, images: list[Image], asked: list[tuple[str, str]]) -> Any:
@@ -164,6 +210,10 @@ class VqaScorer(GenerativeMethods):
         if self.suffix_form:  # the answer is followed by the suffix's end-of-sequence token
             inputs, counts = self._suffix_inputs(images, asked)
             ends = inputs["attention_mask"].sum(dim=1) - 1
+        elif self.t2v:  # the end-of-sequence token is scored
+            images = _padded(images, self.processor.image_processor.image_mean)
+            inputs, counts = self._t2v_inputs(images, asked)
+            ends = inputs["attention_mask"].sum(dim=1)
         else:
             inputs, counts = self._chat_inputs(images, asked)
             ends = inputs["attention_mask"].sum(dim=1)
@@ -210,6 +260,33 @@ class VqaScorer(GenerativeMethods):
                     "a processor that only expands the image token"
                 )
         return inputs, torch.tensor([len(a) for a in answers])
+
+    def _t2v_inputs(self, images: list[Image], asked: list[tuple[str, str]]) -> tuple[Any, Any]:
+        """t2v_metrics' ids (``t2v_preset.t2v_row``) padded on the right, the image
+        processor's pixels, and each row's scored-token count."""
+        import torch
+
+        image_ids = self._expanded_image(images[0])
+        rows = [t2v_row(self.tokenizer, q, a, image_ids) for q, a in asked]
+        width = max(len(ids) for ids, _ in rows)
+        pad = self.tokenizer.pad_token_id or 0
+        input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
+        attention_mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for row, (ids, _) in enumerate(rows):
+            input_ids[row, : len(ids)] = torch.tensor(ids)
+            attention_mask[row, : len(ids)] = 1
+        pixels = self.processor.image_processor(images=images, return_tensors="pt")
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask, **pixels}
+        return inputs, torch.tensor([count for _, count in rows])
+
+    def _expanded_image(self, image: Image) -> list[int]:
+        """The image's tokens as the processor expands them (one per vision feature)."""
+        if self._image_ids is None:
+            image_token = str(self.processor.image_token)
+            ids = self.processor(images=[image], text=[image_token])["input_ids"][0]
+            image_id = self.tokenizer.convert_tokens_to_ids(image_token)
+            self._image_ids = [int(i) for i in ids if int(i) == image_id]
+        return self._image_ids
 
     def _suffix_inputs(self, images: list[Image], asked: list[tuple[str, str]]) -> tuple[Any, Any]:
         """Processor inputs for prefix + suffix (PaliGemma), and each row's answer length: the
@@ -261,6 +338,16 @@ class VqaScorer(GenerativeMethods):
         return tensor.to(self.dtype) if tensor.is_floating_point() else tensor
 
 
+def _padded(images: list[Image], mean: Any) -> list[Image]:
+    """Each image padded to a square (``t2v_preset.pad_to_square``), once per image object, so
+    that pairs on one image still share its vision features."""
+    squares: dict[int, Image] = {}
+    for image in images:
+        if id(image) not in squares:
+            squares[id(image)] = pad_to_square(image, mean)
+    return [squares[id(image)] for image in images]
+
+
 def prompt_form(processor: Any, where: str) -> str:
     """``chat`` (the processor has a chat template) or ``suffix`` (it takes ``suffix=``, as
     PaliGemma's does); one line when it has no image processor or neither form."""
@@ -287,7 +374,7 @@ def load(body: str, options: ModelOptions) -> VqaScorer | served.ServedScorer:
         return served.load(body, options)
     spec = f"vqa:{body}"
     prompt = options.vqa
-    prompt.check(("--vl-vqa-question", "--vl-vqa-answer", "--vl-vqa-mode"))
+    prompt.check(("--vl-vqa-question", "--vl-vqa-answer", "--vl-vqa-mode", "--vl-vqa-preset"))
     where = HubLocation.of(body, spec)
     import transformers
 

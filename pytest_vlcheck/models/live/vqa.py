@@ -76,7 +76,7 @@ def live_vqa_scorer(
     if isinstance(getattr(getattr(config, "vision_config", None), "image_size", None), int):
         # a fixed-size vision tower (LLaVA, PaliGemma); Qwen2-VL's takes patches of any size
         check_processor_pixels(config, getattr(preprocess, "image_processor", preprocess))
-    options.vqa.check(("vqa_question", "vqa_answer", "vqa_mode"))
+    options.vqa.check(("vqa_question", "vqa_answer", "vqa_mode", "vqa_preset"))
     settings = run_settings(model, options)
     scorer = VqaScorer(
         name=f"live:{type(model).__name__}",
