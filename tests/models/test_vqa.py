@@ -133,12 +133,13 @@ def test_batched_scores_equal_the_formula_pair_by_pair(family_dir: Path):
     )]  # fmt: skip
     batched = scorer.score_pairs([p for p, _ in pairs], [t for _, t in pairs])
     assert batched.dtype == np.float32 and batched.shape == (6,)
+    answer = " Yes" if family_dir.name == "llava" else "Yes"  # LLaVA's template: "ASSISTANT: "
     for (image, text), score in zip(pairs, batched, strict=True):
         question = f'Does this figure show "{text}"? Please answer yes or no.'
-        expected, scored = by_formula(scorer, image, question, "Yes")
+        expected, scored = by_formula(scorer, image, question, answer)
         assert score == pytest.approx(expected, abs=1e-5)
         # the scored tokens are the answer's: not BOS, not EOS
-        assert scorer.tokenizer.decode(scored) == "Yes"
+        assert scorer.tokenizer.decode(scored) == answer
         assert scorer.tokenizer.bos_token_id not in scored
         assert scorer.tokenizer.eos_token_id not in scored
     assert len(set(batched.tolist())) == 6  # the text and the image matter
@@ -151,9 +152,9 @@ def test_caption_mode_scores_the_texts_own_tokens(llava_dir: Path, llava):
     texts = ["a red square", "a longer green caption", "b"]
     scores = scorer.score_pairs(pictures, texts)
     for image, text, score in zip(pictures, texts, scores, strict=True):
-        expected, scored = by_formula(scorer, image, "", text)
+        expected, scored = by_formula(scorer, image, "", " " + text)  # after "ASSISTANT:"
         assert score == pytest.approx(expected, abs=1e-5)
-        assert scorer.tokenizer.decode(scored) == text
+        assert scorer.tokenizer.decode(scored) == " " + text
     assert scorer.fingerprint != llava.fingerprint  # another prompt, other scores
 
 

@@ -115,7 +115,7 @@ class VqaScorer(GenerativeMethods):
             check_t2v_model(str(getattr(model.config, "model_type", "")), name)
         self._image_ids: list[int] | None = None  # the t2v preset's expanded image tokens
         self.separator, self.separator_source = (
-            ("", "the processor's suffix=") if self.suffix_form else chat_separator(processor)
+            ("", "") if self.suffix_form else chat_separator(processor)
         )
 
     def check_prompt(self) -> None:
@@ -146,10 +146,13 @@ class VqaScorer(GenerativeMethods):
             return f"t2v_metrics' LLaVA-1.5 prompt, answer and EOS scored: tokens {tokens}"
         caption = self.prompt.mode == "caption"
         answer = "the text" if caption else repr(self.answer_text(self.prompt.answer))
-        return (
-            f"{answer} after the generation prompt (separator {self.separator!r}, from "
-            f"{self.separator_source}): tokens {tokens}{' for the text a' if caption else ''}"
+        where = (
+            "as the processor's suffix= (its EOS not scored)"
+            if self.suffix_form
+            else f"after the generation prompt, separator {self.separator!r} from "
+            f"{self.separator_source}"
         )
+        return f"{answer} {where}: tokens {tokens}{' for the text a' if caption else ''}"
 
     def match_probability(self, scores: np.ndarray) -> np.ndarray:
         """exp(mean log-probability): the answer's per-token geometric-mean probability."""
