@@ -86,7 +86,9 @@ def test_the_default_answer_is_tokenised_as_the_chat_templates_assistant_turn(
     assert scorer.separator == SEPARATOR[family]
 
     image = pictures()[0]
-    inputs = processor(images=[image], text=[prompt + SEPARATOR[family] + "Yes"], return_tensors="pt")
+    inputs = processor(
+        images=[image], text=[prompt + SEPARATOR[family] + "Yes"], return_tensors="pt"
+    )
     with torch.no_grad():
         log_probs = torch.log_softmax(scorer.model(**inputs).logits[0].double(), dim=-1)
     ids, n = inputs["input_ids"][0], len(expected)
@@ -226,10 +228,12 @@ def test_the_t2v_preset_reproduces_t2v_metrics_llava(folder: str, request: pytes
 
 
 def test_the_preset_is_one_line_where_it_cannot_apply(qwen_dir: Path, tmp_path: Path):
-    with pytest.raises(ModelLoadError, match="t2v_metrics' LLaVA-1.5 .* 'qwen2_vl' model") as info:
+    with pytest.raises(
+        ModelLoadError, match=r"t2v_metrics' LLaVA-1\.5 .* 'qwen2_vl' model"
+    ) as info:
         vqa_backend.load(str(qwen_dir), T2V)
     assert "\n" not in str(info.value)
-    with pytest.raises(VqaPromptError, match="--vl-vqa-preset 't2v' .* 'caption'"):
+    with pytest.raises(VqaPromptError, match=r"--vl-vqa-preset 't2v' .* 'caption'"):
         VqaPrompt(mode="caption", preset="t2v").check(
             ("--vl-vqa-question", "--vl-vqa-answer", "--vl-vqa-mode", "--vl-vqa-preset")
         )
@@ -237,3 +241,65 @@ def test_the_preset_is_one_line_where_it_cannot_apply(qwen_dir: Path, tmp_path: 
     checklist.write_text("vlcheck: 1\ntests: []\n", encoding="utf-8")
     with pytest.raises(VlcheckUserError, match=r"vqa_preset is 'clip'; expected one of \('t2v',\)"):
         evaluate("vqa:anything", checklist, vqa_preset="clip")
+
+
+# ---- the answer in the run's summary ---------------------------------------------------------
+
+CHECKLIST = """\
+vlcheck: 1
+tests:
+  - id: caption
+    capability: attribute/color
+    task: caption
+    threshold: 0
+    examples:
+      - {image: red.png, caption: a red square, negatives: [a blue square]}
+"""
+
+
+def test_the_run_block_and_the_summary_say_how_the_answer_was_scored(
+    llava_dir: Path, tmp_path: Path
+):
+    from pytest_vlcheck.run.sinks import TerminalMatrix
+
+    pictures()[0].save(tmp_path / "red.png")
+    (tmp_path / "c.yaml").write_text(CHECKLIST, encoding="utf-8")
+    run = evaluate(f"m=vqa:{llava_dir}", tmp_path / "c.yaml", device="cpu", no_cache=True)
+    answer = run.vqa_answers["m"]
+    assert answer.startswith("' Yes' after the generation prompt, separator ' ' from the chat")
+    assert answer.endswith("tokens ['Ġ', 'Y', 'e', 's']")
+    assert run.to_json()["run"]["vqa_answers"] == {"m": answer}
+
+    class Lines:
+        def __init__(self) -> None:
+            self.lines: list[str] = []
+
+        def write(self, text: str, **markup: bool) -> None: ...
+
+        def line(self, text: str = "", **markup: bool) -> None:
+            self.lines.append(text)
+
+        def write_sep(self, sep: str, title: str | None = None, **markup: bool) -> None: ...
+
+    out = Lines()
+    TerminalMatrix(out).emit(run)
+    assert f"[m] vqa answer: {answer}" in out.lines
+
+
+def test_merged_shards_agree_on_each_models_answer(tmp_path: Path):
+    from pytest_vlcheck.cli.merge_checks import MergeError, check_reports, merged_run
+    from pytest_vlcheck.report.loader import ReportDocument
+
+    def shard(answers: dict[str, str]) -> ReportDocument:
+        return ReportDocument([], [], [], {"vqa": None, "vqa_answers": answers, "shard": None})
+
+    one, two = shard({"a": "'Yes': tokens ['Yes']"}), shard({"b": "' Yes': tokens ['▁Yes']"})
+    documents = [(tmp_path / "1", one), (tmp_path / "2", two)]
+    check_reports(documents)  # each shard records the models it loaded
+    assert merged_run(documents)["vqa_answers"] == {
+        **one.run["vqa_answers"],
+        **two.run["vqa_answers"],
+    }
+    other = shard({"a": "' Yes': tokens ['▁Yes']"})
+    with pytest.raises(MergeError, match="model 'a' vqa answer"):
+        check_reports([(tmp_path / "1", one), (tmp_path / "3", other)])

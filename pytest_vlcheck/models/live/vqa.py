@@ -50,6 +50,10 @@ class LiveVqaScorer:
         """exp(mean log-probability)."""
         return self.scorer.match_probability(scores)
 
+    def describe_answer(self) -> str:
+        """How a pair's answer is scored (``VqaScorer.describe_answer``)."""
+        return self.scorer.describe_answer()
+
 
 def live_vqa_scorer(
     model: Any, preprocess: Any, tokenizer: Any, options: ModelOptions
