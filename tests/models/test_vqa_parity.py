@@ -225,6 +225,11 @@ def test_the_t2v_preset_reproduces_t2v_metrics_llava(folder: str, request: pytes
     default = vqa_backend.load(str(request.getfixturevalue(folder)), CPU)
     assert (abs(default.score_pairs(images, TEXTS) - scores) > 1e-3).all()
     assert scorer.fingerprint != default.fingerprint
+    asked = (images[:2], ["Which colour?", "What is it?"], ["red", "a square"])
+    # the preset is VQAScore's: the generative methods keep the chat template
+    assert (
+        scorer.score_continuations(*asked).tolist() == default.score_continuations(*asked).tolist()
+    )
 
 
 def test_the_preset_is_one_line_where_it_cannot_apply(qwen_dir: Path, tmp_path: Path):

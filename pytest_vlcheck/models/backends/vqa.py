@@ -198,22 +198,25 @@ class VqaScorer(GenerativeMethods):
         images = [image for image, _ in batch]
         asked = [self.prompt.ask(text) for _, text in batch]
         if self.t2v:
-            sums, counts = self.answer_log_probs(images, asked)
+            sums, counts = self.answer_log_probs(images, asked, t2v=True)
         else:
             sums, counts = self.answer_log_probs(
                 images, [(question, self.answer_text(answer)) for question, answer in asked]
             )
         return to_float32_numpy(sums / counts)
 
-    def answer_log_probs(self, images: list[Image], asked: list[tuple[str, str]]) -> Any:
+    def answer_log_probs(
+        self, images: list[Image], asked: list[tuple[str, str]], *, t2v: bool = False
+    ) -> Any:
         """One padded forward over (image, (question, answer)) rows: each row's summed answer-
-        token log-probability and its number of answer tokens (float64 tensors on the CPU)."""
+        token log-probability and its number of answer tokens (float64 tensors on the CPU).
+        ``t2v``: the rows as t2v_metrics builds them (pair scores under the preset only)."""
         import torch
 
         if self.suffix_form:  # the answer is followed by the suffix's end-of-sequence token
             inputs, counts = self._suffix_inputs(images, asked)
             ends = inputs["attention_mask"].sum(dim=1) - 1
-        elif self.t2v:  # the end-of-sequence token is scored
+        elif t2v:  # the end-of-sequence token is scored
             images = _padded(images, self.processor.image_processor.image_mean)
             inputs, counts = self._t2v_inputs(images, asked)
             ends = inputs["attention_mask"].sum(dim=1)
@@ -283,7 +286,8 @@ class VqaScorer(GenerativeMethods):
         return inputs, torch.tensor([count for _, count in rows])
 
     def _expanded_image(self, image: Image) -> list[int]:
-        """The image's tokens as the processor expands them (one per vision feature)."""
+        """The image's tokens as the processor expands them (one per vision feature; LLaVA-1.5
+        resizes every image to one size, so once per scorer)."""
         if self._image_ids is None:
             image_token = str(self.processor.image_token)
             ids = self.processor(images=[image], text=[image_token])["input_ids"][0]
