@@ -250,12 +250,17 @@ def test_the_live_model_is_left_as_it_was_and_its_changes_are_seen(llava_dir: Pa
 
 def test_the_prompt_is_part_of_the_identity(llava_dir: Path):
     spec = parse_spec(f"vqa:{llava_dir}")
-    asked = [VqaPrompt(), VqaPrompt(answer="No"), VqaPrompt(mode="caption")]
+    asked = [
+        VqaPrompt(),
+        VqaPrompt(answer="No"),
+        VqaPrompt(mode="caption"),
+        VqaPrompt(preset="t2v"),
+    ]
     identities = [
         identify(spec, ModelOptions(device="cpu", vqa=prompt), sha256_file) for prompt in asked
     ]
     assert all(identity is not None for identity in identities)
-    assert len({identity.fingerprint for identity in identities if identity}) == 3
+    assert len({identity.fingerprint for identity in identities if identity}) == 4
     assert vqa_backend.load(str(llava_dir), CPU).fingerprint == vqa_backend.vqa_fingerprint(
         vqa_backend.fingerprint_path(str(llava_dir)), VqaPrompt()
     )
