@@ -242,6 +242,9 @@ def test_the_preset_is_one_line_where_it_cannot_apply(qwen_dir: Path, tmp_path: 
         VqaPrompt(mode="caption", preset="t2v").check(
             ("--vl-vqa-question", "--vl-vqa-answer", "--vl-vqa-mode", "--vl-vqa-preset")
         )
+    with pytest.raises(VlcheckUserError, match="preset t2v builds the model's token ids") as info:
+        vqa_backend.load("http://127.0.0.1:9/v1#m", T2V)  # refused before any request
+    assert "\n" not in str(info.value)
     checklist = tmp_path / "c.yaml"
     checklist.write_text("vlcheck: 1\ntests: []\n", encoding="utf-8")
     with pytest.raises(VlcheckUserError, match=r"vqa_preset is 'clip'; expected one of \('t2v',\)"):
