@@ -15,7 +15,7 @@ LLaVA scorer) on a transformers LLaVA checkpoint, step by step as that scorer do
   ``int(mean * 255)``), centred, before the image processor;
 - the score is the mean log-probability of the scored tokens (t2v_metrics reports its exp).
 
-Pure Python and PIL; the caller turns the rows into tensors.
+PIL for the padding; torch is imported inside ``t2v_inputs`` only.
 """
 
 from __future__ import annotations
@@ -98,3 +98,42 @@ def pad_to_square(image: Image, mean: Any) -> Image:
     square = PILImage.new(image.mode, (side, side), colour)
     square.paste(image, ((side - width) // 2, (side - height) // 2))
     return square
+
+
+def padded_squares(images: list[Image], mean: Any) -> list[Image]:
+    """Each image padded to a square (``pad_to_square``), once per image object, so that the
+    pairs on one image still share its vision features."""
+    squares: dict[int, Image] = {}
+    for image in images:
+        if id(image) not in squares:
+            squares[id(image)] = pad_to_square(image, mean)
+    return [squares[id(image)] for image in images]
+
+
+def expanded_image_ids(processor: Any, image: Image) -> list[int]:
+    """The image's tokens as the processor expands them (one per vision feature)."""
+    image_token = str(processor.image_token)
+    ids = processor(images=[image], text=[image_token])["input_ids"][0]
+    image_id = processor.tokenizer.convert_tokens_to_ids(image_token)
+    return [int(i) for i in ids if int(i) == image_id]
+
+
+def t2v_inputs(
+    processor: Any, images: list[Image], asked: list[tuple[str, str]], image_ids: list[int]
+) -> tuple[dict[str, Any], Any]:
+    """The model inputs of (question, answer) rows on ``images`` (padded already): the ids of
+    ``t2v_row`` padded on the right (padding masked), the image processor's pixels; and each
+    row's number of scored tokens."""
+    import torch
+
+    tokenizer = processor.tokenizer
+    rows = [t2v_row(tokenizer, question, answer, image_ids) for question, answer in asked]
+    width = max(len(ids) for ids, _ in rows)
+    input_ids = torch.full((len(rows), width), tokenizer.pad_token_id or 0, dtype=torch.long)
+    attention_mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for row, (ids, _) in enumerate(rows):
+        input_ids[row, : len(ids)] = torch.tensor(ids)
+        attention_mask[row, : len(ids)] = 1
+    pixels = processor.image_processor(images=images, return_tensors="pt")
+    inputs = {"input_ids": input_ids, "attention_mask": attention_mask, **pixels}
+    return inputs, torch.tensor([count for _, count in rows])

@@ -38,7 +38,13 @@ from pytest_vlcheck.models.backends.hf import (
 )
 from pytest_vlcheck.models.backends.served import scorer as served
 from pytest_vlcheck.models.backends.served.endpoint import is_served
-from pytest_vlcheck.models.backends.t2v_preset import check_t2v_model, pad_to_square, t2v_row
+from pytest_vlcheck.models.backends.t2v_preset import (
+    check_t2v_model,
+    expanded_image_ids,
+    padded_squares,
+    t2v_inputs,
+    t2v_row,
+)
 from pytest_vlcheck.models.backends.vqa_prompt import (
     VqaPrompt,
     after_separator,
@@ -217,8 +223,10 @@ class VqaScorer(GenerativeMethods):
             inputs, counts = self._suffix_inputs(images, asked)
             ends = inputs["attention_mask"].sum(dim=1) - 1
         elif t2v:  # the end-of-sequence token is scored
-            images = _padded(images, self.processor.image_processor.image_mean)
-            inputs, counts = self._t2v_inputs(images, asked)
+            images = padded_squares(images, self.processor.image_processor.image_mean)
+            if self._image_ids is None:  # LLaVA-1.5 resizes every image to one size
+                self._image_ids = expanded_image_ids(self.processor, images[0])
+            inputs, counts = t2v_inputs(self.processor, images, asked, self._image_ids)
             ends = inputs["attention_mask"].sum(dim=1)
         else:
             inputs, counts = self._chat_inputs(images, asked)
@@ -266,34 +274,6 @@ class VqaScorer(GenerativeMethods):
                     "a processor that only expands the image token"
                 )
         return inputs, torch.tensor([len(a) for a in answers])
-
-    def _t2v_inputs(self, images: list[Image], asked: list[tuple[str, str]]) -> tuple[Any, Any]:
-        """t2v_metrics' ids (``t2v_preset.t2v_row``) padded on the right, the image
-        processor's pixels, and each row's scored-token count."""
-        import torch
-
-        image_ids = self._expanded_image(images[0])
-        rows = [t2v_row(self.tokenizer, q, a, image_ids) for q, a in asked]
-        width = max(len(ids) for ids, _ in rows)
-        pad = self.tokenizer.pad_token_id or 0
-        input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
-        attention_mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for row, (ids, _) in enumerate(rows):
-            input_ids[row, : len(ids)] = torch.tensor(ids)
-            attention_mask[row, : len(ids)] = 1
-        pixels = self.processor.image_processor(images=images, return_tensors="pt")
-        inputs = {"input_ids": input_ids, "attention_mask": attention_mask, **pixels}
-        return inputs, torch.tensor([count for _, count in rows])
-
-    def _expanded_image(self, image: Image) -> list[int]:
-        """The image's tokens as the processor expands them (one per vision feature; LLaVA-1.5
-        resizes every image to one size, so once per scorer)."""
-        if self._image_ids is None:
-            image_token = str(self.processor.image_token)
-            ids = self.processor(images=[image], text=[image_token])["input_ids"][0]
-            image_id = self.tokenizer.convert_tokens_to_ids(image_token)
-            self._image_ids = [int(i) for i in ids if int(i) == image_id]
-        return self._image_ids
 
     def _suffix_inputs(self, images: list[Image], asked: list[tuple[str, str]]) -> tuple[Any, Any]:
         """Processor inputs for prefix + suffix (PaliGemma), and each row's answer length: the
@@ -343,16 +323,6 @@ class VqaScorer(GenerativeMethods):
         """``tensor`` on the model's device, in the model's dtype when it is floating point."""
         tensor = tensor.to(self.device)
         return tensor.to(self.dtype) if tensor.is_floating_point() else tensor
-
-
-def _padded(images: list[Image], mean: Any) -> list[Image]:
-    """Each image padded to a square (``t2v_preset.pad_to_square``), once per image object, so
-    that pairs on one image still share its vision features."""
-    squares: dict[int, Image] = {}
-    for image in images:
-        if id(image) not in squares:
-            squares[id(image)] = pad_to_square(image, mean)
-    return [squares[id(image)] for image in images]
 
 
 def prompt_form(processor: Any, where: str) -> str:
