@@ -8,8 +8,8 @@
 Without ``--url`` the model is a random LLaVA built offline by the tests' builder, served by
 the tests' own server (``tests/helpers/served_server.py``: one forward at a time on one thread, so
 concurrency overlaps only the HTTP, PNG and JSON work with the forwards). Every run must give
-the in-process scores (max difference printed; the in-process answer is `` Yes``, as LLaVA's
-template places the served one).
+the in-process scores (max difference printed; both answer after the chat template's
+separator, LLaVA's ``ASSISTANT: Yes``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ import numpy as np
 
 from pytest_vlcheck.models.backends import vqa as vqa_backend
 from pytest_vlcheck.models.backends.served.options import ServedOptions
-from pytest_vlcheck.models.backends.vqa_prompt import VqaPrompt
 from pytest_vlcheck.models.protocol import ModelOptions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,10 +80,7 @@ def main() -> None:
         weights = args.weights or build_llava(Path(folder) / "llava")
         server, url = (None, args.url) if args.url else _start_server(weights)
         try:
-            # LLaVA's template writes the assistant's message after "ASSISTANT: ": the in-process
-            # answer that gives the same tokens starts with the space
-            prompt = VqaPrompt(answer=" Yes" if args.url is None else "Yes")
-            local = vqa_backend.load(str(weights), ModelOptions(device="cpu", vqa=prompt))
+            local = vqa_backend.load(str(weights), ModelOptions(device="cpu"))
             rate, reference = _median_rate(local.score_pairs, batch, texts, args.repeats)
             print(f"{'in-process vqa:':27}{rate:8.1f} pairs/s")
             for concurrency in (1, 4, 16):

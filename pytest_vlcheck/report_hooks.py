@@ -42,6 +42,7 @@ class ReportHooks:
         """Sum the stats each xdist worker sent, per model, for the controller's stats line."""
         output = getattr(node, "workeroutput", {})
         self.state.add_worker_output(output.get(STATS_KEY, {}))
+        self.state.worker_answers.update(output.get(STATS_KEY, {}).get("vqa_answers", {}))
         self.no_model = self.no_model or output.get(WORKER_KEY)
 
     @pytest.hookimpl(tryfirst=True)

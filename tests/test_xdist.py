@@ -102,7 +102,8 @@ def test_worker_stats_are_summed_per_model() -> None:
     first = {"m": {"images_encoded": 3, "model_seconds": 0.5, "encode_image_calls": 1}}
     second = {"m": {"images_encoded": 4, "model_seconds": 0.25}, "n": {"texts_encoded": 2}}
     shard = {"index": 2, "count": 3, "selection": "ab12", "filled": 3}
-    for output in ({"stats": first, "shard": shard}, {"stats": second, "shard": shard}, {}):
+    answers = {"vqa_answers": {"n": "' Yes' after the generation prompt: tokens ['▁Yes']"}}
+    for output in ({"stats": first, "shard": shard}, {"stats": second, **answers}, {}):
         hooks.pytest_testnodedown(SimpleNamespace(workeroutput={STATS_KEY: output}), None)
     hooks.pytest_testnodedown(SimpleNamespace(), "crashed")  # a worker that died sends nothing
     assert hooks.state.shard_plan == ShardPlan(2, 3, "ab12", 3)
@@ -110,6 +111,7 @@ def test_worker_stats_are_summed_per_model() -> None:
         "m": ScoringStats(images_encoded=7, model_seconds=0.75, encode_image_calls=1),
         "n": ScoringStats(texts_encoded=2),
     }
+    assert hooks.state.finished().vqa_answers == answers["vqa_answers"]  # for the run block
 
 
 @pytest.mark.parametrize(

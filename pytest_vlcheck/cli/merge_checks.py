@@ -63,7 +63,10 @@ def check_reports(documents: Sequence[tuple[Path, ReportDocument]]) -> list[str]
         # a condition written only when not its default (decode) is compared as the default
         optional = OPTIONAL_CONDITIONS if doc.run is not None else {}
         for key, value in {**optional, **(doc.run or {})}.items():
-            if key != "shard":
+            if key == "vqa_answers":  # per model: a shard records the models it loaded
+                for model, answer in value.items():
+                    agreement.same(folder, f"model '{model}' vqa answer", answer)
+            elif key != "shard":
                 agreement.same(folder, f"the run's {key}", value)
         for result in doc.results:
             test = f"{result.file}::{result.test}"
@@ -128,7 +131,10 @@ def _unchecked(documents: Sequence[tuple[Path, ReportDocument]]) -> list[str]:
 def merged_run(documents: Sequence[tuple[Path, ReportDocument]]) -> dict[str, Any] | None:
     """The merged report's run block: what the (agreeing) inputs record, as a whole run."""
     runs = [doc.run for _, doc in documents if doc.run is not None]
-    return None if not runs else {**runs[0], "shard": None}
+    if not runs:
+        return None
+    answers = {k: v for run in runs for k, v in (run.get("vqa_answers") or {}).items()}
+    return {**runs[0], **({"vqa_answers": answers} if answers else {}), "shard": None}
 
 
 def check_samples(

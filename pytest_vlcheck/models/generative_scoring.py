@@ -8,9 +8,9 @@ probability of that token at the answer position). ``generate`` is greedy decodi
 padded on the left, so every prompt ends at the last position and a batched answer equals
 the unbatched one.
 
-In the chat form the answer starts as the model's own would after the generation prompt: a
-space after a prompt ending in a visible character (LLaVA's ``ASSISTANT:``), nothing after a
-newline (Qwen2-VL's ``assistant\\n``); PaliGemma's prefix form takes the answer as its suffix.
+In the chat form the answer starts as the model's own would after the generation prompt
+(``VqaScorer.answer_text``: the chat template's separator, LLaVA's space after ``ASSISTANT:``,
+nothing after Qwen2-VL's ``assistant\\n``); PaliGemma's prefix form takes it as its suffix.
 """
 
 from __future__ import annotations
@@ -21,11 +21,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
     from PIL.Image import Image
-
-
-def answer_separator(rendered: str) -> str:
-    """What goes between a rendered chat prompt and its answer (see the module docstring)."""
-    return " " if rendered and not rendered[-1].isspace() else ""
 
 
 class GenerativeMethods:
@@ -43,6 +38,8 @@ class GenerativeMethods:
     if TYPE_CHECKING:  # VqaScorer's own
 
         def chat_prompt(self, question: str) -> str: ...
+
+        def answer_text(self, answer: str) -> str: ...
 
         def answer_log_probs(self, images: list[Image], asked: list[tuple[str, str]]) -> Any: ...
 
@@ -63,7 +60,7 @@ class GenerativeMethods:
         rows = list(zip(images, prompts, continuations, strict=True))
 
         def forward(batch: Sequence[tuple[Image, str, str]]) -> np.ndarray:
-            asked = [(prompt, self._answer(prompt, text)) for _, prompt, text in batch]
+            asked = [(prompt, self._answer(text)) for _, prompt, text in batch]
             sums, _ = self.answer_log_probs([image for image, _, _ in batch], asked)
             return to_float32_numpy(sums)
 
@@ -113,8 +110,6 @@ class GenerativeMethods:
         texts = self.tokenizer.batch_decode(tokens[:, width:].cpu(), skip_special_tokens=True)
         return [text.strip() for text in texts]
 
-    def _answer(self, prompt: str, answer: str) -> str:
-        """``answer`` as it follows ``prompt`` (see the module docstring)."""
-        if self.suffix_form:
-            return answer
-        return answer_separator(self.chat_prompt(prompt)) + answer
+    def _answer(self, answer: str) -> str:
+        """``answer`` as it follows the rendered prompt (see the module docstring)."""
+        return answer if self.suffix_form else self.answer_text(answer)

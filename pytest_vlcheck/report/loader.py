@@ -143,8 +143,9 @@ def parse_document(doc: Any, source: str = "matrix.json") -> ReportDocument:
 
 
 def _run_block(c: JsonChecker, raw: Any) -> dict[str, Any]:
-    """The ``run`` block: free-form conditions (a newer writer may add some) and a typed
-    ``shard`` (null, or index, count and filled as integers and the selection's digest)."""
+    """The ``run`` block: free-form conditions (a newer writer may add some), a typed
+    ``shard`` (null, or index, count and filled as integers and the selection's digest) and
+    ``vqa_answers`` (model name -> how it scores a pair's answer, text)."""
     run = dict(c.mapping(raw, "run"))
     shard = run.get("shard")
     if shard is not None:
@@ -153,6 +154,9 @@ def _run_block(c: JsonChecker, raw: Any) -> dict[str, Any]:
         if not 1 <= numbers["index"] <= numbers["count"]:
             raise c.fail("run.shard", f"expected 1 <= index <= count, got {numbers}")
         run["shard"] = {**numbers, "selection": c.text(shard, "selection", "run.shard")}
+    if run.get("vqa_answers") is not None:
+        answers = c.mapping(run["vqa_answers"], "run.vqa_answers")
+        run["vqa_answers"] = {k: c.text(answers, k, "run.vqa_answers") for k in answers}
     return run
 
 

@@ -14,7 +14,12 @@ from pytest_vlcheck.models.backends.served.options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_REQUEST_TIMEOUT,
 )
-from pytest_vlcheck.models.backends.vqa_prompt import DEFAULT_ANSWER, DEFAULT_QUESTION, VQA_MODES
+from pytest_vlcheck.models.backends.vqa_prompt import (
+    DEFAULT_ANSWER,
+    DEFAULT_QUESTION,
+    VQA_MODES,
+    VQA_PRESETS,
+)
 from pytest_vlcheck.models.protocol import DECODES, PRECISIONS
 
 COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -90,6 +95,16 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "default": "answer",
             "help": "answer: P(answer | image, question) (VQAScore); caption: the text's own "
             "likelihood given the image",
+        },
+    ),
+    (
+        "--vl-vqa-preset",
+        {
+            "choices": VQA_PRESETS,
+            "default": None,
+            "help": "t2v: score a LLaVA-1.5 model as t2v_metrics' VQAScore does (its system "
+            "message and prompt, EOS scored, images padded to a square); default: the "
+            "checkpoint's chat template",
         },
     ),
     (

@@ -36,6 +36,9 @@ class Run:
     shard: ShardPlan | None = None
     ranks: tuple[Mapping[str, ScoringStats], ...] = ()
     """Under ``torch.distributed``: each rank's stats, in rank order (``stats`` sums them)."""
+    vqa_answers: Mapping[str, str] = field(default_factory=dict)
+    """How each generative model loaded in the run scores a pair's answer (text, separator,
+    tokens), by model name; in the run block as ``vqa_answers``."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``matrix.json`` document (what ``--vl-report`` writes)."""
@@ -51,7 +54,8 @@ class Run:
 
         shard = None if self.shard is None else self.shard.to_json()
         conditions = run_conditions(self.settings.model_options)
-        return {"tool_version": __version__, **conditions, "shard": shard}
+        answers = {"vqa_answers": dict(self.vqa_answers)} if self.vqa_answers else {}
+        return {"tool_version": __version__, **conditions, **answers, "shard": shard}
 
     @property
     def passed(self) -> bool:

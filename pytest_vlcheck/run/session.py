@@ -69,6 +69,7 @@ class VlcheckSession:
     """The ``--vl-shard`` split this run is one job of (None: not sharded)."""
     worker_stats: dict[str, ScoringStats] = field(default_factory=dict, repr=False)
     """On an xdist controller: the scoring stats its workers sent, summed per model."""
+    worker_answers: dict[str, str] = field(default_factory=dict, repr=False)  # from xdist workers
     plan_seconds: dict[str, tuple[float, int, int]] = field(default_factory=dict, repr=False)
     """Per model whose plan was scored in one pass: (its seconds, the examples of the plan,
     the id of the test whose item paid for it), for ``booked_seconds``."""
@@ -268,6 +269,7 @@ class VlcheckSession:
             stats=stats,
             step=self.settings.step,
             shard=self.shard_plan,
+            vqa_answers={**self.worker_answers, **loaded_answers(self.runners)},
         )
 
     def worker_output(self) -> dict[str, Any]:
@@ -277,7 +279,8 @@ class VlcheckSession:
         stats = {name: asdict(runner.stats) for name, runner in self.runners.items()}
         plan = self.shard_plan
         shard = None if plan is None else plan.to_json()
-        return {"stats": stats, "shard": shard, "load_failures": self.load_failures}
+        sent: dict[str, Any] = {"stats": stats, "shard": shard, "load_failures": self.load_failures}
+        return sent | {"vqa_answers": loaded_answers(self.runners)}
 
     def add_worker_output(self, sent: Mapping[str, Any]) -> None:
         """Take what one xdist worker sent (nothing, when it crashed): its stats are added
@@ -290,6 +293,19 @@ class VlcheckSession:
             self.shard_plan = ShardPlan(**sent["shard"])
         for model, nodeid in sent.get("load_failures", {}).items():
             self.load_failures.setdefault(model, nodeid)
+
+
+def loaded_answers(runners: Mapping[str, ModelRunner]) -> dict[str, str]:
+    """How each generative model loaded in this process scores a pair's answer (its
+    ``describe_answer``: the answer's text, separator and tokens), by model name; for the
+    run block's ``vqa_answers`` (an xdist controller adds its workers')."""
+    found: dict[str, str] = {}
+    for name, runner in runners.items():
+        source = runner.source
+        describe = getattr(source.scorer, "describe_answer", None) if source.built else None
+        if callable(describe):
+            found[name] = str(describe())
+    return found
 
 
 def booked_share(

@@ -51,6 +51,7 @@ DEFAULTS: dict[str, Any] = {
     "vqa_question": DEFAULT_QUESTION,
     "vqa_answer": DEFAULT_ANSWER,
     "vqa_mode": "answer",
+    "vqa_preset": None,
     "concurrency": DEFAULT_CONCURRENCY,
     "request_timeout": DEFAULT_REQUEST_TIMEOUT,
     "api_key_env": None,
@@ -230,9 +231,9 @@ def _decode(decode: Raw, device: Raw) -> Any:
 def _vqa_prompt(source: OptionSource) -> VqaPrompt:
     """What a generative model is asked, checked now (a template without ``{}`` is refused
     before any scoring)."""
-    raws = [source.get(f"vqa_{key}") for key in ("question", "answer", "mode")]
+    raws = [source.get(f"vqa_{key}") for key in ("question", "answer", "mode", "preset")]
     for raw in raws:
-        if not isinstance(raw.value, str):
+        if not isinstance(raw.value, str) and not (raw is raws[-1] and raw.value is None):
             raise SettingsError(f"{raw.where} is {raw.value!r}; expected a string")
     prompt = VqaPrompt(*(raw.value for raw in raws))
     try:

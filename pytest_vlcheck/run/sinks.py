@@ -89,6 +89,8 @@ class TerminalMatrix:
             line = stats_line(name, stats)
             if line is not None:
                 self.out.line(line)
+        for name, answer in run.vqa_answers.items():
+            self.out.line(f"[{name}] vqa answer: {answer}")
         settings = run.settings
         no_step = unstepped(settings.specs)
         if no_step:

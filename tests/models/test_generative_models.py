@@ -16,7 +16,6 @@ from PIL import Image
 
 from pytest_vlcheck import evaluate
 from pytest_vlcheck.models.backends import vqa as vqa_backend
-from pytest_vlcheck.models.generative_scoring import answer_separator
 from pytest_vlcheck.models.protocol import ModelOptions
 
 CPU = ModelOptions(device="cpu")
@@ -84,7 +83,8 @@ def _answer_log_prob(scorer: Any, image: Image.Image, rendered: str, answer: str
         n_answer, end = int(inputs["token_type_ids"].sum()) - 1, 1
         inputs.pop("labels")
     else:
-        full = rendered + answer_separator(rendered) + answer
+        # the builders' templates: a space after LLaVA's "ASSISTANT:", none after "assistant\n"
+        full = rendered + ("" if rendered[-1].isspace() else " ") + answer
         tokens = processor.tokenizer
         n_answer = len(tokens(full)["input_ids"]) - len(tokens(rendered)["input_ids"])
         inputs, end = processor(images=[image], text=[full], return_tensors="pt"), 0

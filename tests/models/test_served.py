@@ -160,10 +160,14 @@ def test_the_generative_methods_equal_the_in_process_ones(
     server: str, weights: dict[str, Path], family: str
 ):
     """Qwen's letters are one token each (read by logprob_token_ids); LLaVA's are a space
-    and a letter (teacher-forced), as its in-process answer is."""
+    and a letter (teacher-forced), as its in-process answer is. Pair scores agree too: the
+    in-process answer follows the generation prompt as the server's template places it."""
     local = vqa_backend.load(str(weights[family]), CPU)
     remote = served(server, family)
     images = pictures()[:3]
+    np.testing.assert_allclose(
+        remote.score_pairs(images, TEXTS[:3]), local.score_pairs(images, TEXTS[:3]), atol=1e-4
+    )
     prompts = ["What colour is it? A: red B: green", "Which? A or B", "Say something"]
     np.testing.assert_allclose(
         remote.score_continuations(images, prompts, ["red", "B", "a blue square"]),

@@ -133,12 +133,13 @@ def test_batched_scores_equal_the_formula_pair_by_pair(family_dir: Path):
     )]  # fmt: skip
     batched = scorer.score_pairs([p for p, _ in pairs], [t for _, t in pairs])
     assert batched.dtype == np.float32 and batched.shape == (6,)
+    answer = " Yes" if family_dir.name == "llava" else "Yes"  # LLaVA's template: "ASSISTANT: "
     for (image, text), score in zip(pairs, batched, strict=True):
         question = f'Does this figure show "{text}"? Please answer yes or no.'
-        expected, scored = by_formula(scorer, image, question, "Yes")
+        expected, scored = by_formula(scorer, image, question, answer)
         assert score == pytest.approx(expected, abs=1e-5)
         # the scored tokens are the answer's: not BOS, not EOS
-        assert scorer.tokenizer.decode(scored) == "Yes"
+        assert scorer.tokenizer.decode(scored) == answer
         assert scorer.tokenizer.bos_token_id not in scored
         assert scorer.tokenizer.eos_token_id not in scored
     assert len(set(batched.tolist())) == 6  # the text and the image matter
@@ -151,9 +152,9 @@ def test_caption_mode_scores_the_texts_own_tokens(llava_dir: Path, llava):
     texts = ["a red square", "a longer green caption", "b"]
     scores = scorer.score_pairs(pictures, texts)
     for image, text, score in zip(pictures, texts, scores, strict=True):
-        expected, scored = by_formula(scorer, image, "", text)
+        expected, scored = by_formula(scorer, image, "", " " + text)  # after "ASSISTANT:"
         assert score == pytest.approx(expected, abs=1e-5)
-        assert scorer.tokenizer.decode(scored) == text
+        assert scorer.tokenizer.decode(scored) == " " + text
     assert scorer.fingerprint != llava.fingerprint  # another prompt, other scores
 
 
@@ -249,12 +250,17 @@ def test_the_live_model_is_left_as_it_was_and_its_changes_are_seen(llava_dir: Pa
 
 def test_the_prompt_is_part_of_the_identity(llava_dir: Path):
     spec = parse_spec(f"vqa:{llava_dir}")
-    asked = [VqaPrompt(), VqaPrompt(answer="No"), VqaPrompt(mode="caption")]
+    asked = [
+        VqaPrompt(),
+        VqaPrompt(answer="No"),
+        VqaPrompt(mode="caption"),
+        VqaPrompt(preset="t2v"),
+    ]
     identities = [
         identify(spec, ModelOptions(device="cpu", vqa=prompt), sha256_file) for prompt in asked
     ]
     assert all(identity is not None for identity in identities)
-    assert len({identity.fingerprint for identity in identities if identity}) == 3
+    assert len({identity.fingerprint for identity in identities if identity}) == 4
     assert vqa_backend.load(str(llava_dir), CPU).fingerprint == vqa_backend.vqa_fingerprint(
         vqa_backend.fingerprint_path(str(llava_dir)), VqaPrompt()
     )

@@ -6,9 +6,11 @@ Each pair is one language-model forward: the prompt (``vqa_prompt.VqaPrompt``) w
 then the answer teacher-forced; the score is the mean log-probability of the answer's tokens
 under the full-vocabulary softmax (``match`` compares ``exp(score)`` with its cut-off). The
 prompt is the processor's chat template with one user message ``[image, question]`` and the
-generation prompt; a processor without a chat template that takes ``suffix=`` (PaliGemma, a
-prefix LM) gets the question as prefix and the answer as suffix, its ``token_type_ids`` marking
-the answer (whose end-of-sequence token is not scored).
+generation prompt, the answer after the separator the template puts before an assistant turn
+(``vqa_prompt.chat_separator``); a processor without a chat template that takes ``suffix=``
+(PaliGemma, a prefix LM) gets the question as prefix and the answer as suffix, its
+``token_type_ids`` marking the answer (whose end-of-sequence token is not scored). The ``t2v``
+preset builds LLaVA's ids as t2v_metrics does instead (``t2v_preset``).
 
 Batches are padded on the right, so every real token keeps its unbatched position and never
 attends to padding: a batched score equals the unbatched one. Only the logits of the positions
@@ -36,7 +38,19 @@ from pytest_vlcheck.models.backends.hf import (
 )
 from pytest_vlcheck.models.backends.served import scorer as served
 from pytest_vlcheck.models.backends.served.endpoint import is_served
-from pytest_vlcheck.models.backends.vqa_prompt import VqaPrompt, answer_ids
+from pytest_vlcheck.models.backends.t2v_preset import (
+    check_t2v_model,
+    expanded_image_ids,
+    padded_squares,
+    t2v_inputs,
+    t2v_row,
+)
+from pytest_vlcheck.models.backends.vqa_prompt import (
+    VqaPrompt,
+    after_separator,
+    answer_ids,
+    chat_separator,
+)
 from pytest_vlcheck.models.batching import (
     ForwardContext,
     device_batch_size,
@@ -102,14 +116,49 @@ class VqaScorer(GenerativeMethods):
         )
         self._chat_prompts: dict[str, str] = {}
         self._answer_ids: dict[tuple[str, str], list[int]] = {}
+        self.t2v = prompt.preset == "t2v"
+        if self.t2v:
+            check_t2v_model(str(getattr(model.config, "model_type", "")), name)
+        self._image_ids: list[int] | None = None  # the t2v preset's expanded image tokens
+        self.separator, self.separator_source = (
+            ("", "") if self.suffix_form else chat_separator(processor)
+        )
 
     def check_prompt(self) -> None:
         """Tokenise the prompt of one text now, so that a bad answer fails at load time."""
-        question, answer = self.prompt.ask("a")
+        self.answer_tokens("a")
+
+    def answer_tokens(self, text: str) -> list[int]:
+        """The ids scored for a pair with ``text`` (the answer's; with the ``t2v`` preset its
+        end-of-sequence token too)."""
+        question, answer = self.prompt.ask(text)
+        if self.t2v:
+            ids, count = t2v_row(self.tokenizer, question, answer, [])
+            return ids[len(ids) - count :]
         if self.suffix_form:
-            answer_ids([], self.tokenizer(answer, add_special_tokens=False)["input_ids"], self.name)
-        else:
-            self._answer_tokens(self.chat_prompt(question), answer)
+            encoded = self.tokenizer(answer, add_special_tokens=False)["input_ids"]
+            return answer_ids([], encoded, self.name)
+        return self._answer_tokens(self.chat_prompt(question), self.answer_text(answer))
+
+    def answer_text(self, answer: str) -> str:
+        """``answer`` as it follows the rendered prompt (``vqa_prompt.after_separator``)."""
+        return after_separator(self.separator, answer)
+
+    def describe_answer(self) -> str:
+        """How a pair's answer is scored, for the run's summary: its text after the prompt,
+        the separator and where it was read, and the scored tokens."""
+        tokens = self.tokenizer.convert_ids_to_tokens(self.answer_tokens("a"))
+        if self.t2v:
+            return f"t2v_metrics' LLaVA-1.5 prompt, answer and EOS scored: tokens {tokens}"
+        caption = self.prompt.mode == "caption"
+        answer = "the text" if caption else repr(self.answer_text(self.prompt.answer))
+        where = (
+            "as the processor's suffix= (its EOS not scored)"
+            if self.suffix_form
+            else f"after the generation prompt, separator {self.separator!r} from "
+            f"{self.separator_source}"
+        )
+        return f"{answer} {where}: tokens {tokens}{' for the text a' if caption else ''}"
 
     def match_probability(self, scores: np.ndarray) -> np.ndarray:
         """exp(mean log-probability): the answer's per-token geometric-mean probability."""
@@ -153,17 +202,32 @@ class VqaScorer(GenerativeMethods):
     def _forward(self, batch: Sequence[tuple[Image, str]]) -> np.ndarray:
         """One padded forward over ``batch``: each row's mean answer-token log-probability."""
         images = [image for image, _ in batch]
-        sums, counts = self.answer_log_probs(images, [self.prompt.ask(text) for _, text in batch])
+        asked = [self.prompt.ask(text) for _, text in batch]
+        if self.t2v:
+            sums, counts = self.answer_log_probs(images, asked, t2v=True)
+        else:
+            sums, counts = self.answer_log_probs(
+                images, [(question, self.answer_text(answer)) for question, answer in asked]
+            )
         return to_float32_numpy(sums / counts)
 
-    def answer_log_probs(self, images: list[Image], asked: list[tuple[str, str]]) -> Any:
+    def answer_log_probs(
+        self, images: list[Image], asked: list[tuple[str, str]], *, t2v: bool = False
+    ) -> Any:
         """One padded forward over (image, (question, answer)) rows: each row's summed answer-
-        token log-probability and its number of answer tokens (float64 tensors on the CPU)."""
+        token log-probability and its number of answer tokens (float64 tensors on the CPU).
+        ``t2v``: the rows as t2v_metrics builds them (pair scores under the preset only)."""
         import torch
 
         if self.suffix_form:  # the answer is followed by the suffix's end-of-sequence token
             inputs, counts = self._suffix_inputs(images, asked)
             ends = inputs["attention_mask"].sum(dim=1) - 1
+        elif t2v:  # the end-of-sequence token is scored
+            images = padded_squares(images, self.processor.image_processor.image_mean)
+            if self._image_ids is None:  # LLaVA-1.5 resizes every image to one size
+                self._image_ids = expanded_image_ids(self.processor, images[0])
+            inputs, counts = t2v_inputs(self.processor, images, asked, self._image_ids)
+            ends = inputs["attention_mask"].sum(dim=1)
         else:
             inputs, counts = self._chat_inputs(images, asked)
             ends = inputs["attention_mask"].sum(dim=1)
@@ -287,7 +351,7 @@ def load(body: str, options: ModelOptions) -> VqaScorer | served.ServedScorer:
         return served.load(body, options)
     spec = f"vqa:{body}"
     prompt = options.vqa
-    prompt.check(("--vl-vqa-question", "--vl-vqa-answer", "--vl-vqa-mode"))
+    prompt.check(("--vl-vqa-question", "--vl-vqa-answer", "--vl-vqa-mode", "--vl-vqa-preset"))
     where = HubLocation.of(body, spec)
     import transformers
 

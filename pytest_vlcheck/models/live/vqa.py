@@ -50,6 +50,10 @@ class LiveVqaScorer:
         """exp(mean log-probability)."""
         return self.scorer.match_probability(scores)
 
+    def describe_answer(self) -> str:
+        """How a pair's answer is scored (``VqaScorer.describe_answer``)."""
+        return self.scorer.describe_answer()
+
 
 def live_vqa_scorer(
     model: Any, preprocess: Any, tokenizer: Any, options: ModelOptions
@@ -76,7 +80,7 @@ def live_vqa_scorer(
     if isinstance(getattr(getattr(config, "vision_config", None), "image_size", None), int):
         # a fixed-size vision tower (LLaVA, PaliGemma); Qwen2-VL's takes patches of any size
         check_processor_pixels(config, getattr(preprocess, "image_processor", preprocess))
-    options.vqa.check(("vqa_question", "vqa_answer", "vqa_mode"))
+    options.vqa.check(("vqa_question", "vqa_answer", "vqa_mode", "vqa_preset"))
     settings = run_settings(model, options)
     scorer = VqaScorer(
         name=f"live:{type(model).__name__}",

@@ -184,8 +184,14 @@ def served_fingerprint(model: str, revision: str | None, prompt: VqaPrompt) -> s
 def load(body: str, options: ModelOptions) -> ServedScorer:
     """Connect to ``vqa:URL[,URL...][#MODEL[@REVISION]]``: check that every replica serves
     the model (one line when it does not), and warn when no revision names the weights."""
-    options.vqa.check(("--vl-vqa-question", "--vl-vqa-answer", "--vl-vqa-mode"))
+    options.vqa.check(("--vl-vqa-question", "--vl-vqa-answer", "--vl-vqa-mode", "--vl-vqa-preset"))
     endpoint = parse_endpoint(body)
+    if options.vqa.preset is not None:
+        raise ServedError(
+            f"vqa:{endpoint.shown}: --vl-vqa-preset {options.vqa.preset} builds the model's "
+            "token ids itself, which a server's chat endpoint does not take; expected the "
+            "model in-process (vqa:DIR), or no preset"
+        )
     client = Client(endpoint, options.served, _api_key(options.served.api_key_env))
     model = _served_model(client, endpoint)
     if endpoint.revision is None:
