@@ -4,7 +4,9 @@ publish the baseline after a failed gate.
 
 A runnable example is a fenced ``python`` block right after a ``<!-- runnable -->`` line. It
 runs in a fresh interpreter, in an empty folder where ``checklists/`` is the repository's
-(so paths read as they do from a clone), offline.
+(so paths read as they do from a clone), offline. A ``print(...)  # TEXT`` line of one says
+what it prints: the example fails when it prints anything else (``TEXT ...``: what the
+printed line starts with).
 """
 
 from __future__ import annotations
@@ -49,10 +51,44 @@ def test_the_readme_and_the_python_api_page_have_runnable_examples() -> None:
     assert {"README.md", "docs/python-api.md"} <= pages
 
 
+_SAYS = re.compile(r"^(\s*)print\((.*)\)  # (.*)$")
+_CHECKER = """\
+def __prints(__expected, *args, **kwargs):
+    import io
+    out = io.StringIO()
+    print(*args, **kwargs, file=out)
+    said = out.getvalue().rstrip("\\n")
+    print(said)
+    if __expected.endswith(" ..."):
+        assert said.startswith(__expected[:-4]), f"printed {said!r}; the page says {__expected!r}"
+    else:
+        assert said == __expected, f"printed {said!r}; the page says {__expected!r}"
+"""
+
+
+def _checked(code: str) -> str:
+    """``code`` with each ``print(...)  # TEXT`` line checking that it prints TEXT."""
+    lines = []
+    for line in code.splitlines():
+        says = _SAYS.match(line)
+        if says:
+            indent, arguments, text = says.groups()
+            line = f"{indent}__prints({text!r}, {arguments})"
+        lines.append(line)
+    return _CHECKER + "\n".join(lines) + "\n"
+
+
+def test_a_print_comment_is_checked() -> None:
+    namespace: dict = {}
+    exec(_checked('print(1 + 1)  # 2\nprint("a b c")  # a b ...\n'), namespace)
+    with pytest.raises(AssertionError, match="printed '3'; the page says '4'"):
+        exec(_checked("print(3)  # 4\n"), namespace)
+
+
 @pytest.mark.parametrize(("where", "code"), RUNNABLE, ids=[where for where, _ in RUNNABLE])
 def test_a_runnable_example_runs_as_written(where: str, code: str, tmp_path: Path) -> None:
     (tmp_path / "checklists").symlink_to(ROOT / "checklists")
-    (tmp_path / "example.py").write_text(code, encoding="utf-8")
+    (tmp_path / "example.py").write_text(_checked(code), encoding="utf-8")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     done = subprocess.run(
