@@ -228,3 +228,48 @@ def test_the_extending_page_names_paths() -> None:
     paths = _extending_paths()
     assert "pytest_vlcheck.tasks.base.BaseTask" in paths
     assert "pytest_vlcheck.models.protocol.ModelOptions" in paths
+
+
+def _table_names(page: str, heading: str, *, nth: int = 0) -> set[str]:
+    """The backquoted names in the first column of the ``nth`` table under ``heading`` of
+    ``page`` (a row may name several: `` `a`, `b` ``)."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    section = text.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+    tables = re.findall(r"(?:^\|.*\|\n)+", section, re.M)
+    rows = tables[nth].splitlines()[2:]  # after the header and its rule
+    return {name for row in rows for name in re.findall(r"`([^`]+)`", row.split("|")[1])}
+
+
+def test_every_generate_key_is_documented_and_no_other() -> None:
+    from pytest_vlcheck.checklist import generate_spec
+
+    documented = _table_names("docs/checklists.md", "## Generated examples: the `generate:` keys")
+    assert documented == set(generate_spec._KEYS)
+
+
+def test_every_scoring_stats_field_is_documented_and_no_other() -> None:
+    import dataclasses
+
+    from pytest_vlcheck.engine.runner.stats import ScoringStats
+
+    fields = {f.name for f in dataclasses.fields(ScoringStats)}
+    properties = {n for n, v in vars(ScoringStats).items() if isinstance(v, property)}
+    assert _table_names("docs/python-api.md", "## `ScoringStats`") == fields | properties
+
+
+def test_the_audit_vocabulary_is_documented_and_no_other() -> None:
+    """Every blind baseline and every finding ``vlcheck audit`` can print, in docs/cli.md."""
+    import numpy as np
+
+    from pytest_vlcheck.audit import checks
+    from pytest_vlcheck.audit.baselines import baseline_outcomes
+    from pytest_vlcheck.audit.subject import TextChoice
+
+    choices = [TextChoice(str(i), i, f"a red {s}", (f"a blue {s}",), ()) for i, s in
+               enumerate(["cube", "ball", "cone"])]  # fmt: skip
+    names = set(baseline_outcomes(choices, lambda texts: np.zeros(len(texts))))
+    heading = "## What `vlcheck audit` says"
+    assert _table_names("docs/cli.md", heading) == names
+    source = Path(checks.__file__).read_text(encoding="utf-8")
+    codes = set(re.findall(r'Finding\(\s*"([a-z_]+)"', source)) | {"blind_NAME"}
+    assert _table_names("docs/cli.md", heading, nth=1) == codes
