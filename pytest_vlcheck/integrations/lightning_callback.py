@@ -5,9 +5,9 @@ The CLIP model is the LightningModule's attribute ``model_attribute`` (``model``
 with ``pytest_vlcheck.evaluate`` after each validation epoch, or every ``every_n_steps``
 optimizer steps, and the run's scalars go to every logger of the trainer, at the step
 Lightning logs its own metrics of that moment (``lightning_step``: the validation loss and
-vlcheck's points share an x; Lightning's loggers write from global rank 0 only). Under ``torch.distributed`` every rank evaluates together (``evaluate``
-is collective: each encodes a share) and keeps the same ``runs``. Its arguments are checked
-when it is made.
+vlcheck's points share an x; Lightning's loggers write from global rank 0 only). Under
+``torch.distributed`` every rank evaluates together (``evaluate`` is collective: each encodes a
+share) and keeps the same ``runs``. Its arguments are checked when it is made.
 """
 
 from __future__ import annotations

@@ -34,8 +34,8 @@ def _wandb_at_global_step(scalars: Mapping[str, float], step: int | None) -> Non
 
 
 def integration_logs(report_to: Sequence[str], callbacks: Sequence[Any]) -> list[Any]:
-    """A ``log=`` spec per ``report_to`` integration vlcheck writes to (``callbacks``, the trainer's,
-    hold the TensorBoard callback's folder); a warning naming the others."""
+    """A ``log=`` spec per ``report_to`` integration vlcheck writes to (``callbacks``, the
+    trainer's, hold the TensorBoard callback's folder); a warning naming the others."""
     specs: list[Any] = []
     other = []
     for name in report_to:

@@ -18,8 +18,8 @@ from test_report import result, typed
 
 from pytest_vlcheck.report import build_report, read_matrix
 from pytest_vlcheck.report.html import render_html
-from pytest_vlcheck.results import FailureExample
 from pytest_vlcheck.report.thumbnails import thumbnail_data_uris, thumbnail_names
+from pytest_vlcheck.results import FailureExample
 from pytest_vlcheck.tiny import TINY_CONFIG, TINY_WEIGHTS
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
