@@ -106,7 +106,9 @@ def test_the_trainer_callback_logs_beside_the_loss_under_its_own_names(
     trainer.train()
 
     assert [run.step for run in probe.runs] == [1, 2]
-    folder = next(c.logging_dir for c in trainer.callback_handler.callbacks if hasattr(c, "tb_writer"))
+    folder = next(
+        c.logging_dir for c in trainer.callback_handler.callbacks if hasattr(c, "tb_writer")
+    )
     events = EventAccumulator(folder).Reload()
     tags = events.Tags()["scalars"]
     name = "vlcheck/attribute/color/color/pass_rate"
