@@ -30,6 +30,34 @@ pytestmark = pytest.mark.skipif(
     "(apt-get install chromium) when it runs as root with apt; install it to run this test",
 )
 
+WINDOW = (1280, 900)
+
+
+def _chromium(
+    page: Path, *options: str, window: int = WINDOW[0]
+) -> subprocess.CompletedProcess[str]:
+    """Open ``page`` in headless Chromium, ``window`` px wide and ``WINDOW[1]`` high, with
+    ``options`` (``--dump-dom``: the DOM on stdout; ``--screenshot=FILE``)."""
+    assert CHROMIUM is not None
+    browser = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         f"--window-size={window},{WINDOW[1]}", *options, page.as_uri()],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert browser.returncode == 0, browser.stderr[-2000:]
+    return browser
+
+
+def _probed(page: Path, script: str, pattern: str, window: int = WINDOW[0]) -> str:
+    """What ``script``, run in a copy of ``page`` (the report itself runs none), writes into
+    the DOM: ``pattern``'s group in the DOM ``--dump-dom`` prints."""
+    probe = page.with_name("probe.html")
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", script + "</body>"))
+    found = re.search(pattern, _chromium(probe, "--dump-dom", window=window).stdout)
+    assert found is not None, f"no {pattern} in the DOM"
+    return found[1]
+
+
 CHECKLIST = """\
 vlcheck: 1
 tests:
@@ -62,24 +90,8 @@ def test_report_loads_in_chromium_with_thumbnails(pytester: pytest.Pytester) -> 
     expected = set(thumbnail_data_uris(rep, thumbnail_names(results)).values())
     assert len(expected) == 3  # green.png, the scene, red.png (the image task's two images)
 
-    assert CHROMIUM is not None
-    browser = subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--dump-dom",
-            (rep / "report.html").as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert browser.returncode == 0, browser.stderr[-2000:]
+    page = rep / "report.html"
+    browser = _chromium(page, "--enable-logging=stderr", "--v=0", "--dump-dom")
     console = [line for line in browser.stderr.splitlines() if ":CONSOLE" in line]
     assert console == [], "report.html logged to the console:\n" + "\n".join(console)
     shown = set(re.findall(r'<img [^>]*src="(data:image/jpeg;base64,[^"]+)"', browser.stdout))
@@ -89,22 +101,11 @@ def test_report_loads_in_chromium_with_thumbnails(pytester: pytest.Pytester) -> 
 def _page_width(page: Path, window: int) -> int:
     """``document.documentElement.scrollWidth`` of ``page`` in a ``window``-px-wide Chromium
     (a copy of the page with a probe script: the report itself runs none)."""
-    probe = page.with_name("probe.html")
     script = (
         "<script>document.body.insertAdjacentHTML('beforeend', '<p id=\"probe\">' + "
-        "document.documentElement.scrollWidth + '</p>')</script></body>"
+        "document.documentElement.scrollWidth + '</p>')</script>"
     )
-    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", script))
-    assert CHROMIUM is not None
-    browser = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         f"--window-size={window},900", "--dump-dom", probe.as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert browser.returncode == 0, browser.stderr[-2000:]
-    found = re.search(r'<p id="probe">(\d+)</p>', browser.stdout)
-    assert found is not None, browser.stdout[-2000:]
-    return int(found[1])
+    return int(_probed(page, script, r'<p id="probe">(\d+)</p>', window))
 
 
 def test_report_fits_a_1280_px_window_with_a_three_checkpoint_glob(
@@ -153,7 +154,6 @@ README_ROWS = [
     ("relation/spatial", "spatial", 0.65, 0.671),
     ("relation/spatial", "spatial_replaced", 0.70, 0.413),
 ]
-WINDOW = (1280, 900)
 _FAILED_RED = (248, 215, 218)  # .st-failed's background: the FAILED headline, failing cells
 
 
@@ -183,7 +183,6 @@ def _layout(page: Path) -> dict:
     """Where the headline, the matrix, its marks line and the tests' sections are (CSS px from
     the page's top) in a ``WINDOW``-sized Chromium: a copy of the page with a probe script
     writes them into the DOM, which ``--dump-dom`` prints (the report itself runs none)."""
-    probe = page.with_name("layout.html")
     script = """<script>
 const bottom = (e) => e.getBoundingClientRect().bottom + window.scrollY;
 const matrix = document.querySelector('table.matrix');
@@ -195,18 +194,8 @@ const out = document.createElement('pre');
 out.id = 'probe';
 out.textContent = JSON.stringify(found);
 document.body.appendChild(out);
-</script></body>"""
-    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", script))
-    assert CHROMIUM is not None
-    browser = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         f"--window-size={WINDOW[0]},{WINDOW[1]}", "--dump-dom", probe.as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert browser.returncode == 0, browser.stderr[-2000:]
-    found = re.search(r'<pre id="probe">(.*?)</pre>', browser.stdout)
-    assert found is not None, browser.stdout[-2000:]
-    return json.loads(found[1])
+</script>"""
+    return json.loads(_probed(page, script, r'<pre id="probe">(.*?)</pre>'))
 
 
 def test_the_verdict_and_the_matrix_are_on_the_first_screen(tmp_path: Path) -> None:
@@ -226,13 +215,7 @@ def test_the_verdict_and_the_matrix_are_on_the_first_screen(tmp_path: Path) -> N
     assert layout["sections"][8:] == [f"t{i}" for i in range(1, 21) if f"t{i}" not in failing]
 
     shot = tmp_path / "first-screen.png"
-    assert CHROMIUM is not None
-    browser = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         f"--window-size={WINDOW[0]},{WINDOW[1]}", f"--screenshot={shot}", page.as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert browser.returncode == 0, browser.stderr[-2000:]
+    _chromium(page, f"--screenshot={shot}")
     with Image.open(shot) as image:
         assert image.size == WINDOW
         top = image.convert("RGB").crop((0, 0, WINDOW[0], int(layout["headline"]) + 1))
