@@ -4,7 +4,9 @@ publish the baseline after a failed gate.
 
 A runnable example is a fenced ``python`` block right after a ``<!-- runnable -->`` line. It
 runs in a fresh interpreter, in an empty folder where ``checklists/`` is the repository's
-(so paths read as they do from a clone), offline.
+(so paths read as they do from a clone), offline. A ``print(...)  # TEXT`` line of one says
+what it prints: the example fails when it prints anything else (``TEXT ...``: what the
+printed line starts with).
 """
 
 from __future__ import annotations
@@ -49,10 +51,44 @@ def test_the_readme_and_the_python_api_page_have_runnable_examples() -> None:
     assert {"README.md", "docs/python-api.md"} <= pages
 
 
+_SAYS = re.compile(r"^(\s*)print\((.*)\)  # (.*)$")
+_CHECKER = """\
+def __prints(__expected, *args, **kwargs):
+    import io
+    out = io.StringIO()
+    print(*args, **kwargs, file=out)
+    said = out.getvalue().rstrip("\\n")
+    print(said)
+    if __expected.endswith(" ..."):
+        assert said.startswith(__expected[:-4]), f"printed {said!r}; the page says {__expected!r}"
+    else:
+        assert said == __expected, f"printed {said!r}; the page says {__expected!r}"
+"""
+
+
+def _checked(code: str) -> str:
+    """``code`` with each ``print(...)  # TEXT`` line checking that it prints TEXT."""
+    lines = []
+    for line in code.splitlines():
+        says = _SAYS.match(line)
+        if says:
+            indent, arguments, text = says.groups()
+            line = f"{indent}__prints({text!r}, {arguments})"
+        lines.append(line)
+    return _CHECKER + "\n".join(lines) + "\n"
+
+
+def test_a_print_comment_is_checked() -> None:
+    namespace: dict = {}
+    exec(_checked('print(1 + 1)  # 2\nprint("a b c")  # a b ...\n'), namespace)
+    with pytest.raises(AssertionError, match="printed '3'; the page says '4'"):
+        exec(_checked("print(3)  # 4\n"), namespace)
+
+
 @pytest.mark.parametrize(("where", "code"), RUNNABLE, ids=[where for where, _ in RUNNABLE])
 def test_a_runnable_example_runs_as_written(where: str, code: str, tmp_path: Path) -> None:
     (tmp_path / "checklists").symlink_to(ROOT / "checklists")
-    (tmp_path / "example.py").write_text(code, encoding="utf-8")
+    (tmp_path / "example.py").write_text(_checked(code), encoding="utf-8")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     done = subprocess.run(
@@ -192,3 +228,48 @@ def test_the_extending_page_names_paths() -> None:
     paths = _extending_paths()
     assert "pytest_vlcheck.tasks.base.BaseTask" in paths
     assert "pytest_vlcheck.models.protocol.ModelOptions" in paths
+
+
+def _table_names(page: str, heading: str, *, nth: int = 0) -> set[str]:
+    """The backquoted names in the first column of the ``nth`` table under ``heading`` of
+    ``page`` (a row may name several: `` `a`, `b` ``)."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    section = text.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+    tables = re.findall(r"(?:^\|.*\|\n)+", section, re.M)
+    rows = tables[nth].splitlines()[2:]  # after the header and its rule
+    return {name for row in rows for name in re.findall(r"`([^`]+)`", row.split("|")[1])}
+
+
+def test_every_generate_key_is_documented_and_no_other() -> None:
+    from pytest_vlcheck.checklist import generate_spec
+
+    documented = _table_names("docs/checklists.md", "## Generated examples: the `generate:` keys")
+    assert documented == set(generate_spec._KEYS)
+
+
+def test_every_scoring_stats_field_is_documented_and_no_other() -> None:
+    import dataclasses
+
+    from pytest_vlcheck.engine.runner.stats import ScoringStats
+
+    fields = {f.name for f in dataclasses.fields(ScoringStats)}
+    properties = {n for n, v in vars(ScoringStats).items() if isinstance(v, property)}
+    assert _table_names("docs/python-api.md", "## `ScoringStats`") == fields | properties
+
+
+def test_the_audit_vocabulary_is_documented_and_no_other() -> None:
+    """Every blind baseline and every finding ``vlcheck audit`` can print, in docs/cli.md."""
+    import numpy as np
+
+    from pytest_vlcheck.audit import checks
+    from pytest_vlcheck.audit.baselines import baseline_outcomes
+    from pytest_vlcheck.audit.subject import TextChoice
+
+    choices = [TextChoice(str(i), i, f"a red {s}", (f"a blue {s}",), ()) for i, s in
+               enumerate(["cube", "ball", "cone"])]  # fmt: skip
+    names = set(baseline_outcomes(choices, lambda texts: np.zeros(len(texts))))
+    heading = "## What `vlcheck audit` says"
+    assert _table_names("docs/cli.md", heading) == names
+    source = Path(checks.__file__).read_text(encoding="utf-8")
+    codes = set(re.findall(r'Finding\(\s*"([a-z_]+)"', source)) | {"blind_NAME"}
+    assert _table_names("docs/cli.md", heading, nth=1) == codes

@@ -149,9 +149,8 @@ def _parse_test(context: ParseContext, raw: Any, line: int) -> ChecklistTest:
     task = named
     settings = errors.attempt(_parse_settings, fields, task, named)
     name = test_id or str(fields.data.get("id", "?"))
-    examples, source = errors.attempt(_examples, context, fields, name, task) or ((), None)
-    if examples and settings is not None and "position" in task.optional_example_keys:
-        errors.attempt(_positions_need_order, fields, settings)
+    found = errors.attempt(_examples, context, fields, name, task, settings)
+    examples, source = found or ((), None)
     if examples:
         wanted = [("macro", macro.tag)] if macro is not None else []
         wanted += [("all_of", tag) for tag in all_of or ()]
@@ -197,20 +196,20 @@ def _tags_on_examples(
             )
 
 
-def _positions_need_order(fields: Fields, settings: Mapping[str, Any]) -> None:
+def _positions_need_order(
+    source: Path, raws: list[Any], lines: list[int], settings: Mapping[str, Any]
+) -> None:
     """An example's ``position`` places its true candidate under ``ties: order`` only: under
-    another rule (the test's, or the example's own ``ties``) it would be ignored."""
-    raw = fields.data.get("examples")
-    if not isinstance(raw, list):
-        return  # a JSON Lines file: its examples are checked by the task kind alone
+    another rule (the test's, or the example's own ``ties``) it would be ignored. Checked on
+    the examples as written (in the checklist or a JSON Lines file), at the example's line."""
     test_rule = settings.get("ties", "fail")
-    for index, example in enumerate(raw):
+    for example, line in zip(raws, lines, strict=True):
         if isinstance(example, Mapping) and "position" in example:
             rule = example.get("ties", test_rule)
             if rule != "order":
                 raise ChecklistError(
-                    fields.path,
-                    fields.item_line("examples", index),
+                    source,
+                    line,
                     f"'position' places the true candidate under 'ties: order' only; this "
                     f"example is judged under 'ties: {rule}'; expected 'ties: order' (on the "
                     "test, or on the example where it takes one) or no 'position'",
@@ -239,13 +238,19 @@ def _parse_settings(fields: Fields, task: Task, named: Task | None) -> dict[str,
 
 
 def _examples(
-    context: ParseContext, fields: Fields, test_id: str, task: Task
+    context: ParseContext,
+    fields: Fields,
+    test_id: str,
+    task: Task,
+    settings: Mapping[str, Any] | None,
 ) -> tuple[tuple[Any, ...], Path]:
     """The test's examples, from wherever they are written, and the file they are in."""
     raw_examples, lines, source = _example_sources(fields, task.name)
     source_context = replace(context, path=source)
     plain = task.parse_plain_examples(source_context, test_id, raw_examples, lines)
     parsed = plain or _parse_examples(source_context, test_id, task, raw_examples, lines)
+    if settings is not None and "position" in task.optional_example_keys:
+        _positions_need_order(source, raw_examples, lines, settings)
     return parsed, source
 
 

@@ -23,7 +23,7 @@ from pytest_vlcheck.run.settings import (
 )
 
 _SET_BY_THE_CALLBACK = {
-    "step": "the callback logs each evaluation at the trainer's global step",
+    "step": "the callback logs each evaluation at the trainer's step",
     "name": "the callback reports the model being trained as 'model' (to tell runs apart, "
     "name the trainer's run or logger)",
 }

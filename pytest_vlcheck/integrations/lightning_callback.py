@@ -3,11 +3,11 @@
 The CLIP model is the LightningModule's attribute ``model_attribute`` (``model`` by default:
 ``self.model = open_clip.create_model(...)`` in the module's ``__init__``). It is evaluated
 with ``pytest_vlcheck.evaluate`` after each validation epoch, or every ``every_n_steps``
-optimizer steps, and the run's scalars go to every logger of the trainer
-(``logger.log_metrics(scalars, step=trainer.global_step)``; Lightning's loggers write from
-global rank 0 only). Under ``torch.distributed`` every rank evaluates together (``evaluate``
-is collective: each encodes a share) and keeps the same ``runs``. Its arguments are checked
-when it is made.
+optimizer steps, and the run's scalars go to every logger of the trainer, at the step
+Lightning logs its own metrics of that moment (``lightning_step``: the validation loss and
+vlcheck's points share an x; Lightning's loggers write from global rank 0 only). Under
+``torch.distributed`` every rank evaluates together (``evaluate`` is collective: each encodes a
+share) and keeps the same ``runs``. Its arguments are checked when it is made.
 """
 
 from __future__ import annotations
@@ -63,7 +63,16 @@ class VlcheckLightningCallback(Callback):
                 f"{self.model_attribute!r}; expected the CLIP model there, or "
                 "model_attribute= naming where it is"
             )
-        run = evaluate(model, self.checklists, step=trainer.global_step, **self.options)
+        step = lightning_step(trainer)
+        run = evaluate(model, self.checklists, step=step, **self.options)
         self.runs.append(run)
         for logger in trainer.loggers:
-            logger.log_metrics(run.scalars(), step=trainer.global_step)
+            logger.log_metrics(run.scalars(), step=step)
+
+
+def lightning_step(trainer: Any) -> int:
+    """The step Lightning's own metrics are logged at: the optimizer steps taken before the
+    current one (``trainer.global_step - 1`` in the hooks after an optimizer step and in a
+    validation run inside training), Lightning's logger connector's step, as its
+    ``LearningRateMonitor`` uses it; ``global_step`` would sit one step to the right."""
+    return int(trainer.fit_loop.epoch_loop._batches_that_stepped)

@@ -11,7 +11,8 @@ from pytest_vlcheck.errors import VlcheckUserError
 class Schedule:
     """Every ``every_n_steps`` optimizer steps, or (None) after each of the framework's own
     evaluations; a step is evaluated once even when the framework reports it twice
-    (gradient accumulation calls the batch hook several times per optimizer step)."""
+    (gradient accumulation calls the batch hook several times per optimizer step, the first
+    ones before any step: step 0 is never due after a batch)."""
 
     every_n_steps: int | None = None
     last_step: int | None = None
@@ -26,7 +27,8 @@ class Schedule:
 
     def due_after_step(self, step: int) -> bool:
         """After an optimizer step: due on every n-th, once."""
-        return self.every_n_steps is not None and step % self.every_n_steps == 0 and self._new(step)
+        n = self.every_n_steps
+        return n is not None and step > 0 and step % n == 0 and self._new(step)
 
     def due_after_evaluation(self, step: int) -> bool:
         """After the framework's own evaluation: due when no step interval was given."""

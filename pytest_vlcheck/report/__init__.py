@@ -28,7 +28,12 @@ from pytest_vlcheck.report.markdown import render_markdown
 from pytest_vlcheck.report.matrix import matrix_document, matrix_json
 from pytest_vlcheck.report.sections import build_report
 from pytest_vlcheck.report.terminal import format_matrix, matrix_lines
-from pytest_vlcheck.report.thumbnails import copy_thumbnails, thumbnail_data_uris, thumbnail_names
+from pytest_vlcheck.report.thumbnails import (
+    copy_thumbnails,
+    prune_thumbnails,
+    thumbnail_data_uris,
+    thumbnail_names,
+)
 from pytest_vlcheck.results import CapabilityResult
 
 __all__ = [
@@ -88,7 +93,8 @@ def write_report(
     """Write the four report files into ``directory`` (created if needed), each atomically.
 
     The failures' thumbnails are read from ``thumbnail_source/thumbnails/`` (default: the
-    report's own folder), embedded into ``report.html`` and copied beside the new files.
+    report's own folder), embedded into ``report.html`` and copied beside the new files;
+    thumbnails there that the results do not name (an earlier run's) are deleted after.
     Returns the paths in the order of REPORT_FILES. Everything is rendered before the first
     file is written, so a rendering error leaves an existing report untouched.
     """
@@ -104,4 +110,5 @@ def write_report(
         path = out / name
         atomic_write_text(path, files[name])
         paths.append(path)
+    prune_thumbnails(out, names)
     return paths

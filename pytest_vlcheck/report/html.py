@@ -1,8 +1,9 @@
 """``report.html``: one self-contained page (inline CSS and SVG, no scripts, no web assets).
 
 A formatter over ``sections.Report``. Sections: a headline with the verdict and the counts,
-the run's errors (first, so nobody misses them), models, the matrix coloured by verdict with
-deltas against the baseline and the first model (its marks explained under it), pass-rate
+the run's errors (first, so nobody misses them), the matrix coloured by verdict with deltas
+against the baseline and the first model (its marks explained under it; one line a cell, so
+README's 20 tests fit a 1280 x 900 window with the headline), the models, pass-rate
 charts per model, the capability radar, then per test (failing tests first) its numbers,
 metrics, slices side by side and collapsible failure examples (with their thumbnails when the
 caller passes them as data URIs; the scores once, in the example's table). Every piece of
@@ -201,7 +202,7 @@ def _matrix_cell(cell: Cell | None) -> str:
         return _td(_MARK[r.status] + unscored, f"cell st-{r.status}", r.message or r.status)
     mark = verdict_mark(r) + _MARK[r.status][1:]  # " xfail" / " XPASS" stay
     text = (
-        f"{_e(cell.judged_text)} {mark}<br><small>{cell.ci_text} · n={r.n}</small>"
+        f"{_e(cell.judged_text)} {mark} <small>{cell.ci_text} · n={r.n}</small>"
         + unscored
         + "".join(_delta(d) for d in cell.deltas)
     )
@@ -483,10 +484,10 @@ def render_html(report: Report, *, thumbnails: Mapping[str, str] | None = None) 
         "<h1>vlcheck capability report</h1>",
         *_headline(report),
         *_errors_section(report),
-        *_models_section(report),
     ]
     if report.sections:
-        out += _matrix_section(report)
+        out += _matrix_section(report)  # before the models: the verdict's table on screen one
+        out += _models_section(report)
         out += _charts_section(report)
         out.append("<h2>Tests</h2>")
         out.append('<p class="meta">Failing tests first, then the rest in matrix order.</p>')
@@ -494,6 +495,6 @@ def render_html(report: Report, *, thumbnails: Mapping[str, str] | None = None) 
         for section in ordered:
             out += _test_section(section, thumbnails)
     else:
-        out.append("<p>No results.</p>")
+        out += [*_models_section(report), "<p>No results.</p>"]
     out += ["</body>", "</html>", ""]
     return "\n".join(out)

@@ -2,14 +2,18 @@
 
 Whoever evaluates a test (a serial run or an xdist worker) writes the images of the failures it
 keeps, cropped as scored and with scenes rendered; ``report.html`` embeds them as data URIs so
-it stays one self-contained file, while ``matrix.json`` only names them. Names are the hash of
-the JPEG bytes, so workers writing the same image at once write the same file, and a name read
-from a ``matrix.json`` can never point outside the folder.
+it stays one self-contained file, while ``matrix.json`` names them (each failure's
+``thumbnails``): the folder is where ``vlcheck report`` and ``merge`` embed them from again.
+Names are the hash of the JPEG bytes, so workers writing the same image at once write the same
+file, and a name read from a ``matrix.json`` can never point outside the folder. Writing a
+report keeps only the files its results name (``prune_thumbnails``): a folder written by
+several runs holds no image that nothing references.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import re
@@ -29,6 +33,7 @@ __all__ = [
     "THUMBNAIL_DIR",
     "THUMBNAIL_SIZE",
     "copy_thumbnails",
+    "prune_thumbnails",
     "thumbnail_data_uris",
     "thumbnail_jpeg",
     "thumbnail_names",
@@ -102,3 +107,17 @@ def copy_thumbnails(source: Path, target: Path, names: Iterable[str]) -> None:
         if _NAME.fullmatch(name) and path.is_file():
             (target / THUMBNAIL_DIR).mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(target / THUMBNAIL_DIR / name, path.read_bytes())
+
+
+def prune_thumbnails(folder: Path, names: Iterable[str]) -> None:
+    """Delete the thumbnails of ``folder/thumbnails`` that ``names`` (the report's) do not
+    name (an earlier run's failures), and the folder itself when none is left."""
+    directory = folder / THUMBNAIL_DIR
+    if not directory.is_dir():
+        return
+    keep = set(names)
+    for path in directory.iterdir():
+        if _NAME.fullmatch(path.name) and path.name not in keep:
+            path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # not empty: files of the user's own stay
+        directory.rmdir()

@@ -54,7 +54,10 @@ class Judgement:
     ties: np.ndarray
     metrics: dict[str, float] = field(default_factory=dict)
     chance: float | None = 0.0
-    score_kind: str = "similarity"
+    score_kind: str | None = None
+    """The kind of the scores the decision was made on, when the kind turned the model's
+    scores into others (``match``: probabilities); None: the model's own scores (the judge
+    asks the runner: ``similarity``, ``log-probability``, ``score``)."""
     said: tuple[Mapping[str, Any], ...] = ()
     """A kind that asks a generative model (``tasks.asking``): what each example was asked
     and answered (``prompt``/``prompts``, ``output``/``outputs``, ``extracted``)."""

@@ -121,6 +121,18 @@ def test_errors_name_the_jsonl_line(tmp_path: Path, bad: str, message: str) -> N
     assert str(error).startswith(f"{tmp_path / 'data' / 'ex.jsonl'}:3: ")
 
 
+def test_a_position_outside_ties_order_is_refused_at_its_jsonl_line(tmp_path: Path) -> None:
+    """As for an example written in the checklist: ``position`` under the test's default
+    rule (``ties: fail``) would be ignored, so it is one error at the line that has it."""
+    placed = {**GOOD[0], "id": "p", "position": 1}
+    path = _write(tmp_path, [json.dumps(GOOD[1]), json.dumps(placed)])
+    error = _error(path)
+    assert str(error).startswith(f"{tmp_path / 'data' / 'ex.jsonl'}:2: 'position' places")
+    assert "judged under 'ties: fail'" in str(error)
+    path.write_text(path.read_text().replace("    examples:", "    ties: order\n    examples:"))
+    assert load_checklist(path).tests[0].examples[1].position == 1
+
+
 def test_a_line_that_is_not_utf8(tmp_path: Path) -> None:
     path = _write(tmp_path, [json.dumps(GOOD[0])])
     with (tmp_path / "data" / "ex.jsonl").open("ab") as handle:

@@ -4,6 +4,7 @@ to the framework's own logging, with tiny random models built offline."""
 
 from __future__ import annotations
 
+import csv
 import json
 import warnings
 from pathlib import Path
@@ -22,7 +23,7 @@ def checklist(tmp_path: Path) -> Path:
 
 def test_a_step_interval_is_due_on_its_multiples_once_each() -> None:
     schedule = Schedule(every_n_steps=2)
-    due = [step for step in (1, 2, 2, 3, 4, 4) if schedule.due_after_step(step)]
+    due = [step for step in (0, 1, 2, 2, 3, 4, 4) if schedule.due_after_step(step)]
     assert due == [2, 4]
     assert not schedule.due_after_evaluation(6)
 
@@ -49,33 +50,83 @@ def _hf_model_and_processor(directory: Path):
     return model, processor
 
 
-def test_the_trainer_callback_logs_through_trainer_log(tmp_path: Path, checklist: Path) -> None:
-    from transformers import Trainer, TrainerCallback, TrainingArguments
+def _clip_examples(model, count: int) -> list[dict]:
+    """``count`` CLIP training examples (token ids, pixels) of random data."""
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    size, vocab = model.config.vision_config.image_size, model.config.text_config.vocab_size
+    return [
+        {
+            "input_ids": torch.randint(3, vocab, (5,), generator=generator),
+            "pixel_values": torch.rand(3, size, size, generator=generator),
+        }
+        for _ in range(count)
+    ]
+
+
+def _contrastive_batch(rows: list[dict]) -> dict:
+    import torch
+
+    return {key: torch.stack([row[key] for row in rows]) for key in rows[0]} | {"return_loss": True}
+
+
+def test_the_trainer_callback_logs_beside_the_loss_under_its_own_names(
+    tmp_path: Path, checklist: Path
+) -> None:
+    """A real (tiny, offline) training with report_to tensorboard: vlcheck's scalars land in
+    the trainer's event folder as ``vlcheck/...`` (not transformers' ``train/vlcheck/...``),
+    at the steps of the trainer's own loss."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from transformers import Trainer, TrainingArguments
 
     from pytest_vlcheck.integrations import VlcheckCallback
 
     model, processor = _hf_model_and_processor(tmp_path / "clip")
-    model.train()
-    logged: list[dict] = []
-
-    class Recorder(TrainerCallback):
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            logged.append(dict(logs or {}))
-
-    args = TrainingArguments(output_dir=str(tmp_path / "out"), report_to=[], use_cpu=True)
-    trainer = Trainer(model=model, args=args, callbacks=[Recorder()])
-    probe = VlcheckCallback(checklist, trainer=trainer, preprocess=processor, no_cache=True)
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "out"),
+        report_to=["tensorboard"],
+        use_cpu=True,
+        max_steps=2,
+        logging_steps=1,
+        per_device_train_batch_size=2,
+        save_strategy="no",
+        disable_tqdm=True,
+    )
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=_clip_examples(model, 4),
+        data_collator=_contrastive_batch,
+    )
+    probe = VlcheckCallback(
+        checklist, trainer=trainer, every_n_steps=1, preprocess=processor, no_cache=True
+    )
     trainer.add_callback(probe)
-    trainer.state.global_step = 7
-    trainer.callback_handler.on_evaluate(args, trainer.state, trainer.control, metrics={})
-    trainer.callback_handler.on_evaluate(args, trainer.state, trainer.control, metrics={})
+    trainer.train()
 
-    assert len(probe.runs) == 1  # step 7 evaluated once
-    scalars = probe.runs[0].scalars()
-    assert "vlcheck/attribute/color/color/pass_rate" in scalars
-    assert logged and all(logged[0][k] == v for k, v in scalars.items())
-    assert trainer.state.log_history[-1]["step"] == 7
-    assert model.training  # the trainer's model is back in train mode
+    assert [run.step for run in probe.runs] == [1, 2]
+    folder = next(
+        c.logging_dir for c in trainer.callback_handler.callbacks if hasattr(c, "tb_writer")
+    )
+    events = EventAccumulator(folder).Reload()
+    tags = events.Tags()["scalars"]
+    name = "vlcheck/attribute/color/color/pass_rate"
+    assert name in tags
+    assert not [tag for tag in tags if tag.startswith("train/vlcheck")]
+    assert [e.step for e in events.Scalars(name)] == [e.step for e in events.Scalars("train/loss")]
+    assert [e.value for e in events.Scalars(name)] == [
+        pytest.approx(run.scalars()[name]) for run in probe.runs
+    ]
+    assert trainer.state.log_history[-1]["step"] == 2  # the trainer's own history untouched
+
+
+def test_the_trainer_callback_names_an_integration_it_cannot_write_to() -> None:
+    from pytest_vlcheck.integrations.report_to import integration_logs
+
+    with pytest.warns(UserWarning, match=r"do not go to report_to comet_ml .*expected log="):
+        specs = integration_logs(["mlflow", "comet_ml", "codecarbon"], [])
+    assert specs == ["mlflow"]
 
 
 def test_the_trainer_callback_evaluates_every_n_steps(tmp_path: Path, checklist: Path) -> None:
@@ -98,17 +149,16 @@ def test_the_trainer_callback_evaluates_every_n_steps(tmp_path: Path, checklist:
     assert [run.step for run in probe.runs] == [2, 4]
 
 
-def test_the_lightning_callback_logs_to_the_trainers_loggers(
-    tmp_path: Path, checklist: Path
-) -> None:
+def _lightning_fit(tmp_path: Path, probe, **trainer_options) -> Path:
+    """Fit the tiny CLIP (in a LightningModule logging ``val_loss``) on 4 batches a epoch
+    with ``probe``; the CSV logger's metrics file."""
     import lightning.pytorch as pl
     import torch
     from lightning.pytorch.loggers import CSVLogger
 
-    from pytest_vlcheck.integrations import VlcheckLightningCallback
     from pytest_vlcheck.tiny import live_model
 
-    clip, preprocess, tokenizer = live_model(trained=False)
+    clip, _, _ = live_model(trained=False)
 
     class Module(pl.LightningModule):
         def __init__(self) -> None:
@@ -118,29 +168,71 @@ def test_the_lightning_callback_logs_to_the_trainers_loggers(
         def training_step(self, batch, batch_idx):
             return self.model.logit_scale * batch[0].sum()
 
+        def validation_step(self, batch, batch_idx):
+            self.log("val_loss", self.model.logit_scale * batch[0].sum())
+
         def configure_optimizers(self):
             return torch.optim.SGD(self.parameters(), lr=1e-3)
 
-    probe = VlcheckLightningCallback(
-        checklist, every_n_steps=2, preprocess=preprocess, tokenizer=tokenizer, no_cache=True
-    )
     data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.ones(4, 1)))
     trainer = pl.Trainer(
-        max_steps=4,
         callbacks=[probe],
         logger=CSVLogger(str(tmp_path / "logs")),
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
         accelerator="cpu",
+        log_every_n_steps=1,
+        num_sanity_val_steps=0,
+        **trainer_options,
     )
-    trainer.fit(Module(), data)
+    trainer.fit(Module(), data, data)
+    return Path(trainer.logger.log_dir) / "metrics.csv"
 
-    assert [run.step for run in probe.runs] == [2, 4]
-    metrics = (Path(trainer.logger.log_dir) / "metrics.csv").read_text().splitlines()
-    header = metrics[0].split(",")
-    assert "vlcheck/attribute/color/color/pass_rate" in header
-    assert [row.split(",")[header.index("step")] for row in metrics[1:]] == ["2", "4"]
+
+def _logged_steps(metrics: Path, name: str) -> list[int]:
+    rows = list(csv.DictReader(metrics.open()))
+    return [int(row["step"]) for row in rows if row[name]]
+
+
+def test_the_lightning_callback_logs_beside_the_validation_loss(
+    tmp_path: Path, checklist: Path
+) -> None:
+    """After each validation, at the step Lightning logs ``val_loss`` at (one point each, on
+    the same x), under gradient accumulation too."""
+    from pytest_vlcheck.integrations import VlcheckLightningCallback
+    from pytest_vlcheck.tiny import live_model
+
+    _, preprocess, tokenizer = live_model(trained=False)
+    probe = VlcheckLightningCallback(
+        checklist, preprocess=preprocess, tokenizer=tokenizer, no_cache=True
+    )
+    metrics = _lightning_fit(tmp_path, probe, max_epochs=2, accumulate_grad_batches=2)
+
+    name = "vlcheck/attribute/color/color/pass_rate"
+    assert _logged_steps(metrics, "val_loss") == [1, 3]  # 2 optimizer steps an epoch
+    assert _logged_steps(metrics, name) == [1, 3]
+    assert [run.step for run in probe.runs] == [1, 3]
+
+
+def test_the_lightning_callback_evaluates_every_n_optimizer_steps(
+    tmp_path: Path, checklist: Path
+) -> None:
+    """Every 2nd optimizer step, at Lightning's step for it (its train loss's); gradient
+    accumulation's first batches, before any optimizer step, evaluate nothing."""
+    from pytest_vlcheck.integrations import VlcheckLightningCallback
+    from pytest_vlcheck.tiny import live_model
+
+    _, preprocess, tokenizer = live_model(trained=False)
+    probe = VlcheckLightningCallback(
+        checklist, every_n_steps=2, preprocess=preprocess, tokenizer=tokenizer, no_cache=True
+    )
+    metrics = _lightning_fit(
+        tmp_path, probe, max_steps=4, accumulate_grad_batches=2, limit_val_batches=0
+    )
+
+    assert [run.step for run in probe.runs] == [1, 3]  # after optimizer steps 2 and 4
+    assert _logged_steps(metrics, "vlcheck/summary/tests") == [1, 3]
 
 
 def test_the_lightning_callback_names_a_missing_model_attribute(checklist: Path) -> None:

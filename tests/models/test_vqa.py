@@ -349,6 +349,9 @@ def test_a_cached_rerun_scores_nothing_and_another_prompt_shares_nothing(
     assert again.stats["m"].pairs_scored == 0
     assert again.stats["m"].pairs_cached == first.stats["m"].pairs_scored
     assert again.to_json()["results"] == first.to_json()["results"]
+    kinds = {(r["task"], r["score_kind"]) for r in again.to_json()["results"]}
+    assert ("caption", "log-probability") in kinds  # VQAScore's, known without the model
+    assert {kind for task, kind in kinds if task == "match"} == {"probability"}
     assert other.stats["m"].pairs_cached == 0
     assert run_conditions(ModelOptions())["vqa"] is None
     assert "'No'" in run_conditions(ModelOptions(vqa=VqaPrompt(answer="No")))["vqa"]

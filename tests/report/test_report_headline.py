@@ -78,4 +78,4 @@ def test_a_regression_and_a_threshold_miss_have_their_own_marks() -> None:
         in lines
     )
     page = render_html(build_report(MODELS[:1], typed(rows)))
-    assert "63.3% ⇓<br>" in page and "⇓ regressed against the baseline.</p>" in page
+    assert "63.3% ⇓ <small>" in page and "⇓ regressed against the baseline.</p>" in page

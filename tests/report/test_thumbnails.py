@@ -167,7 +167,14 @@ def test_report_rendered_elsewhere_keeps_its_thumbnails(tmp_path: Path) -> None:
             }
         ],
     }
+    stale = tmp_path / "out" / "thumbnails" / "0123456789abcdef.jpg"  # an earlier run's
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"old")
     write_report(tmp_path / "out", models, typed([row]), thumbnail_source=tmp_path / "run")
     assert (tmp_path / "out" / "thumbnails" / name).read_bytes() == (
         tmp_path / "run" / "thumbnails" / name
     ).read_bytes()
+    assert [p.name for p in (tmp_path / "out" / "thumbnails").iterdir()] == [name]
+    row["status"], row["failures"] = "passed", []  # re-rendered in place, naming none
+    write_report(tmp_path / "out", models, typed([row]))
+    assert not (tmp_path / "out" / "thumbnails").exists()

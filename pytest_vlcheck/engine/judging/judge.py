@@ -89,7 +89,7 @@ def evaluate_test(
         status="passed" if judged is not None and judged >= limit else "failed",
         line=test.line,
         criterion=test.criterion,
-        score_kind=judgement.score_kind,
+        score_kind=judgement.score_kind or runner.score_kind,
         ties=int(judgement.ties.sum()),
         metrics=extra,
         judged="macro_average" if test.macro is not None and test.macro.judge else "pass_rate",

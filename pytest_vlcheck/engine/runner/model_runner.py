@@ -148,6 +148,11 @@ class ModelRunner:
         """Scores for a ``match`` decision and their kind (``ScorerSource.match_scores``)."""
         return self.source.match_scores(scores)
 
+    @property
+    def score_kind(self) -> str:
+        """What the model's raw scores are (``ScorerSource.score_kind``)."""
+        return self.source.score_kind
+
     def rebind(self, scorer: Scorer) -> None:
         """The same model wrapped anew for another call (``run.live_runners``): what was
         computed stays while its fingerprint holds (``refresh``), preprocessed images while

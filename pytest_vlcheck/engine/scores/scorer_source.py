@@ -239,6 +239,18 @@ class ScorerSource:
             return np.asarray(own(scores), dtype=np.float32), "probability"
         return scores, "probability" if self.mode == "pairs" else "similarity"
 
+    @property
+    def score_kind(self) -> str:
+        """What the model's raw scores are: ``similarity`` (a dual encoder's cosine),
+        ``log-probability`` (a generative model's mean answer log-probability: VQAScore,
+        ``match_is_exp``), ``score`` (another pair scorer's or a scores file's own scale)."""
+        mode = self.mode
+        if mode != "pairs":
+            return "similarity" if mode == "dual" else "score"
+        known = self._name.known if self._built.scorer is None else None
+        exp = known.exp if known is not None else getattr(self.scorer, "match_is_exp", False)
+        return "log-probability" if exp is True else "score"
+
     def _own_match(self) -> bool:
         """Whether the scorer maps its scores to match probabilities itself."""
         known = self._name.known if self._built.scorer is None else None
