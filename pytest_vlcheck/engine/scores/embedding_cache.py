@@ -126,10 +126,15 @@ class EmbeddingCache:
 
     ``namespace`` says which model, preprocessing and kind produced a vector (see
     ``content_keys.namespace``); keys are content keys. Thread-safe within a process.
+    A subclass keeps other rows in a database of its own (``db_name``, ``label``, and its
+    ``encode`` and ``decode``: ``engine.scores.pixel_cache``).
     """
 
+    db_name = DB_NAME
+    label = "embedding cache"
+
     def __init__(self, root: Path, *, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
-        self.path = Path(root) / DB_NAME
+        self.path = Path(root) / self.db_name
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
@@ -172,7 +177,7 @@ class EmbeddingCache:
     def _recover(self, exc: BaseException) -> None:
         """Move a file that is no database (or a damaged one) aside with its WAL files and
         open a new cache, warning once with both names; if that fails too, disable."""
-        aside = self.path.with_name(f"{DB_NAME}.unusable")
+        aside = self.path.with_name(f"{self.db_name}.unusable")
         try:
             for suffix in ("", "-wal", "-shm"):
                 source = Path(f"{self.path}{suffix}")
@@ -184,8 +189,8 @@ class EmbeddingCache:
             return
         self._warned = True
         warnings.warn(
-            f"{self.path}: not a usable embedding cache ({exc}); moved it to {aside} and "
-            "started a new one (everything not in it is encoded again)",
+            f"{self.path}: not a usable {self.label} ({exc}); moved it to {aside} and "
+            "started a new one (everything not in it is computed again)",
             CacheWarning,
             stacklevel=3,
         )
@@ -198,8 +203,8 @@ class EmbeddingCache:
         if not self._warned:
             self._warned = True
             warnings.warn(
-                f"{self.path}: embedding cache disabled for this run ({exc}); everything is "
-                "encoded afresh. Delete the file to rebuild the cache.",
+                f"{self.path}: {self.label} disabled for this run ({exc}); everything is "
+                "computed afresh. Delete the file to rebuild the cache.",
                 CacheWarning,
                 stacklevel=3,
             )
@@ -250,13 +255,15 @@ class EmbeddingCache:
                 (namespace, *chunk),
             )
             for key, dtype, shape, data, digest, accessed in rows:
-                vector = _decode(dtype, shape, data, digest)
+                vector = self.decode(dtype, shape, data, digest)
                 if vector is None:
                     bad.append(key)
                     continue
                 found[key] = vector
                 if now - accessed >= ACCESS_GRANULARITY:
                     stale.append(key)
+        if bad:
+            self.dropped(bad)
         if bad or stale:
             with _transaction(db):
                 db.executemany(
@@ -271,11 +278,26 @@ class EmbeddingCache:
 
     def put_many(self, namespace: str, items: Mapping[str, np.ndarray]) -> None:
         """Store ``items`` in one transaction, then evict the oldest rows if over the bound."""
+        self.put_encoded(namespace, {key: self.encode(vector) for key, vector in items.items()})
+
+    def put_encoded(self, namespace: str, items: Mapping[str, tuple[Any, ...]]) -> None:
+        """``put_many`` of rows already through ``encode`` (made in other threads)."""
         if not items:
             return
         now = int(time.time())
-        rows = [(key, *_encode(vector), now) for key, vector in items.items()]
+        rows = [(key, *row, now) for key, row in items.items()]
         self._guarded(lambda db: self._put(db, namespace, rows), None)
+
+    def encode(self, value: Any) -> tuple[str, str, bytes, bytes, int]:
+        """A row's dtype, shape, payload, checksum and counted bytes."""
+        return _encode(value)
+
+    def decode(self, dtype: str, shape: str, data: bytes, digest: bytes) -> Any:
+        """The stored value, or None when anything about the row is off."""
+        return _decode(dtype, shape, data, digest)
+
+    def dropped(self, keys: list[str]) -> None:
+        """Rows among ``keys`` failed their checks and are deleted (a miss: recomputed)."""
 
     def _put(self, db: sqlite3.Connection, name: str, rows: list[tuple[Any, ...]]) -> None:
         with _transaction(db):
