@@ -78,7 +78,9 @@ def test_every_part_of_the_transform_names_its_own_pixels() -> None:
         transform_namespace(base, "cpu"),
         transform_namespace(base, "gpu"),
         transform_namespace(_scorer(Resize(256, bicubic), CenterCrop(224)), "cpu"),
-        transform_namespace(_scorer(Resize(224, InterpolationMode.BILINEAR), CenterCrop(224)), "cpu"),
+        transform_namespace(
+            _scorer(Resize(224, InterpolationMode.BILINEAR), CenterCrop(224)), "cpu"
+        ),
         transform_namespace(_scorer(Resize(224, bicubic), CenterCrop(200)), "cpu"),
         transform_namespace(_scorer(Resize(224, bicubic), CenterCrop(224), mean=0.4), "cpu"),
     ]

@@ -117,6 +117,30 @@ def checksum(dtype: str, shape: str, data: bytes) -> bytes:
     return digest.digest()
 
 
+def _encode(vector: np.ndarray) -> tuple[str, str, bytes, bytes, int]:
+    """Embeddings are stored as float32; float64 values (a prior's NLLs) keep their bits."""
+    dtype = _DTYPES[1] if np.asarray(vector).dtype == np.float64 else _DTYPES[0]
+    array = np.ascontiguousarray(vector, dtype=dtype)
+    shape = ",".join(str(n) for n in array.shape)
+    data = array.tobytes()
+    return dtype, shape, data, checksum(dtype, shape, data), len(data)
+
+
+def _decode(dtype: str, shape: str, data: bytes, digest: bytes) -> np.ndarray | None:
+    """The stored vector, or None when anything about the row is off."""
+    if dtype not in _DTYPES or not isinstance(data, bytes):
+        return None
+    if checksum(dtype, shape, data) != digest:
+        return None
+    try:
+        dims = tuple(int(n) for n in shape.split(",")) if shape else ()
+    except ValueError:
+        return None
+    if math.prod(dims) * np.dtype(dtype).itemsize != len(data):
+        return None
+    return np.frombuffer(data, dtype=dtype).reshape(dims).copy()
+
+
 class NewerSchemaError(sqlite3.DatabaseError):
     """The file is a cache written by a later vlcheck: left alone, never rebuilt."""
 
@@ -126,12 +150,12 @@ class EmbeddingCache:
 
     ``namespace`` says which model, preprocessing and kind produced a vector (see
     ``content_keys.namespace``); keys are content keys. Thread-safe within a process.
-    A subclass keeps other rows in a database of its own (``db_name``, ``label``, and its
-    ``encode`` and ``decode``: ``engine.scores.pixel_cache``).
     """
 
-    db_name = DB_NAME
+    db_name = DB_NAME  # a subclass keeps its rows in a file of its own (``pixel_cache``)
     label = "embedding cache"
+    encode = staticmethod(_encode)  # a row's dtype, shape, payload, checksum and byte count
+    decode = staticmethod(_decode)  # the stored value, or None when anything is off
 
     def __init__(self, root: Path, *, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self.path = Path(root) / self.db_name
@@ -262,8 +286,6 @@ class EmbeddingCache:
                 found[key] = vector
                 if now - accessed >= ACCESS_GRANULARITY:
                     stale.append(key)
-        if bad:
-            self.dropped(bad)
         if bad or stale:
             with _transaction(db):
                 db.executemany(
@@ -278,26 +300,11 @@ class EmbeddingCache:
 
     def put_many(self, namespace: str, items: Mapping[str, np.ndarray]) -> None:
         """Store ``items`` in one transaction, then evict the oldest rows if over the bound."""
-        self.put_encoded(namespace, {key: self.encode(vector) for key, vector in items.items()})
-
-    def put_encoded(self, namespace: str, items: Mapping[str, tuple[Any, ...]]) -> None:
-        """``put_many`` of rows already through ``encode`` (made in other threads)."""
         if not items:
             return
         now = int(time.time())
-        rows = [(key, *row, now) for key, row in items.items()]
+        rows = [(key, *self.encode(vector), now) for key, vector in items.items()]
         self._guarded(lambda db: self._put(db, namespace, rows), None)
-
-    def encode(self, value: Any) -> tuple[str, str, bytes, bytes, int]:
-        """A row's dtype, shape, payload, checksum and counted bytes."""
-        return _encode(value)
-
-    def decode(self, dtype: str, shape: str, data: bytes, digest: bytes) -> Any:
-        """The stored value, or None when anything about the row is off."""
-        return _decode(dtype, shape, data, digest)
-
-    def dropped(self, keys: list[str]) -> None:
-        """Rows among ``keys`` failed their checks and are deleted (a miss: recomputed)."""
 
     def _put(self, db: sqlite3.Connection, name: str, rows: list[tuple[Any, ...]]) -> None:
         with _transaction(db):
@@ -506,30 +513,6 @@ def _evict(db: sqlite3.Connection, excess: int) -> None:
         doomed.append((rowid,))
         freed += nbytes
     db.executemany("DELETE FROM vectors WHERE rowid = ?", doomed)
-
-
-def _encode(vector: np.ndarray) -> tuple[str, str, bytes, bytes, int]:
-    """Embeddings are stored as float32; float64 values (a prior's NLLs) keep their bits."""
-    dtype = _DTYPES[1] if np.asarray(vector).dtype == np.float64 else _DTYPES[0]
-    array = np.ascontiguousarray(vector, dtype=dtype)
-    shape = ",".join(str(n) for n in array.shape)
-    data = array.tobytes()
-    return dtype, shape, data, checksum(dtype, shape, data), len(data)
-
-
-def _decode(dtype: str, shape: str, data: bytes, digest: bytes) -> np.ndarray | None:
-    """The stored vector, or None when anything about the row is off."""
-    if dtype not in _DTYPES or not isinstance(data, bytes):
-        return None
-    if checksum(dtype, shape, data) != digest:
-        return None
-    try:
-        dims = tuple(int(n) for n in shape.split(",")) if shape else ()
-    except ValueError:
-        return None
-    if math.prod(dims) * np.dtype(dtype).itemsize != len(data):
-        return None
-    return np.frombuffer(data, dtype=dtype).reshape(dims).copy()
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:

@@ -25,6 +25,7 @@ import hashlib
 import json
 import math
 import threading
+import time
 import warnings
 import zlib
 from dataclasses import dataclass, field
@@ -52,34 +53,57 @@ class PixelCache(EmbeddingCache):
 
     db_name = PIXELS_DB
     label = "pixel cache"
+    _damaged = 0
 
-    def encode(self, value: Any) -> tuple[str, str, bytes, bytes, int]:
+    @staticmethod
+    def encode(vector: Any) -> tuple[str, str, bytes, bytes, int]:
         """zlib of the pixels' bytes; the bound counts the compressed bytes (the disk's)."""
-        array = np.ascontiguousarray(value, dtype=np.uint8)
+        array = np.ascontiguousarray(vector, dtype=np.uint8)
         shape = ",".join(str(n) for n in array.shape)
         data = zlib.compress(array.tobytes(), LEVEL)
         return FORMAT, shape, data, checksum(FORMAT, shape, data), len(data)
 
     def decode(self, dtype: str, shape: str, data: bytes, digest: bytes) -> Any:
-        """The pixels (writeable, C-contiguous, as the transform returns them), or None."""
-        if dtype != FORMAT or not isinstance(data, bytes) or checksum(dtype, shape, data) != digest:
-            return None
-        try:
-            dims = tuple(int(n) for n in shape.split(","))
-            raw = zlib.decompress(data)
-        except (ValueError, zlib.error):
-            return None
-        if math.prod(dims) != len(raw):
-            return None
-        return np.frombuffer(raw, dtype=np.uint8).reshape(dims).copy()
+        """The pixels (writeable, C-contiguous, as the transform returns them), or None for
+        a damaged row (counted: ``get_many`` warns; the base class deletes the row)."""
+        pixels = _pixels(dtype, shape, data, digest)
+        if pixels is None:
+            self._damaged += 1
+        return pixels
 
-    def dropped(self, keys: list[str]) -> None:
-        warnings.warn(
-            f"{self.path}: {len(keys)} damaged pixel cache entries dropped; those images "
-            "are prepared again",
-            CacheWarning,
-            stacklevel=2,
-        )
+    def get_many(self, namespace: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """The cached pixels among ``keys``, with one warning for damaged rows dropped."""
+        self._damaged = 0
+        found = super().get_many(namespace, keys)
+        if self._damaged:
+            warnings.warn(
+                f"{self.path}: {self._damaged} damaged pixel cache entries dropped; those "
+                "images are prepared again",
+                CacheWarning,
+                stacklevel=2,
+            )
+        return found
+
+    def put_rows(self, namespace: str, rows: Mapping[str, tuple[Any, ...]]) -> None:
+        """``put_many`` of rows already through ``encode`` (compressed in other threads)."""
+        if rows:
+            now = int(time.time())
+            values = [(key, *row, now) for key, row in rows.items()]
+            self._guarded(lambda db: self._put(db, namespace, values), None)
+
+
+def _pixels(dtype: str, shape: str, data: bytes, digest: bytes) -> np.ndarray | None:
+    """A row's pixels, or None when its format, checksum, compression or size is off."""
+    if dtype != FORMAT or not isinstance(data, bytes) or checksum(dtype, shape, data) != digest:
+        return None
+    try:
+        dims = tuple(int(n) for n in shape.split(","))
+        raw = zlib.decompress(data)
+    except (ValueError, zlib.error):
+        return None
+    if math.prod(dims) != len(raw):
+        return None
+    return np.frombuffer(raw, dtype=np.uint8).reshape(dims).copy()
 
 
 def transform_namespace(scorer: Any, decode: str) -> str | None:
@@ -143,7 +167,7 @@ class PixelShelf:
         """Store what was offered since the last write, in one transaction."""
         with self._lock:
             new, self._new = self._new, {}
-        self.cache.put_encoded(self.namespace, new)
+        self.cache.put_rows(self.namespace, new)
 
     def close(self) -> None:
         self.cache.close()

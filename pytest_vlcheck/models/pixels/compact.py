@@ -133,7 +133,9 @@ def _step(step: Any) -> str:
     settings = {
         key: repr(value)
         for key, value in sorted(getattr(step, "__dict__", {}).items())
-        if not key.startswith("_") and key != "training" and isinstance(value, (bool, int, float, str, tuple))
+        if not key.startswith("_")
+        and key != "training"
+        and isinstance(value, (bool, int, float, str, tuple))
     }
     kind = f"{type(step).__module__}.{type(step).__qualname__}"
     return re.sub(r" at 0x[0-9a-fA-F]+", "", f"{kind} {step!r} {settings}")
