@@ -73,12 +73,6 @@ class LiveScorer:
         before each batch on the CPU)."""
         return str(self.encoder.device)
 
-    @property
-    def compact(self) -> Any:
-        """The caller's eval transform in its compact form, if it has one (the pixel cache
-        keeps what it makes)."""
-        return getattr(self.encoder, "compact", None)
-
     def preprocess_image(self, image: Image) -> Any:
         """The caller's eval preprocessing of one image (thread-safe; no model involved)."""
         return self.encoder.preprocess_image(image)
