@@ -182,8 +182,8 @@ COMMAND_LINE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         {
             "default": None,
             "metavar": "SIZE",
-            "help": "bound on the embedding cache, e.g. 500MB, 2GB (default 2GB); the least "
-            "recently used entries are evicted",
+            "help": "bound on the embedding cache and, on its own, on the pixel cache, e.g. "
+            "500MB, 2GB (default 2GB); the least recently used entries are evicted",
         },
     ),
     (

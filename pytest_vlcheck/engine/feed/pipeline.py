@@ -24,6 +24,7 @@ from pytest_vlcheck.engine.feed.on_device import DeviceDecode, OnDevice
 from pytest_vlcheck.engine.feed.store import ImageStore
 from pytest_vlcheck.engine.scores.content_keys import image_key
 from pytest_vlcheck.engine.scores.embedding_cache import RACY_SECONDS
+from pytest_vlcheck.engine.scores.pixel_cache import PixelShelf
 from pytest_vlcheck.images.loading import ImageLoader, over_pixel_limit
 from pytest_vlcheck.images.pool import LOAD_THREADS, preparation, shared_processes
 from pytest_vlcheck.images.refs import ImageKey, ImageRef, ImageUnavailable
@@ -101,6 +102,7 @@ class ImageFeed:
         overlap: bool = True,
         device: DeviceDecode | None = None,
         workers: int | None = None,
+        pixels: str | None = None,
     ) -> Iterator[tuple[list[ImageRef], list[Any]]]:
         """Batches of decoded (and, with ``preprocess``, preprocessed) images. With
         ``overlap`` (a model on an accelerator) the next batches are prepared in the pool
@@ -111,9 +113,12 @@ class ImageFeed:
         (at most ``workers``, ``--vl-workers``), the tool's own loading in worker processes
         (``image_processes.preparation``). With ``device`` (``--vl-decode gpu``) the
         plain JPEG files of a batch are decoded together on the model's device, the rest as
-        before."""
+        before. With ``pixels`` (the transform's namespace in the pixel cache beside the
+        embedding cache) what an earlier run prepared is read instead, and what is prepared
+        here is written there (``engine.scores.pixel_cache``)."""
 
         keep = self.store.budget > 0 and preprocess is not None
+        shelf = PixelShelf.beside(self.cache, pixels if preprocess else None, self.content_keys)
         threads, processes = preparation(workers) if overlap else (cpu_threads(), 0)
         load: ImageLoad = self.load_image
         if processes and isinstance(load, ImageLoader):
@@ -127,18 +132,28 @@ class ImageFeed:
             image = self.load_one(ref, load)
             if image is None or preprocess is None:
                 return image, False
-            return user_code("preprocess_image", preprocess, image), False
+            item = user_code("preprocess_image", preprocess, image)
+            if shelf is not None:
+                shelf.offer(ref.key, item)
+            return item, False
 
         def start(batch: list[ImageRef]) -> list[Future[tuple[Any, bool]] | tuple[Any, bool]]:
             """What the store holds, recalled here (a hand-off to a thread per image cost
             more than the lookup), and the rest submitted to the pool."""
             started: list[Future[tuple[Any, bool]] | tuple[Any, bool]] = []
+            stored = {} if shelf is None else self._from_disk(shelf, batch, keep)
+            on_disk.update(stored)
             for ref in batch:
                 kept = self.store.recall(ref.key) if keep else None
-                started.append(pool.submit(prepare, ref) if kept is None else (kept, True))
+                if kept is None and ref.key in stored:
+                    started.append((stored[ref.key], False))
+                else:
+                    started.append(pool.submit(prepare, ref) if kept is None else (kept, True))
             return started
 
-        with loader_pool(threads) as pool:
+        on_disk: set[ImageKey] = set()  # what the pixel cache gave (not prepared here)
+        closing = contextlib.nullcontext() if shelf is None else contextlib.closing(shelf)
+        with loader_pool(threads) as pool, closing:
             ahead = 2 if overlap else 0  # batches in flight beyond the one being encoded
             pending = [start(batch) for batch in batches[:ahead]]
             for index, batch in enumerate(batches):
@@ -150,9 +165,24 @@ class ImageFeed:
                     prepared = self._on_device(device, prepared)
                 self.stats.load_seconds += time.perf_counter() - started
                 images = [item for item, _ in prepared]
-                self._count(batch, prepared, keep)
+                self._count(batch, prepared, keep, on_disk)
+                if shelf is not None:
+                    shelf.write()
                 kept = [(r, im) for r, im in zip(batch, images, strict=True) if im is not None]
                 yield [r for r, _ in kept], [im for _, im in kept]
+
+    def _from_disk(
+        self, shelf: PixelShelf, batch: list[ImageRef], keep: bool
+    ) -> dict[ImageKey, Any]:
+        """The pixel cache's pixels of the images of ``batch`` the store does not hold (a
+        file's state recorded, as loading it would: a later call sees it change)."""
+        wanted = [r for r in batch if not (keep and self.store.recall(r.key) is not None)]
+        found = shelf.recall([r.key for r in wanted])
+        for ref in wanted:
+            if ref.key in found and ref.kind == "file":
+                self._files[ref.key] = (ref.location, _file_state(ref.location))
+        self.stats.images_from_disk += len(found)
+        return found
 
     def _on_device(
         self, device: DeviceDecode, prepared: list[tuple[Any, bool]]
@@ -167,15 +197,23 @@ class ImageFeed:
             done[i] = (item, False)
         return done
 
-    def _count(self, batch: list[ImageRef], prepared: list[tuple[Any, bool]], keep: bool) -> None:
-        """Count what was prepared and what the store gave; offer the store the new inputs
-        here, in plan order (not from the pool's threads), so that over the budget the part
-        kept is the first images of the plan, the same at every call."""
+    def _count(
+        self,
+        batch: list[ImageRef],
+        prepared: list[tuple[Any, bool]],
+        keep: bool,
+        on_disk: set[ImageKey],
+    ) -> None:
+        """Count what was prepared and what the store gave (the pixel cache's are counted
+        as read); offer the store the new inputs here, in plan order (not from the pool's
+        threads), so that over the budget the part kept is the first images of the plan,
+        the same at every call."""
         for ref, (item, recalled) in zip(batch, prepared, strict=True):
             if recalled:
                 self.stats.images_recalled += 1
             elif item is not None:
-                self.stats.images_prepared += 1
+                if ref.key not in on_disk:
+                    self.stats.images_prepared += 1
                 if keep and str(getattr(item, "device", "cpu")) == "cpu":  # host memory only
                     self.store.offer(ref.key, item)
 

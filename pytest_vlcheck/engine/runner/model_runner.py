@@ -30,6 +30,7 @@ from pytest_vlcheck.engine.runner.progress import Writer, tracked
 from pytest_vlcheck.engine.runner.stats import ScoringStats
 from pytest_vlcheck.engine.scores.cached_scorer import CachedScorer, Pair, cosines
 from pytest_vlcheck.engine.scores.embedding_width import EmbeddingWidth
+from pytest_vlcheck.engine.scores.pixel_cache import transform_namespace
 from pytest_vlcheck.engine.scores.scorer_source import ScorerSource, ScoringMode
 from pytest_vlcheck.images.refs import ImageKey, ImageRef
 from pytest_vlcheck.models.generative_protocol import is_generative
@@ -284,6 +285,7 @@ class ModelRunner:
                 overlap=not _on_cpu(scorer),
                 device=self._device_decode(scorer, preprocess),
                 workers=self.options.workers,
+                pixels=transform_namespace(scorer, self.options.decode),
             ):
                 if not batch:
                     continue

@@ -24,6 +24,8 @@ class ScoringStats:
     """Images decoded (or rendered) and preprocessed for the model in this call."""
     images_recalled: int = 0
     """Preprocessed images a live model's image store gave back instead (``ImageStore``)."""
+    images_from_disk: int = 0
+    """Prepared images an earlier run's pixels gave instead (``PixelCache``)."""
     images_on_device: int = 0
     """Of the prepared images, those decoded and resized on the model's device (``--vl-decode
     gpu``); the others took the CPU path."""

@@ -117,6 +117,30 @@ def checksum(dtype: str, shape: str, data: bytes) -> bytes:
     return digest.digest()
 
 
+def _encode(vector: np.ndarray) -> tuple[str, str, bytes, bytes, int]:
+    """Embeddings are stored as float32; float64 values (a prior's NLLs) keep their bits."""
+    dtype = _DTYPES[1] if np.asarray(vector).dtype == np.float64 else _DTYPES[0]
+    array = np.ascontiguousarray(vector, dtype=dtype)
+    shape = ",".join(str(n) for n in array.shape)
+    data = array.tobytes()
+    return dtype, shape, data, checksum(dtype, shape, data), len(data)
+
+
+def _decode(dtype: str, shape: str, data: bytes, digest: bytes) -> np.ndarray | None:
+    """The stored vector, or None when anything about the row is off."""
+    if dtype not in _DTYPES or not isinstance(data, bytes):
+        return None
+    if checksum(dtype, shape, data) != digest:
+        return None
+    try:
+        dims = tuple(int(n) for n in shape.split(",")) if shape else ()
+    except ValueError:
+        return None
+    if math.prod(dims) * np.dtype(dtype).itemsize != len(data):
+        return None
+    return np.frombuffer(data, dtype=dtype).reshape(dims).copy()
+
+
 class NewerSchemaError(sqlite3.DatabaseError):
     """The file is a cache written by a later vlcheck: left alone, never rebuilt."""
 
@@ -128,8 +152,13 @@ class EmbeddingCache:
     ``content_keys.namespace``); keys are content keys. Thread-safe within a process.
     """
 
+    db_name = DB_NAME  # a subclass keeps its rows in a file of its own (``pixel_cache``)
+    label = "embedding cache"
+    encode = staticmethod(_encode)  # a row's dtype, shape, payload, checksum and byte count
+    decode = staticmethod(_decode)  # the stored value, or None when anything is off
+
     def __init__(self, root: Path, *, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
-        self.path = Path(root) / DB_NAME
+        self.path = Path(root) / self.db_name
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
@@ -172,7 +201,7 @@ class EmbeddingCache:
     def _recover(self, exc: BaseException) -> None:
         """Move a file that is no database (or a damaged one) aside with its WAL files and
         open a new cache, warning once with both names; if that fails too, disable."""
-        aside = self.path.with_name(f"{DB_NAME}.unusable")
+        aside = self.path.with_name(f"{self.db_name}.unusable")
         try:
             for suffix in ("", "-wal", "-shm"):
                 source = Path(f"{self.path}{suffix}")
@@ -184,8 +213,8 @@ class EmbeddingCache:
             return
         self._warned = True
         warnings.warn(
-            f"{self.path}: not a usable embedding cache ({exc}); moved it to {aside} and "
-            "started a new one (everything not in it is encoded again)",
+            f"{self.path}: not a usable {self.label} ({exc}); moved it to {aside} and "
+            "started a new one (everything not in it is computed again)",
             CacheWarning,
             stacklevel=3,
         )
@@ -198,8 +227,8 @@ class EmbeddingCache:
         if not self._warned:
             self._warned = True
             warnings.warn(
-                f"{self.path}: embedding cache disabled for this run ({exc}); everything is "
-                "encoded afresh. Delete the file to rebuild the cache.",
+                f"{self.path}: {self.label} disabled for this run ({exc}); everything is "
+                "computed afresh. Delete the file to rebuild the cache.",
                 CacheWarning,
                 stacklevel=3,
             )
@@ -250,7 +279,7 @@ class EmbeddingCache:
                 (namespace, *chunk),
             )
             for key, dtype, shape, data, digest, accessed in rows:
-                vector = _decode(dtype, shape, data, digest)
+                vector = self.decode(dtype, shape, data, digest)
                 if vector is None:
                     bad.append(key)
                     continue
@@ -274,7 +303,7 @@ class EmbeddingCache:
         if not items:
             return
         now = int(time.time())
-        rows = [(key, *_encode(vector), now) for key, vector in items.items()]
+        rows = [(key, *self.encode(vector), now) for key, vector in items.items()]
         self._guarded(lambda db: self._put(db, namespace, rows), None)
 
     def _put(self, db: sqlite3.Connection, name: str, rows: list[tuple[Any, ...]]) -> None:
@@ -484,30 +513,6 @@ def _evict(db: sqlite3.Connection, excess: int) -> None:
         doomed.append((rowid,))
         freed += nbytes
     db.executemany("DELETE FROM vectors WHERE rowid = ?", doomed)
-
-
-def _encode(vector: np.ndarray) -> tuple[str, str, bytes, bytes, int]:
-    """Embeddings are stored as float32; float64 values (a prior's NLLs) keep their bits."""
-    dtype = _DTYPES[1] if np.asarray(vector).dtype == np.float64 else _DTYPES[0]
-    array = np.ascontiguousarray(vector, dtype=dtype)
-    shape = ",".join(str(n) for n in array.shape)
-    data = array.tobytes()
-    return dtype, shape, data, checksum(dtype, shape, data), len(data)
-
-
-def _decode(dtype: str, shape: str, data: bytes, digest: bytes) -> np.ndarray | None:
-    """The stored vector, or None when anything about the row is off."""
-    if dtype not in _DTYPES or not isinstance(data, bytes):
-        return None
-    if checksum(dtype, shape, data) != digest:
-        return None
-    try:
-        dims = tuple(int(n) for n in shape.split(",")) if shape else ()
-    except ValueError:
-        return None
-    if math.prod(dims) * np.dtype(dtype).itemsize != len(data):
-        return None
-    return np.frombuffer(data, dtype=dtype).reshape(dims).copy()
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:

@@ -13,6 +13,9 @@ torch and torchvision are imported inside the functions only.
 
 from __future__ import annotations
 
+import inspect
+import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -44,6 +47,13 @@ class CompactTransform:
         if not isinstance(out, PILImage.Image) or out.mode != "RGB":
             return None
         return np.array(out, dtype=np.uint8)  # a copy of its own: shared by tensors later
+
+    def describe(self) -> str:
+        """What decides the pixels, the same in every process: each step of the head (its
+        repr; a function by its qualified name; an object whose repr says nothing by its
+        class and settings), then mean and std (the pixel cache's namespace)."""
+        steps = getattr(self.head, "transforms", [self.head])
+        return json.dumps([[_step(step) for step in steps], self.mean, self.std])
 
     def finish(
         self, batch: Sequence[Any], device: Any, dtype: Any, into: HostBatch | None = None
@@ -112,6 +122,23 @@ def split_transform(preprocess: Any) -> CompactTransform | None:
     if len(mean) != 3 or len(std) != 3 or 0 in std:
         return None
     return CompactTransform(Compose(head), tuple(map(float, mean)), tuple(map(float, std)))
+
+
+def _step(step: Any) -> str:
+    """One transform step in words: a function or class by its qualified name, an object by
+    its class, its repr and its plain public settings (a repr need not show them all; not
+    a module's train/eval flag, nor addresses: they differ per process)."""
+    if inspect.isfunction(step) or inspect.isclass(step):
+        return f"{step.__module__}.{step.__qualname__}"
+    settings = {
+        key: repr(value)
+        for key, value in sorted(getattr(step, "__dict__", {}).items())
+        if not key.startswith("_")
+        and key != "training"
+        and isinstance(value, (bool, int, float, str, tuple))
+    }
+    kind = f"{type(step).__module__}.{type(step).__qualname__}"
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", f"{kind} {step!r} {settings}")
 
 
 def _tensor(item: Any, torch: Any) -> torch.Tensor:

@@ -42,41 +42,52 @@ def plain_caption_examples(
     for index, (raw, line) in enumerate(zip(raws, lines, strict=True)):
         if not _plain_caption(raw):
             return None
-        where = f"example {index + 1} of test '{test_id}'"
         if "id" in raw:
             example = _plain_id(raw["id"])
         else:
-            example = example_id(Fields(context.path, raw, where, line))
+            example = example_id(Fields(context.path, raw, _where(index, test_id), line))
         if example is None or example in ids:
             return None
         ids.add(example)
         image = raw["image"]
-        if image not in images:
-            images[image] = parse_image(context, image, line, "'image'")
-        tags = parse_tags(Fields(context.path, raw, where, line)) if "tags" in raw else {}
-        negatives = tuple(raw["negatives"])
-        examples.append(
-            CaptionExample(example, images[image], (raw["caption"],), negatives, tags, line)
+        ref = images.get(image)
+        if ref is None:
+            ref = images[image] = parse_image(context, image, line, "'image'")
+        tags = (
+            parse_tags(Fields(context.path, raw, _where(index, test_id), line))
+            if "tags" in raw
+            else {}
         )
+        negatives = tuple(raw["negatives"])
+        examples.append(CaptionExample(example, ref, (raw["caption"],), negatives, tags, line))
     return tuple(examples)
+
+
+def _where(index: int, test_id: str) -> str:
+    return f"example {index + 1} of test '{test_id}'"
 
 
 def _plain_caption(raw: Mapping[str, Any]) -> bool:
     """Known keys only; a path, a caption, negatives and flat tags that are surely valid."""
     negatives = raw.get("negatives")
+    image, caption = raw.get("image"), raw.get("caption")
     if not (
-        raw.keys() <= _CAPTION_KEYS
-        and _is_text(raw.get("image"))
-        and _is_text(raw.get("caption"))
-        and type(negatives) in _LISTS
+        type(negatives) in _LISTS
         and negatives
-        and type(tags := raw.get("tags", {})) in _MAPPINGS
+        and type(image) is str
+        and type(caption) is str
+        and image.strip()
+        and caption.strip()
+        and raw.keys() <= _CAPTION_KEYS
     ):
         return False
     for negative in negatives:
         if type(negative) is not str or not negative.strip():
             return False
-    return all(type(v) in _SCALARS for v in tags.values())
+    if "tags" not in raw:
+        return True
+    tags = raw["tags"]
+    return type(tags) in _MAPPINGS and all(type(v) in _SCALARS for v in tags.values())
 
 
 def _plain_id(raw: Any) -> str | None:
@@ -84,7 +95,3 @@ def _plain_id(raw: Any) -> str | None:
     if (type(raw) is str and raw) or type(raw) is int:
         return str(raw)
     return None
-
-
-def _is_text(value: Any) -> bool:
-    return type(value) is str and bool(value.strip())
