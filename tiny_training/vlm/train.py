@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from tiny_training.vlm.auxiliary import AuxiliaryHead, scene_targets
 from tiny_training.vlm.batches import Collator
 from tiny_training.vlm.model import Sizes, build, save, word_split
 from tiny_training.vlm.pool import ScenePool, training_stream
@@ -35,11 +36,12 @@ DEFAULT_OUT = Path(__file__).resolve().parents[2] / "pytest_vlcheck" / "tiny" / 
 class Settings:
     """The run's settings; the defaults are the shipped model's."""
 
-    steps: int = 1100
+    steps: int = 650
     batch_size: int = 32
     lr: float = 2e-3
-    warmup: int = 100
+    warmup: int = 50
     weight_decay: float = 0.05
+    aux_weight: float = 1.0
     seed: int = 0
     threads: int = 1
     pool_size: int = 6000
@@ -145,18 +147,24 @@ def train(s: Settings, echo: Callable[[str], None] = print) -> RunLog:
 def _fit(
     model: Any, collate: Collator, pool: ScenePool, s: Settings, echo: Callable[[str], None]
 ) -> list[float]:
-    """``s.steps`` AdamW steps; the loss of each."""
+    """``s.steps`` AdamW steps on answer tokens + ``aux_weight`` x the auxiliary scene loss
+    (``tiny_training.vlm.auxiliary``); the answer loss of each."""
     import numpy as np
     import torch
 
+    from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+    head = AuxiliaryHead(model.config.text_config.hidden_size)
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "embed" not in n]
     rest = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "embed" not in n)]
+    rest += list(head.parameters())
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": s.weight_decay}, {"params": rest, "weight_decay": 0.0}],
         lr=s.lr,
         betas=(0.9, 0.98),
     )
     stream = training_stream(pool, s.seed + 2)
+    present, counts = (torch.from_numpy(t) for t in scene_targets(pool.scenes))
     losses: list[float] = []
     model.train()
     t0 = time.perf_counter()
@@ -165,16 +173,26 @@ def _fit(
         batch = collate(np.stack([pool.pixels[i] for i, _ in drawn]), [q for _, q in drawn])
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, s)
-        loss = model(**batch).loss
+        features = model.model.get_image_features(pixel_values=batch.pop("pixel_values"))
+        features = features.pooler_output
+        batch["mm_encoder_outputs"] = {"image": BaseModelOutputWithPooling(pooler_output=features)}
+        answer_loss = model(**batch).loss
+        rows = torch.tensor([i for i, _ in drawn])
+        stacked = torch.stack(list(features)) if isinstance(features, (list, tuple)) else features
+        aux = head.loss(stacked, present[rows], counts[rows])
+        loss = answer_loss + s.aux_weight * aux
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-        losses.append(float(loss.detach()))
+        losses.append(float(answer_loss.detach()))
         if (step + 1) % s.log_every == 0:
             recent = sum(losses[-s.log_every :]) / s.log_every
             rate = (step + 1) / (time.perf_counter() - t0)
-            echo(f"step {step + 1}/{s.steps} loss {recent:.4f} ({rate:.2f} steps/s)")
+            echo(
+                f"step {step + 1}/{s.steps} answer loss {recent:.4f}, auxiliary "
+                f"{float(aux.detach()):.4f} ({rate:.2f} steps/s)"
+            )
     return losses
 
 
