@@ -81,7 +81,11 @@ _KEYS = (
     "tags",
     "object_size",
     "perturb",
+    "question",
+    "answer",
 )
+SCENE_VARIABLES = ("relation", "count", "number")
+"""Variables of the scene as a whole: the relation phrase, the count as a word and in digits."""
 _VAR = re.compile(r"\{([a-z]+)(?:\.([a-z]+))?\}")
 
 
@@ -134,6 +138,8 @@ class Plan:
     uses_relation: bool
     uses_count: bool
     perturb: tuple[Mapping[str, Any], ...] = ()
+    questions: tuple[str, ...] = ()  # ``question:`` templates (``question_templates``)
+    answers: tuple[str, ...] = ()  # ``answer:`` templates, or Yes / No for match
 
 
 def _as_list(value: Any) -> list:
@@ -233,18 +239,18 @@ def _variable(m: re.Match) -> tuple[str, str | None]:
     return name, attr
 
 
-def _template_vars(key: str, template: Any) -> set[tuple[str, str | None]]:
+def template_vars(key: str, template: Any) -> set[tuple[str, str | None]]:
     if not isinstance(template, str) or not template.strip():
         fail(key, f"expected a caption template string, got {template!r}")
     found = set()
     for m in _VAR.finditer(template):
         name, attr = _variable(m)
         if attr is None:
-            if name not in ("relation", "count"):
+            if name not in SCENE_VARIABLES:
                 fail(
                     key,
-                    f"unknown variable {{{name}}}; expected {{relation}}, {{count}} "
-                    "or {SLOT.ATTR} such as {a.color}",
+                    f"unknown variable {{{name}}}; expected {{relation}}, {{count}}, "
+                    "{number} or {SLOT.ATTR} such as {a.color}",
                 )
         elif not (len(name) == 1 and name in SLOT_NAMES and attr in (*ATTRIBUTES, "shapes")):
             fail(
@@ -275,7 +281,7 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
     rules = get_task(task).generation
     if not rules.generates:
         raise ValueError(f"{task} tests cannot be generated from scenes; write their examples")
-    captions, prompts, used = _parse_templates(spec)
+    captions, prompts, asked, used = _parse_templates(spec)
     if prompts and not rules.takes_prompts:
         kinds = " and ".join(t.name for t in builtin_tasks() if t.generation.takes_prompts)
         fail("prompts", f"only {kinds} tests take prompt lists; use caption elsewhere")
@@ -289,7 +295,9 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
     negatives = _parse_negatives(spec.get("negatives"), optional=bool(perturb))
     slots, described = _parse_slots(spec, used, negatives)
     uses_relation = ("relation", None) in used or any(p.target == "relation" for p in negatives)
-    uses_count = ("count", None) in used or any(p.target == "count" for p in negatives)
+    uses_count = bool({("count", None), ("number", None)} & used) or any(
+        p.target == "count" for p in negatives
+    )
     _check_structure(slots, described, negatives, uses_relation, uses_count)
     in_play = _in_play(used, negatives, given)
     pick = spec.get("pick")
@@ -318,22 +326,37 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
         uses_relation=uses_relation,
         uses_count=uses_count,
         perturb=perturb,
+        questions=asked[0],
+        answers=asked[1],
         **layout,
     )
 
 
-def _parse_templates(spec: Mapping) -> tuple[list, list, set[tuple[str, str | None]]]:
-    """Caption and prompt templates, and the variables they use."""
-    if "caption" not in spec:
+def _parse_templates(
+    spec: Mapping,
+) -> tuple[list, list, tuple[tuple[str, ...], tuple[str, ...]], set[tuple[str, str | None]]]:
+    """Caption, prompt, question and answer templates, and the variables they use (a test
+    that asks a ``question`` may leave the caption out)."""
+    if "caption" not in spec and "question" not in spec:
         fail("caption", "missing; give a template such as 'a {a.color} {a.shape}'")
-    captions = _as_list(spec["caption"])
+    captions = _as_list(spec["caption"]) if "caption" in spec else []
     prompts = _as_list(spec["prompts"]) if "prompts" in spec else []
+    questions = _as_list(spec["question"]) if "question" in spec else []
+    answers = _as_list(spec["answer"]) if "answer" in spec else []
     used: set[tuple[str, str | None]] = set()
-    for i, t in enumerate(captions):
-        used |= _template_vars(f"caption[{i}]" if len(captions) > 1 else "caption", t)
+    for key, templates in (("caption", captions), ("question", questions), ("answer", answers)):
+        for i, t in enumerate(templates):
+            if key == "answer" and not isinstance(t, str):
+                fail(
+                    "answer",
+                    f"expected a template string such as '{{a.color}}', or for match \"Yes\" "
+                    f'or "No" in quotes (YAML reads a bare yes or no as true or false), '
+                    f"got {t!r}",
+                )
+            used |= template_vars(f"{key}[{i}]" if len(templates) > 1 else key, t)
     for i, t in enumerate(prompts):
-        used |= _template_vars(f"prompts[{i}]", t)
-    return captions, prompts, used
+        used |= template_vars(f"prompts[{i}]", t)
+    return captions, prompts, (tuple(questions), tuple(answers)), used
 
 
 def _parse_negatives(raw: Any, *, optional: bool = False) -> tuple[Perturbation, ...]:
@@ -363,7 +386,7 @@ def _parse_perturb(raw: Any, used: set[tuple[str, str | None]]) -> tuple[Mapping
             fail(f"perturb[{i}]", f"expected a name or a mapping, got {item!r}")
         for key in ("paraphrase", "text"):
             if key in change:
-                used |= _template_vars(f"perturb[{i}].{key}", change[key])
+                used |= template_vars(f"perturb[{i}].{key}", change[key])
         if "occlude" in change and change["occlude"] != "a":
             fail(
                 f"perturb[{i}].occlude",
@@ -563,16 +586,22 @@ def _fix_articles(text: str) -> str:
     return " ".join(words)
 
 
-def fill_template(template: str, asg: Assignment) -> str:
+def fill_template(template: str, asg: Assignment, *, plural: bool = False) -> str:
+    """The template filled from ``asg``; ``plural``: ``{a.shapes}`` is always the plural (a
+    question such as "How many {a.shapes} are there?" does not know the count)."""
+
     def value(m: re.Match) -> str:
         name, attr = _variable(m)
         if attr is None:
             if name == "relation":
                 return RELATION_PHRASES[asg.relation]  # type: ignore[index]
+            if name == "number":
+                return str(asg.count)
             return COUNT_WORDS[asg.count]  # type: ignore[index]
         slot = asg.slots[SLOT_NAMES.index(name)]
         if attr == "shapes":
-            return slot["shape"] if asg.count in (None, 1) else SHAPE_PLURALS[slot["shape"]]
+            singular = not plural and asg.count in (None, 1)
+            return slot["shape"] if singular else SHAPE_PLURALS[slot["shape"]]
         return str(slot[attr])
 
     return _fix_articles(_VAR.sub(value, template))

@@ -14,15 +14,16 @@ between two objects, replace the relation, swap subject and object) or the capti
       negatives: [replace relation, swap objects]
       pick: 1                     # use one of the listed negatives per example
 
-Keys (only ``n``, ``caption`` and ``negatives`` are required):
+Keys (only ``n``, ``caption`` (or ``question``) and ``negatives`` are required):
 
 - ``n``: examples to produce; ``seed``: integer, default 0.
 - ``caption``: a template, or a list of templates (one is drawn per candidate set).
   Variables: ``{a.shape}``, ``{a.color}``, ``{a.texture}``, ``{a.state}`` (hollow|filled),
   ``{a.size}`` (small|big, two-object scenes), ``{a.shapes}`` (the shape agreeing with
   ``{count}``), slots ``a``-``f``; ``{relation}`` (a is the subject, b the object);
-  ``{count}`` (copies of object a); ``{color}``, ``{shape}``, ... are short for
-  ``{a.color}``, ``{a.shape}``, .... ``a``/``an`` are fixed after filling.
+  ``{count}`` (copies of object a, as a word; ``{number}`` in digits); ``{color}``,
+  ``{shape}``, ... are short for ``{a.color}``, ``{a.shape}``, .... ``a``/``an`` are fixed
+  after filling.
 - ``prompts``: image tests only; a list of templates whose fills form the text's prompts.
 - ``lexicon``: values to draw from, per variable (shape, color, texture, state, size,
   relation, count, background); defaults in ``DEFAULT_LEXICON``, order as written.
@@ -44,6 +45,14 @@ Keys (only ``n``, ``caption`` and ``negatives`` are required):
   filled for every candidate caption). Directional: ``{text: TEMPLATE, expect: lower}`` (the
   changed text) or ``{occlude: a, expect: lower}`` (the scene with object a left out); one
   example per item.
+- ``question``: ``choice``, ``answer`` and ``match`` tests (``decide: yes_vs_no``); a
+  template, or a list (one drawn per candidate set), filled from each member's own truth
+  (``{a.shapes}`` always plural, ``{number}`` the count in digits). ``answer``: for choice
+  one template, each member's fill one option (the truth's is right: ``'{number}'`` gives
+  the counts of the set); for answer one template or a list, the truth's fills the accepted
+  answers; for match ``"Yes"`` (default) or ``"No"``, the answer to the truth's own question
+  (the other members' questions on its scene get the other). ``caption`` is then optional
+  (match examples show it, else the question). See ``question_templates``.
 
 Every example is tagged with object a's ``location`` and ``size`` bins (not for counting),
 the in-play attributes of object a (``color``, ``texture``, ``state``, ``shape``,
@@ -84,6 +93,7 @@ from pytest_vlcheck.checklist.generate_spec import (
     fill_template,
     parse_generate,
 )
+from pytest_vlcheck.checklist.question_templates import ask_members, check_questions
 from pytest_vlcheck.checklist.scene_layout import contrasting, scene_for
 from pytest_vlcheck.images.scenes import SHAPES, location_bin, object_box, size_bin
 from pytest_vlcheck.tasks import CandidateSet, get_task
@@ -176,6 +186,8 @@ class _Member:
     scene: dict[str, Any]
     target: dict[str, Any] | None
     tags: dict[str, str] = field(default_factory=dict)
+    question: str = ""
+    answers: tuple[str, ...] = ()
 
 
 def _candidate_set(plan: Plan, index: int, sub_seed: str) -> tuple[list[_Member], list]:
@@ -191,10 +203,11 @@ def _candidate_set(plan: Plan, index: int, sub_seed: str) -> tuple[list[_Member]
             members.append(_replace(plan, base, p, members, rng))
     if any(m.relation == "inside" and not contrasting(m.slots) for m in members):
         raise Retry
-    template = rng.choice(plan.captions)
-    captions = [fill_template(template, m) for m in members]
-    if len(set(captions)) != len(captions):
+    template = rng.choice(plan.captions) if plan.captions else None
+    captions = [fill_template(template, m) if template else "" for m in members]
+    if template and len(set(captions)) != len(captions):
         raise Retry
+    questions, answers = ask_members(plan, members, rng)
     mentioned = {s["shape"] for m in members for s in m.slots}
     extra_shapes = [s for s in plan.lexicon["shape"] if s not in mentioned] or [
         s for s in SHAPES if s not in mentioned
@@ -214,10 +227,12 @@ def _candidate_set(plan: Plan, index: int, sub_seed: str) -> tuple[list[_Member]
     targets = dict(plan.stratify[index % len(plan.stratify)])
     geometry = f"{sub_seed}:geometry"
     out = []
-    for m, caption in zip(members, captions, strict=True):
+    for i, (m, caption) in enumerate(zip(members, captions, strict=True)):
         scene, target = scene_for(plan, m, extras, background, targets, geometry)
         texts = [fill_template(t, m) for t in plan.prompts]
-        out.append(_Member(m, caption, texts, scene, target, _tags(plan, m, scene, target)))
+        tags = _tags(plan, m, scene, target)
+        asked = (questions[i], answers[i]) if questions else ("", ())
+        out.append(_Member(m, caption, texts, scene, target, tags, *asked))
     return out, [p for p in chosen if not p.structural]
 
 
@@ -285,6 +300,8 @@ def _examples(plan: Plan, index: int, sub_seed: str) -> list[dict[str, Any]]:
             tags=dict(truth.tags, neg="+".join(names)) if names else dict(truth.tags),
             text_negatives=partial(_shuffled, truth.caption, shuffles, rng=rng),
             changes=[_filled(change, members) for change in plan.perturb],
+            questions=[m.question for m in members] if plan.questions else [],
+            answers=[m.answers for m in members] if plan.questions else [],
         )
         out.extend(task.generate(candidates))
     return out
@@ -314,6 +331,7 @@ def expand(spec: Mapping, task: str) -> list[dict]:
     of the set's example count for exact balance.
     """
     plan = parse_generate(spec, task)
+    check_questions(plan)
     out: list[dict] = []
     index = 0
     while len(out) < plan.n:

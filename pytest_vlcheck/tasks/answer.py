@@ -72,7 +72,7 @@ class AnswerTask(AskingBaseTask):
     example_schema = EXAMPLE_SCHEMA
     example_keys = ("image", "question", "answers")
     setting_keys = ("compare", "max_new_tokens", "prompt")
-    generation = GenerationRules(generates=False)
+    generation = GenerationRules(asks="accepted")
 
     def parse_settings(self, fields: Fields) -> dict[str, Any]:
         """``compare``, ``max_new_tokens`` and ``prompt`` (a template with ``{question}``)."""
@@ -163,8 +163,17 @@ class AnswerTask(AskingBaseTask):
         return [(example.question, list(example.answers), [example.image])]
 
     def generate(self, candidates: CandidateSet) -> list[dict[str, Any]]:
-        """Never called: ``GenerationRules(generates=False)``."""
-        raise TypeError("answer examples are not generated from candidate sets")
+        """The truth's question and its answers (each once, in the order written)."""
+        truth = candidates.truth
+        return [
+            {
+                "id": candidates.example_id,
+                "image": {"scene": candidates.scenes[truth]},
+                "question": candidates.questions[truth],
+                "answers": list(dict.fromkeys(candidates.answers[truth])),
+                "tags": dict(candidates.tags),
+            }
+        ]
 
 
 ANSWER = AnswerTask()

@@ -85,7 +85,7 @@ class ChoiceTask(AskingBaseTask):
     example_schema = EXAMPLE_SCHEMA
     example_keys = ("image", "question", "options", "answer")
     setting_keys = ("scoring", "rotate", "prompt", "max_new_tokens", "ties")
-    generation = GenerationRules()
+    generation = GenerationRules(asks="option")
 
     def parse_settings(self, fields: Fields) -> dict[str, Any]:
         """``scoring``, ``rotate`` (not with likelihood), ``prompt``, ``max_new_tokens``
@@ -229,14 +229,18 @@ class ChoiceTask(AskingBaseTask):
         return [(label, list(example.options), [example.image])]
 
     def generate(self, candidates: CandidateSet) -> list[dict[str, Any]]:
-        """Which of the set's captions describes the true scene."""
+        """The truth's question with every member's answer as the options (the set's order);
+        without a ``question:``, which of the set's captions describes the true scene."""
+        truth = candidates.truth
+        asked = bool(candidates.questions)
+        options = [a[0] for a in candidates.answers] if asked else list(candidates.captions)
         return [
             {
                 "id": candidates.example_id,
-                "image": {"scene": candidates.scenes[candidates.truth]},
-                "question": GENERATED_QUESTION,
-                "options": list(candidates.captions),
-                "answer": candidates.truth,
+                "image": {"scene": candidates.scenes[truth]},
+                "question": candidates.questions[truth] if asked else GENERATED_QUESTION,
+                "options": options,
+                "answer": truth,
                 "tags": dict(candidates.tags),
             }
         ]

@@ -82,7 +82,7 @@ class MatchTask(BaseTask):
     example_keys = ("image", "caption", "label")
     optional_example_keys = ("neg_type", "question")
     setting_keys = ("cutoff", "decide")
-    generation = GenerationRules()
+    generation = GenerationRules(asks="yes_no")
 
     def parse_settings(self, fields: Fields) -> dict[str, Any]:
         """``cutoff``: the decision threshold (default 0.5, for probabilities). No scorer gives
@@ -215,30 +215,32 @@ class MatchTask(BaseTask):
         return image_cluster(example.image)
 
     def generate(self, candidates: CandidateSet) -> list[dict[str, Any]]:
-        """The true pair, then each other member's caption on the true scene."""
+        """The true pair, then each other member's caption on the true scene. With questions
+        (``decide: yes_vs_no``): the truth's question answered as the generate block says
+        (``Yes``: match), each other member's question on the true scene the other way."""
         truth = candidates.truth
         scene = candidates.scenes[truth]
         tags = dict(candidates.tags)
-        out: list[dict[str, Any]] = [
-            {
-                "id": f"{candidates.example_id}.0",
+        asked = bool(candidates.questions)
+        yes = not asked or candidates.answers[truth][0] == "Yes"
+
+        def pair(member: int, label: bool) -> dict[str, Any]:
+            out: dict[str, Any] = {
                 "image": {"scene": scene},
-                "caption": candidates.captions[truth],
-                "label": "match",
-                "tags": tags,
+                "caption": candidates.captions[member] or candidates.questions[member],
+                "label": "match" if label else "no_match",
             }
-        ]
+            if asked:
+                out["question"] = candidates.questions[member]
+            return out
+
+        out: list[dict[str, Any]] = [{"id": f"{candidates.example_id}.0", **pair(truth, yes)}]
         for j, other in enumerate(candidates.others, start=1):
-            out.append(
-                {
-                    "id": f"{candidates.example_id}.{j}",
-                    "image": {"scene": scene},
-                    "caption": candidates.captions[other],
-                    "label": "no_match",
-                    "neg_type": candidates.neg_names[other] or candidates.neg_names[truth],
-                    "tags": tags,
-                }
-            )
+            example = {"id": f"{candidates.example_id}.{j}", **pair(other, not yes)}
+            example["neg_type"] = candidates.neg_names[other] or candidates.neg_names[truth]
+            out.append(example)
+        for example in out:
+            example["tags"] = tags
         return out
 
     def verdict_notes(self, score_kind: str) -> list[str]:

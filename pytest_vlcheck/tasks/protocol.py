@@ -79,6 +79,11 @@ class GenerationRules:
     (which describe no scene) are allowed; ``scene_negatives``: the exact number of scene
     negatives per example the kind needs, or None for any; ``changes``: ``perturb:`` items
     (perturbations, changed texts, occlusions) are allowed and reach ``CandidateSet.changes``.
+    ``asks``: how a kind that asks a generative model takes ``question:`` and ``answer:``
+    (``checklist.question_templates``): ``option`` (one answer template; each member's fill
+    is one option), ``accepted`` (answer templates, a question required; the truth's fills
+    are the accepted answers), ``yes_no`` (``Yes`` or ``No``: the answer to the question
+    filled from the truth itself), or "" (the kind asks no questions).
     """
 
     mirrors: bool = True
@@ -87,6 +92,7 @@ class GenerationRules:
     scene_negatives: int | None = None
     changes: bool = False
     generates: bool = True
+    asks: str = ""
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,9 @@ class CandidateSet:
     true one); ``text_negatives(taken)`` draws the word shuffles of the true caption that are
     not in ``taken``. ``changes`` are the ``perturb:`` items of the generate block, their
     templates (``paraphrase``, ``text``) filled for every member and ``occlude: a`` turned
-    into the index of object a in every member's scene, in member order.
+    into the index of object a in every member's scene, in member order. ``questions`` and
+    ``answers`` (a generate block with ``question:``) are every member's question and answers
+    filled from that member's truth; empty otherwise.
     """
 
     example_id: str
@@ -109,6 +117,8 @@ class CandidateSet:
     tags: Mapping[str, str]
     text_negatives: Callable[[list[str]], list[str]]
     changes: Sequence[Mapping[str, Any]] = ()
+    questions: Sequence[str] = ()
+    answers: Sequence[Sequence[str]] = ()
 
     @property
     def others(self) -> list[int]:
