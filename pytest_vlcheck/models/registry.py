@@ -78,11 +78,10 @@ MODELS: Registry[Backend] = Registry("model scheme", BACKENDS, ENTRY_POINT_GROUP
 
 
 def aliases() -> dict[str, str]:
-    """Short names for well-known models (``tiny`` and ``tiny-vlm`` are the models shipped in
-    this package)."""
-    from pytest_vlcheck.tiny import TINY_SPEC, TINY_VLM_SPEC
+    """Short names for well-known models (``tiny`` is the model shipped in this package)."""
+    from pytest_vlcheck.tiny import TINY_SPEC
 
-    return {"clip": CLIP_SPEC, "tiny": TINY_SPEC, "tiny-vlm": TINY_VLM_SPEC}
+    return {"clip": CLIP_SPEC, "tiny": TINY_SPEC}
 
 
 def parse_specs(texts: list[str]) -> list[ModelSpec]:

@@ -1,7 +1,7 @@
 """``tiny-vlm``'s architecture, tokenizer and processor: stock transformers classes only, so the
 saved folder loads with ``AutoModelForImageTextToText`` / ``AutoProcessor`` like any LLaVA.
 
-A ``LlavaForConditionalGeneration``: a small CLIP ViT (96 px, 16-px patches: 36 image tokens)
+A ``LlavaForConditionalGeneration``: a small CLIP ViT (96 px, 24-px patches: 16 image tokens)
 whose last layer's patch features go through LLaVA's two-layer projector into a small Llama
 decoder. The tokenizer is word-level (``tokenizers`` WordLevel, split on whitespace and
 punctuation), its vocabulary the words of the training texts, so every trained word is one
@@ -12,14 +12,14 @@ one space.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 IMAGE_SIZE = 96
-PATCH = 16
+PATCH = 24
 SPECIALS = ("<pad>", "<s>", "</s>", "<unk>", "<image>")
 CHAT_TEMPLATE = (
     "{% for message in messages %}{% if message['role'] == 'user' %}USER: "

@@ -35,7 +35,7 @@ from pytest_vlcheck.metrics.answers import LETTERS
 from pytest_vlcheck.models.backends.vqa_prompt import VqaPrompt
 from pytest_vlcheck.tasks.asking import fill_prompt
 from pytest_vlcheck.tasks.choice import LETTERED_PROMPT, lettered
-from tiny_training.data import NUMBER_WORDS, RELATIONS, relation
+from tiny_training.data import NUMBER_WORDS, relation
 
 KINDS = (
     "caption",
@@ -100,7 +100,9 @@ def _yes_no(kind: str, question: str, truth: bool) -> Question:
     return Question(kind, question, YES if truth else NO)
 
 
-def _count(kind: str, objects: list[dict[str, Any]], want: int, rng: random.Random) -> Question | None:
+def _count(
+    kind: str, objects: list[dict[str, Any]], want: int, rng: random.Random
+) -> Question | None:
     counts = shape_counts(objects)
     shapes = sorted(s for s, k in counts.items() if k == want or (not want and k in COUNTS))
     if not shapes:

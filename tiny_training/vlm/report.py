@@ -27,9 +27,9 @@ def render_log(log: RunLog) -> str:
     held = ", ".join(f"{c} {sh}" for c, sh in sorted(HELD_OUT_PAIRS))
     odds = ", ".join(f"{k} {v:.0%}" for k, v in KIND_ODDS.items())
     lines = [
-        "# The embedded `tiny-vlm` model: how it was trained",
+        "# `tiny-vlm`: how this folder was trained",
         "",
-        "Reproduce the shipped folder (CPU, about the wall time below on 2 cores):",
+        "Reproduce it (CPU, about the wall time below on 2 cores):",
         "",
         "```",
         "python -m tiny_training.vlm.train",
@@ -42,8 +42,9 @@ def render_log(log: RunLog) -> str:
         "|---|---|",
         *[f"| `{k.replace('_', '-')}` | {v} |" for k, v in shown.items()],
         "",
-        f"Architecture (`tiny_training/vlm/model.py`): transformers `LlavaForConditionalGeneration`;"
-        f" vision: CLIP ViT {sizes.vision_layers} layers x {sizes.vision_width}, {IMAGE_SIZE} px,"
+        "Architecture (`tiny_training/vlm/model.py`): transformers"
+        f" `LlavaForConditionalGeneration`; vision: CLIP ViT {sizes.vision_layers} layers x"
+        f" {sizes.vision_width}, {IMAGE_SIZE} px,"
         f" {PATCH}-px patches ({(IMAGE_SIZE // PATCH) ** 2} image tokens, last layer, no CLS);"
         f" LLaVA's two-layer GELU projector; text: Llama {sizes.text_layers} layers x"
         f" {sizes.text_width}, tied embeddings; word-level tokenizer, {log.vocabulary} tokens.",
@@ -57,7 +58,8 @@ def render_log(log: RunLog) -> str:
         f" of pool scenes (`tiny_training/vlm/questions.py`, the phrasing of"
         f" `checklists_generative/`), kinds in these odds: {odds}.",
         f"Colour+shape pairs never drawn (as for `tiny`): {held}.",
-        f"Scenes of the bundled checklists excluded: {log.excluded_scenes} distinct scenes;"
+        f"Scenes of the bundled suites (`checklists/`, `checklists_generative/`) excluded:"
+        f" {log.excluded_scenes} distinct scenes;"
         f" draws that hit one and were drawn again: {log.rejected_draws}.",
         "",
         f"Wall time: {log.wall_seconds:.0f} s in all, {log.train_seconds:.0f} s to the end of"
