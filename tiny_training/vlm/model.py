@@ -12,8 +12,7 @@ one space.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -130,15 +129,14 @@ def build(words: Iterable[str], sizes: Sizes = Sizes()) -> tuple[Any, Any]:
     image_processor = CLIPImageProcessor(
         size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}
     )
-    with quiet_transformers():
-        processor = LlavaProcessor(
-            image_processor=image_processor,
-            tokenizer=tokenizer,
-            patch_size=PATCH,
-            vision_feature_select_strategy="default",
-            num_additional_image_tokens=1,
-            chat_template=CHAT_TEMPLATE,
-        )
+    processor = LlavaProcessor(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        patch_size=PATCH,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=CHAT_TEMPLATE,
+    )
     return model, processor
 
 
@@ -147,24 +145,6 @@ def save(model: Any, processor: Any, folder: Path) -> None:
     import torch
 
     folder.mkdir(parents=True, exist_ok=True)
-    with quiet_transformers():
-        processor.save_pretrained(folder)
-        model.to(torch.float16).save_pretrained(folder)
+    processor.save_pretrained(folder)
+    model.to(torch.float16).save_pretrained(folder)
     model.to(torch.float32)
-
-
-@contextmanager
-def quiet_transformers() -> Iterator[None]:
-    """Hide config-default chatter and progress bars while saving; restore them after."""
-    from transformers.utils import logging as hf_logging
-
-    verbosity = hf_logging.get_verbosity()
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
