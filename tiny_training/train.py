@@ -405,13 +405,14 @@ def recalibrate_batchnorm(model: Any, batches: Iterable[tuple[Any, torch.Tensor]
     return len(norms)
 
 
-def bundled_scenes() -> list[dict[str, Any]]:
-    """Every scene the bundled checklists use (generators expanded), as spec mappings."""
+def bundled_scenes(folder: str = "checklists") -> list[dict[str, Any]]:
+    """Every scene a bundled suite's checklists use (generators expanded), as spec mappings
+    (``folder``: ``checklists``, or ``checklists_generative``)."""
     from pytest_vlcheck.checklist.bundled import bundled_checklists
     from pytest_vlcheck.checklist.loader import load_checklist
 
     scenes = []
-    for path in bundled_checklists():
+    for path in bundled_checklists(folder):
         for test in load_checklist(path).tests:
             for example in test.examples:
                 refs = [getattr(example, "image", None)]

@@ -1,0 +1,120 @@
+"""``tiny-vlm``'s training (``tiny_training.vlm``): its questions are true of their scenes, its
+tokenizer keeps every answer one token after the prompt's, and the command writes a folder
+the ``vqa:`` backend loads."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from pytest_vlcheck.images.scenes import SHAPE_PLURALS, render_scene
+from pytest_vlcheck.metrics.answers import LETTERS
+from tiny_training.vlm.pool import ScenePool
+from tiny_training.vlm.questions import KINDS, NO, YES, ask, falsified, pair_relations
+
+
+def _one(shape: str, color: str) -> dict:
+    return {"objects": [{"shape": shape, "color": color, "size": 0.4, "position": [0.5, 0.5]}]}
+
+
+def test_training_smoke_run(tmp_path: Path) -> None:
+    from pytest_vlcheck.models.backends.vqa import load
+    from pytest_vlcheck.models.protocol import ModelOptions
+    from tiny_training.vlm.train import parse_args, train
+
+    argv = ["--steps", "2", "--batch-size", "4", "--pool-size", "40", "--probe-size", "1"]
+    settings = parse_args([*argv, "--out", str(tmp_path)])
+    log = train(settings, echo=lambda _: None, exclude=frozenset())
+    assert len(log.losses) == 2 and all(math.isfinite(x) for x in log.losses)
+    assert "| `steps` | 2 |" in (tmp_path / "TRAINING.md").read_text(encoding="utf-8")
+    assert [r.n for r in log.results] == [1] * len(KINDS)
+    scorer = load(str(tmp_path), ModelOptions(device="cpu"))
+    image = render_scene(_one("circle", "red"))
+    scores = scorer.score_pairs([image], ["a red circle"])
+    assert scores.shape == (1,) and scores[0] < 0
+    (said,) = scorer.generate([image], ["What color is the circle?"], 2)
+    assert isinstance(said, str)
+
+
+@pytest.fixture(scope="module")
+def pool() -> ScenePool:
+    return ScenePool(7, 80, 96)
+
+
+def test_every_question_is_answered_from_the_scene_truth(pool: ScenePool) -> None:
+    rng = random.Random(0)
+    for kind in KINDS:
+        for _ in range(30):
+            index, q = pool.question(kind, rng)
+            objects = pool.scenes[index]["objects"]
+            lines = q.prompt.split("\n")
+            answer = q.answer
+            if q.kind.endswith("_choice"):  # the letter names the right option
+                answer = lines[1:-1][LETTERS.index(q.answer)].split(". ", 1)[1]
+            words = lines[0].rstrip("?").split(" ")
+            if kind.startswith("count"):
+                shape = {p: s for s, p in SHAPE_PLURALS.items()}[words[2]]
+                assert int(answer) == sum(o["shape"] == shape for o in objects)
+            elif kind.startswith("color"):
+                (obj,) = [o for o in objects if o["shape"] == words[-1]]
+                assert answer == obj["color"]
+            elif kind == "existence":
+                assert (answer == YES) == any(o["shape"] == words[3] for o in objects)
+            elif kind == "negation":
+                (obj,) = [o for o in objects if o["shape"] == words[2]]
+                assert (answer == YES) == (obj["color"] != words[-1])
+            elif kind == "relation":
+                said = " ".join(words[1:])
+                truths = {f"the {a['color']} {a['shape']} {r} the {b['color']} {b['shape']}"
+                          for a, r, b in pair_relations(objects)}  # fmt: skip
+                assert (answer == YES) == (said in truths)
+            else:
+                assert q.prompt.startswith('Does this figure show "') and answer in (YES, NO)
+
+
+def test_answers_are_balanced(pool: ScenePool) -> None:
+    rng = random.Random(1)
+    for kind in ("caption", "existence", "negation", "relation", "count"):
+        answers = [pool.question(kind, rng)[1].answer for _ in range(400)]
+        shares = [answers.count(a) / len(answers) for a in sorted(set(answers))]
+        assert max(shares) - min(shares) < 0.15, (kind, shares)
+
+
+def test_a_falsified_caption_names_what_the_scene_lacks() -> None:
+    scene = {"objects": [{"shape": "circle", "color": "red", "size": 0.2, "position": [0.3, 0.5]},
+                         {"shape": "star", "color": "blue", "size": 0.2, "position": [0.7, 0.5]}]}  # fmt: skip
+    caption = "a red circle to the left of a blue star"
+    made = {falsified(caption, scene["objects"], random.Random(i)) for i in range(200)}
+    assert "a red circle to the right of a blue star" in made
+    assert any(m.startswith("a red circle to the left of a ") and "star" not in m for m in made)
+    for m in made:  # the opposite relation, or one object renamed to one the scene lacks
+        words = m.split(" ")
+        named = [(words[1], words[2]), (words[8], words[9])]
+        assert ("right" in m) == (named == [("red", "circle"), ("blue", "star")]), m
+
+
+def test_a_question_the_scene_cannot_answer_is_none() -> None:
+    two = {"objects": [{"shape": "star", "color": "red", "size": 0.2, "position": [0.2, 0.5]},
+                       {"shape": "star", "color": "red", "size": 0.2, "position": [0.8, 0.5]}]}  # fmt: skip
+    assert ask("color", two, random.Random(0)) is None  # "the star" is not one star
+    assert ask("relation", two, random.Random(0)) is None  # two red stars: not named apart
+    with pytest.raises(ValueError, match="unknown question kind"):
+        ask("shape", two, random.Random(0))
+
+
+def test_prompt_tokens_are_a_prefix_and_every_answer_is_one_token() -> None:
+    from tiny_training.vlm.batches import chat_prompt
+    from tiny_training.vlm.model import Sizes, build, word_split
+
+    words = word_split("What color is the circle ? Yes No red 3 A")
+    _, processor = build(words, Sizes(vision_width=8, vision_layers=1, text_width=8, heads=1))
+    tokenizer = processor.tokenizer
+    prompt = chat_prompt(processor, "What color is the circle?")
+    assert prompt == "USER: <image>\nWhat color is the circle? ASSISTANT:"
+    for answer in (YES, NO, "red", "3", "A"):
+        ids = tokenizer(prompt + " " + answer)["input_ids"]
+        assert ids[:-1] == tokenizer(prompt)["input_ids"]
+        assert ids[-1] != tokenizer.unk_token_id

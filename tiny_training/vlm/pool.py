@@ -1,0 +1,90 @@
+"""A seeded pool of rendered scenes, drawn once, and a seeded stream of questions about them.
+
+Rendering is the cost a CPU run can save: the pool renders each scene of
+``tiny_training.data.TrainingSampler`` once (at the model's input size for training, at the
+checklists' 224 px for the probes) and every batch asks new questions of pool scenes. Which
+scene a question is about is chosen per kind so that answers are balanced: a count's answer
+is uniform over 1-4 (scenes are indexed by the counts they hold), relations come from scenes
+with a clear relation.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pytest_vlcheck.images.scenes import render_scene
+from tiny_training.data import TrainingSampler
+from tiny_training.vlm.questions import COUNTS, Question, ask, pair_relations, shape_counts
+
+KIND_ODDS = {
+    "caption": 0.25,
+    "count": 0.1,
+    "count_choice": 0.07,
+    "color": 0.12,
+    "color_choice": 0.07,
+    "existence": 0.14,
+    "negation": 0.1,
+    "relation": 0.15,
+}
+"""How often each kind is asked in training (probes ask every kind equally)."""
+
+
+@dataclass
+class ScenePool:
+    """``size`` scenes of ``TrainingSampler(seed, exclude)`` drawn at ``canvas`` px: their
+    specs, one true caption each, and their pixels (uint8, [size, canvas, canvas, 3])."""
+
+    seed: int
+    size: int
+    canvas: int
+    exclude: Collection[str] = ()
+    scenes: list[dict[str, Any]] = field(init=False)
+    captions: list[str] = field(init=False)
+    pixels: np.ndarray = field(init=False)
+    rejected: int = field(init=False)
+    _by_count: dict[int, list[int]] = field(init=False)
+    _related: list[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        sampler = TrainingSampler(self.seed, exclude=self.exclude, canvas=self.canvas)
+        samples = sampler.batch(self.size)
+        self.rejected = sampler.rejected
+        self.scenes = [s.scene for s in samples]
+        self.captions = [s.caption for s in samples]
+        self.pixels = np.stack([np.asarray(render_scene(s)) for s in self.scenes])
+        self._by_count = {k: [] for k in COUNTS}
+        self._related = []
+        for i, scene in enumerate(self.scenes):
+            for k in set(shape_counts(scene["objects"]).values()) & set(COUNTS):
+                self._by_count[k].append(i)
+            if pair_relations(scene["objects"]):
+                self._related.append(i)
+
+    def question(self, kind: str, rng: random.Random) -> tuple[int, Question]:
+        """(scene index, question) of ``kind`` about a scene chosen for it."""
+        while True:
+            given: dict[str, Any] = {}
+            if kind.startswith("count"):
+                given["count"] = rng.choice(COUNTS)
+                index = rng.choice(self._by_count[given["count"]])
+            elif kind == "relation":
+                index = rng.choice(self._related)
+            else:
+                index = rng.randrange(self.size)
+            given["caption"] = self.captions[index]
+            found = ask(kind, self.scenes[index], rng, **given)
+            if found is not None:
+                return index, found
+
+
+def training_stream(pool: ScenePool, seed: int) -> Any:
+    """An endless seeded stream of (scene index, question), kinds drawn by ``KIND_ODDS``."""
+    rng = random.Random(seed)
+    kinds, odds = list(KIND_ODDS), list(KIND_ODDS.values())
+    while True:
+        yield pool.question(rng.choices(kinds, weights=odds)[0], rng)

@@ -1,0 +1,99 @@
+"""``TRAINING.md`` of ``tiny-vlm``: how to reproduce the weights and what the run measured."""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tiny_training.data import HELD_OUT_PAIRS
+from tiny_training.train import loss_table
+from tiny_training.vlm.model import IMAGE_SIZE, PATCH, Sizes
+from tiny_training.vlm.pool import KIND_ODDS
+
+if TYPE_CHECKING:
+    from tiny_training.vlm.train import RunLog
+
+PROBE_HEADER = "| probe | n | accuracy | chance |"
+
+
+def render_log(log: RunLog) -> str:
+    """The whole ``TRAINING.md``."""
+    s = log.settings
+    sizes = Sizes()
+    shown = asdict(s)
+    shown.pop("out")
+    held = ", ".join(f"{c} {sh}" for c, sh in sorted(HELD_OUT_PAIRS))
+    odds = ", ".join(f"{k} {v:.0%}" for k, v in KIND_ODDS.items())
+    lines = [
+        "# `tiny-vlm`: how this folder was trained",
+        "",
+        "Reproduce it (CPU, about the wall time below on 2 cores):",
+        "",
+        "```",
+        "python -m tiny_training.vlm.train",
+        "```",
+        "",
+        "`--steps 0 --out DIR` writes its random twin (the same init, untrained) and probes it.",
+        "Defaults = this run's settings (flags of the same names override them):",
+        "",
+        "| setting | value |",
+        "|---|---|",
+        *[f"| `{k.replace('_', '-')}` | {v} |" for k, v in shown.items()],
+        "",
+        "Architecture (`tiny_training/vlm/model.py`): transformers"
+        f" `LlavaForConditionalGeneration`; vision: CLIP ViT {sizes.vision_layers} layers x"
+        f" {sizes.vision_width}, {IMAGE_SIZE} px,"
+        f" {PATCH}-px patches ({(IMAGE_SIZE // PATCH) ** 2} image tokens, last layer, no CLS);"
+        f" LLaVA's two-layer GELU projector; text: Llama {sizes.text_layers} layers x"
+        f" {sizes.text_width}, tied embeddings; word-level tokenizer, {log.vocabulary} tokens.",
+        f"Parameters: {log.n_params:,}; weights file {log.weights_bytes / 1e6:.1f} MB (fp16"
+        " storage; loaded in fp32 by default).",
+        "Prompt: LLaVA-1.5's chat template, `USER: <image>\\n{prompt} ASSISTANT:`, the answer"
+        " after one space, then `</s>`; the loss is on the answer's token and `</s>` only.",
+        "",
+        f"Data: a pool of {s.pool_size} scenes of `tiny_training.data.TrainingSampler` rendered"
+        f" once at {IMAGE_SIZE} px (seed {s.seed}); every step asks {s.batch_size} new questions"
+        f" of pool scenes (`tiny_training/vlm/questions.py`, the phrasing of"
+        f" `checklists_generative/`), kinds in these odds: {odds}.",
+        f"Colour+shape pairs never drawn (as for `tiny`): {held}.",
+        f"Scenes of the bundled suites (`checklists/`, `checklists_generative/`) excluded:"
+        f" {log.excluded_scenes} distinct scenes;"
+        f" draws that hit one and were drawn again: {log.rejected_draws}.",
+        "",
+        f"Wall time: {log.wall_seconds:.0f} s in all, {log.train_seconds:.0f} s to the end of"
+        f" training ({s.steps / max(log.train_seconds, 1e-9):.2f} steps/s), torch threads"
+        f" {s.threads}, {platform.machine()} CPU, shared with other work.",
+        "",
+        "## Loss (answer tokens' cross-entropy; window means)",
+        "",
+        "| steps | mean loss |",
+        "|---|---|",
+        *[f"| {a}-{b} | {v:.3f} |" for a, b, v in loss_table(log.losses)],
+    ]
+    if not log.losses:
+        lines.append("| (no steps: seed-initialised weights) | |")
+    lines += [
+        "",
+        "## Held-out probes (the saved fp16 weights)",
+        "",
+        f"New scenes (seed {s.seed + 1}) drawn at 224 px and resized by the model's image"
+        " processor, as the checklists' scenes are; a probe is right when the greedy answer's"
+        " first token is the answer (`tiny_training/vlm/probes.py`).",
+        "",
+        PROBE_HEADER,
+        "|---|---|---|---|",
+        *[f"| {r.kind} | {r.n} | {r.accuracy:.1%} | {r.chance:.1%} |" for r in log.results],
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def probe_table(path: Path) -> dict[str, float]:
+    """The probe accuracies a ``TRAINING.md`` states, by kind (fractions)."""
+    rows = path.read_text(encoding="utf-8").split(PROBE_HEADER, 1)[1].strip().splitlines()[1:]
+    out = {}
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        out[cells[0]] = float(cells[2].rstrip("%")) / 100
+    return out
