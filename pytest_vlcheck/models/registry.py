@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pytest_vlcheck.errors import ModelLoadError, ModelSpecError, UserCodeError, VlcheckUserError
+from pytest_vlcheck.models.backends.broken_environment import import_failure
 from pytest_vlcheck.models.backends.served.endpoint import default_name, is_served, parse_endpoint
-from pytest_vlcheck.models.broken_environment import import_failure
 from pytest_vlcheck.models.checkpoints import expand_checkpoints, is_glob
 from pytest_vlcheck.models.devices import computed_precision
 from pytest_vlcheck.models.protocol import (

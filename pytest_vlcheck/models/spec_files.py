@@ -91,7 +91,7 @@ def _check_open_clip_fit(arch: str, weights: Path) -> None:
     """A model-config .json beside a .safetensors file: do the header's shapes fit it?"""
     if not arch.endswith(".json") or weights.suffix != ".safetensors":
         return
-    from pytest_vlcheck.models.weight_shapes import open_clip_shape_problem
+    from pytest_vlcheck.models.backends.weight_shapes import open_clip_shape_problem
 
     problem = open_clip_shape_problem(Path(arch).expanduser(), weights)
     if problem is not None:

@@ -36,6 +36,7 @@ from pytest_vlcheck.models.backends.hf import (
 )
 from pytest_vlcheck.models.backends.served import scorer as served
 from pytest_vlcheck.models.backends.served.endpoint import is_served
+from pytest_vlcheck.models.backends.unsaved_buffers import restore_unsaved_buffers
 from pytest_vlcheck.models.backends.vqa_prompt import VqaPrompt, answer_ids
 from pytest_vlcheck.models.batching import (
     ForwardContext,
@@ -50,10 +51,9 @@ from pytest_vlcheck.models.devices import (
     resolve_device,
     torch_dtype,
 )
-from pytest_vlcheck.models.generative_scoring import GenerativeMethods
+from pytest_vlcheck.models.generative.scoring import GenerativeMethods
 from pytest_vlcheck.models.hashing import fingerprint_path
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity
-from pytest_vlcheck.models.unsaved_buffers import restore_unsaved_buffers
 
 if TYPE_CHECKING:
     import numpy as np
