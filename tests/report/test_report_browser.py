@@ -118,8 +118,8 @@ def test_report_fits_a_1280_px_window_with_a_three_checkpoint_glob(
     assert result.ret in (0, 1), result.stdout.str()[-2000:]
     rep = pytester.path / "rep"
     models, _ = read_matrix(rep / "matrix.json")
-    assert len(models) == 3 and all(len(m["spec"]) > 150 for m in models)
-    assert all(len(m["fingerprint"]) >= 80 for m in models)
+    assert len(models) == 3 and all(len(m.spec or "") > 150 for m in models)
+    assert all(len(m.fingerprint or "") >= 80 for m in models)
     assert _page_width(rep / "report.html", 1280) <= 1280
     html = (rep / "report.html").read_text(encoding="utf-8")
-    assert f'title="{models[0]["fingerprint"]}"' in html  # the whole fingerprint on hover
+    assert f'title="{models[0].fingerprint}"' in html  # the whole fingerprint on hover
