@@ -209,7 +209,9 @@ def test_vlcheck_report_reproduces_errors_byte_for_byte(tmp_path):
 
 def test_old_report_without_errors_reads(tmp_path):
     path = tmp_path / "matrix.json"
-    path.write_text(json.dumps({"vlcheck_report": 1, "models": [m.to_json() for m in MODELS], "results": []}))
+    path.write_text(
+        json.dumps({"vlcheck_report": 1, "models": [m.to_json() for m in MODELS], "results": []})
+    )
     assert read_report(path).errors == []
 
 
