@@ -54,6 +54,7 @@ from pytest_vlcheck.models.devices import (
 from pytest_vlcheck.models.generative.scoring import GenerativeMethods
 from pytest_vlcheck.models.hashing import fingerprint_path
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity
+from pytest_vlcheck.models.spec_files import missing_folder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -348,6 +349,14 @@ def _processor(transformers: Any, where: HubLocation) -> Any:
 def vqa_fingerprint(weights: str, prompt: VqaPrompt) -> str:
     """The weights' fingerprint with what is asked: scores of two prompts never mix."""
     return f"{weights}+vqa:{prompt.digest()}"
+
+
+def check_files(body: str) -> str | None:
+    """A ``save_pretrained`` folder as ``hf:`` checks it (``spec_files``); a served model's
+    ``http(s)://`` address names no local file."""
+    if is_served(body):
+        return None
+    return missing_folder(body.strip(), "model directory")
 
 
 def identify(body: str, options: ModelOptions, digest: Digest) -> ModelIdentity | None:
