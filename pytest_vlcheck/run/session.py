@@ -110,14 +110,14 @@ class VlcheckSession:
         """Tests to score together, in one batched pass, when the model's first item runs."""
         self.planned[model] = tests
 
-    def evaluate(self, test: ChecklistTest, model: str) -> CapabilityResult:
+    def judge(self, test: ChecklistTest, model: str) -> CapabilityResult:
         """Judge one test on one model.
 
         The model's first test scores the whole plan in one batched pass; a test outside the
         plan (an xdist worker scores only the items it runs) is scored on its own.
         """
         started = time.perf_counter()  # the imports and the runner are the plan's cost too
-        from pytest_vlcheck.engine import evaluate_test
+        from pytest_vlcheck.engine import judge_test
         from pytest_vlcheck.report.thumbnails import THUMBNAIL_DIR, write_thumbnails
 
         runner = self.runner(model)
@@ -127,7 +127,7 @@ class VlcheckSession:
             examples = sum(len(t.examples) for t in planned)
             self.plan_seconds[model] = (time.perf_counter() - started, examples, id(test))
         report_dir = self.settings.report_dir
-        result = evaluate_test(
+        result = judge_test(
             test,
             runner,
             threshold=self.settings.threshold,
