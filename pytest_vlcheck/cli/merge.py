@@ -40,7 +40,7 @@ __all__ = ["MergeError", "add_merge_command", "merge_baselines", "merge_reports"
 Key = tuple[str, str, str]
 
 
-def add_merge_command(subparsers: argparse._SubParsersAction) -> None:
+def add_merge_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "merge",
         help="merge the report folders (or baselines) of CI shards into one",
