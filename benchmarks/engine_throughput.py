@@ -20,7 +20,7 @@ from PIL import Image
 
 from pytest_vlcheck.checklist import load_checklist
 from pytest_vlcheck.checklist.writer import dump_checklist
-from pytest_vlcheck.engine import ModelRunner, evaluate_test
+from pytest_vlcheck.engine import ModelRunner, judge_test
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import parse_spec
@@ -87,7 +87,7 @@ def main() -> None:
         runner.source.scorer  # noqa: B018 - load the model outside the timed scoring
         ready = time.perf_counter()
         runner.prepare([test])
-        result = evaluate_test(test, runner)
+        result = judge_test(test, runner)
         done = time.perf_counter()
     stats = runner.stats
     scoring = done - ready

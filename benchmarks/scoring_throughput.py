@@ -31,7 +31,7 @@ Methods:
 
 - ``bare``: what a careful script does: decode + preprocess in threads, each unique image and
   text encoded once in batches, cosine scores in numpy.
-- ``plugin``: the engine (``ModelRunner`` + ``evaluate_test``) on a freshly loaded checklist.
+- ``plugin``: the engine (``ModelRunner`` + ``judge_test``) on a freshly loaded checklist.
 - ``loop``: one example at a time (load, preprocess, encode the image and its texts), the way
   research evaluators are written.
 - ``rerun``: the cached re-run: a new runner from the spec alone over the cache the last
@@ -59,7 +59,7 @@ from PIL import Image
 
 from pytest_vlcheck.checklist import load_checklist
 from pytest_vlcheck.checklist.schema import ChecklistTest
-from pytest_vlcheck.engine import ModelRunner, evaluate_test
+from pytest_vlcheck.engine import ModelRunner, judge_test
 from pytest_vlcheck.engine.feed.pipeline import cpu_threads
 from pytest_vlcheck.engine.scores.embedding_cache import EmbeddingCache
 from pytest_vlcheck.images.loading import ImageLoader
@@ -238,7 +238,7 @@ def plugin_engine(setup: Setup) -> float:
             parse_spec(setup.spec), setup.scorer, setup.options, ImageLoader(), cache=cache
         )
         runner.prepare([setup.test])
-        return evaluate_test(setup.test, runner).pass_rate
+        return judge_test(setup.test, runner).pass_rate
 
 
 def per_example_loop(setup: Setup) -> float:
@@ -265,7 +265,7 @@ def unchanged_rerun(setup: Setup) -> float:
     with EmbeddingCache(setup.cache_root / f"run-{setup.runs}") as cache:
         runner = ModelRunner(parse_spec(setup.spec), setup.options, ImageLoader(), cache=cache)
         runner.prepare([setup.test])
-        rate = evaluate_test(setup.test, runner).pass_rate
+        rate = judge_test(setup.test, runner).pass_rate
     if runner.stats.model_calls or runner.source.built:
         raise SystemExit(f"the cached re-run built the model or encoded: {runner.stats}")
     return rate

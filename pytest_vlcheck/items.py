@@ -138,7 +138,7 @@ class ChecklistItem(pytest.Item):
             pytest.skip(NO_MODEL_REASON)
         session = self.config.stash[SESSION_KEY]
         try:
-            self.result = session.evaluate(self.test, self.model)
+            self.result = session.judge(self.test, self.model)
         except ModelLoadError as exc:
             first = session.load_failures.setdefault(self.model, self.nodeid)
             if first != self.nodeid:

@@ -106,7 +106,7 @@ class VlModel:
         item = self._item()
         test = self._build(item, task, examples, threshold, capability, name, task_settings)
         self.runner.refresh()
-        result = self._state.evaluate(test, self.name)
+        result = self._state.judge(test, self.name)
         item.stash.setdefault(ROWS_KEY, []).append(result)
         item.user_properties.extend(result_properties(result))
         if result.status != "passed":

@@ -24,7 +24,8 @@ from pytest_vlcheck.cli import main
 from pytest_vlcheck.errors import UserCodeError
 from pytest_vlcheck.importers import FORMATS
 from pytest_vlcheck.loggers import LOGGERS, check_logger_spec, open_logger
-from pytest_vlcheck.models.registry import MODELS, parse_spec
+from pytest_vlcheck.models.registry import MODELS, parse_spec, parse_specs
+from pytest_vlcheck.models.spec_files import SpecFileNotFoundError
 from pytest_vlcheck.registry import PluginError, Registry
 from pytest_vlcheck.tasks import TASK_NAMES, TASKS, get_task
 
@@ -159,6 +160,57 @@ def test_a_plugin_import_format_runs_through_vlcheck_import(demo: Path, capsys) 
 def test_a_plugin_model_scheme_parses_as_a_spec(demo: Path) -> None:
     spec = parse_spec("colour")
     assert (spec.name, spec.scheme) == ("colour", "colour")
+
+
+FILE_BACKEND = """\
+from pathlib import Path
+
+LOADED = []
+
+
+class Folder:
+    def check_files(self, body):
+        if body == "raise":
+            raise RuntimeError("cannot look")
+        return None if Path(body).is_dir() else f"no folder {body}; expected a folder"
+
+    def load(self, body, options):
+        LOADED.append(body)
+        raise AssertionError("parsing must not load the model")
+
+
+FOLDER = Folder()
+"""
+
+
+@pytest.fixture
+def folder_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    site = tmp_path / "site"
+    _install(site, "[pytest_vlcheck.models]\nfolder = folder_backend:FOLDER\n", "folder_backend")
+    (site / "folder_backend.py").write_text(FILE_BACKEND, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    yield tmp_path
+    sys.modules.pop("folder_backend", None)
+
+
+def test_a_plugin_backend_declares_its_local_files(folder_backend: Path) -> None:
+    (spec,) = parse_specs([f"folder:{folder_backend}"])
+    assert spec.scheme == "folder"
+    with pytest.raises(SpecFileNotFoundError, match=r"^folder:/nowhere: no folder /nowhere;"):
+        parse_specs(["folder:/nowhere"])
+    with pytest.raises(UserCodeError, match=r"checking its files with .* raised RuntimeError"):
+        parse_specs(["folder:raise"])
+    assert sys.modules["folder_backend"].LOADED == []
+
+
+def test_a_plugin_backend_with_missing_files_is_one_usage_error(
+    folder_backend: Path, pytester: pytest.Pytester
+) -> None:
+    pytester.makefile(".yaml", checks="vlcheck: 1\ntests: []\n")
+    result = pytester.runpytest("--vl-model=folder:/nowhere", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "folder:/nowhere: no folder /nowhere; expected a folder" in result.stderr.str()
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
 
 
 def test_a_plugin_that_is_not_its_kind_is_one_message(tmp_path: Path, monkeypatch) -> None:

@@ -16,7 +16,7 @@ from helpers.checklist_text import checklist
 from helpers.colour_scorer import SOURCE
 from PIL import Image
 
-from pytest_vlcheck.models.broken_environment import import_failure
+from pytest_vlcheck.models.backends.broken_environment import import_failure
 
 CHECKLIST = checklist(ids=("t0", "t1", "t2", "t3"))
 

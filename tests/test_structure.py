@@ -297,6 +297,7 @@ ONE_MODULE_PER_FORMAT = {"importers"}
 """Folders of one module per format by design: a shared first word there is a format's name."""
 SUBJECT_FOLDERS = {
     "models/backends",
+    "models/generative",
     "models/live",
     "models/pixels",
     "engine/scores",

@@ -18,9 +18,9 @@ from pytest_vlcheck.engine.runner.stats import ScoringStats
 from pytest_vlcheck.models.registry import parse_spec
 from pytest_vlcheck.report_hooks import STATS_KEY, ReportHooks
 from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results.run_meta import ShardPlan
 from pytest_vlcheck.run.session import VlcheckSession
 from pytest_vlcheck.run.settings import Settings
-from pytest_vlcheck.run.sharding import ShardPlan
 
 ROOT = Path(__file__).resolve().parents[1]
 STATS_LINE = re.compile(r"\[(\w+)\] (\d+) images, (\d+) texts, 0 pairs in (\d+) model calls")

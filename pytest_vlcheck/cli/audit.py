@@ -20,7 +20,7 @@ from pytest_vlcheck.cli.help_examples import with_examples
 SHOWN_IDS = 5
 
 
-def add_audit_command(subparsers: argparse._SubParsersAction) -> None:
+def add_audit_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "audit",
         help="find tests a blind model solves and degenerate or duplicate examples",

@@ -33,7 +33,7 @@ class RootMismatch(Exception):
     """None of the baseline's rootdir-relative files exists under the given root."""
 
 
-def add_baseline_command(subparsers: argparse._SubParsersAction) -> None:
+def add_baseline_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "baseline", help="maintain baseline files", description="Maintain baseline files."
     )

@@ -95,7 +95,7 @@ def load_run(path: Path) -> ComparedRun:
     return ComparedRun(name, tuple(results))
 
 
-def add_compare_command(subparsers: argparse._SubParsersAction) -> None:
+def add_compare_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "compare",
         help="compare pass rates of runs or checkpoints, with paired p-values",

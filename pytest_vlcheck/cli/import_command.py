@@ -231,7 +231,7 @@ def run_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _image_roots(args: argparse.Namespace, importer: Importer) -> tuple[str | None, dict]:
+def _image_roots(args: argparse.Namespace, importer: Importer) -> tuple[str | None, dict[str, str]]:
     """The one plain ``--image-root DIR`` and the ``NAME=DIR`` roots of the format's image
     sources (each DIR as the YAML must say it)."""
     plain: list[str] = []

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_vlcheck.cli.help_examples import with_examples
 from pytest_vlcheck.cli.merge_checks import (
@@ -32,6 +32,7 @@ from pytest_vlcheck.report.loader import ReportDocument, ReportFormatError
 
 if TYPE_CHECKING:
     from pytest_vlcheck.results import CapabilityResult
+    from pytest_vlcheck.results.run_meta import ModelMeta
     from pytest_vlcheck.results.samples import SampleRow
 
 __all__ = ["MergeError", "add_merge_command", "merge_baselines", "merge_reports"]
@@ -39,7 +40,7 @@ __all__ = ["MergeError", "add_merge_command", "merge_baselines", "merge_reports"
 Key = tuple[str, str, str]
 
 
-def add_merge_command(subparsers: argparse._SubParsersAction) -> None:
+def add_merge_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "merge",
         help="merge the report folders (or baselines) of CI shards into one",
@@ -144,7 +145,7 @@ def merge_reports(
     for warning in warnings:
         (warn or _warn)(warning)
     models = _merged_models([(folder, doc.models) for folder, doc in documents])
-    order = {m["name"]: i for i, m in enumerate(models)}
+    order = {m.name: i for i, m in enumerate(models)}
     results = sorted(
         (r for _, doc in documents for r in doc.results),
         key=lambda r: (r.file, r.line, r.test, order[r.model]),
@@ -152,7 +153,7 @@ def merge_reports(
     errors = list(dict.fromkeys(e for _, doc in documents for e in doc.errors))
     samples = _merged_samples(documents, results)
     if samples is not None:
-        results = _with_reference(results, samples, [m["name"] for m in models])
+        results = _with_reference(results, samples, [m.name for m in models])
     for folder, doc in documents:
         copy_thumbnails(folder, output, thumbnail_names(doc.results))
     with writing(output):
@@ -210,13 +211,14 @@ def _key(result: CapabilityResult) -> Key:
     return (result.file, result.test, result.model)
 
 
-def _merged_models(documents: list[tuple[Path, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+def _merged_models(documents: list[tuple[Path, list[ModelMeta]]]) -> list[ModelMeta]:
     """Models in first-seen order (``check_reports`` made sure their specs and weights
     agree); a shard that ran none of a model's items has no fingerprint for it, so the
     first non-empty one is kept."""
-    merged: dict[str, dict[str, Any]] = {}
+    merged: dict[str, ModelMeta] = {}
     for _folder, models in documents:
         for model in models:
-            first = merged.setdefault(model["name"], dict(model))
-            first["fingerprint"] = first["fingerprint"] or model["fingerprint"]
+            first = merged.setdefault(model.name, model)
+            if not first.fingerprint and model.fingerprint:
+                merged[model.name] = replace(first, fingerprint=model.fingerprint)
     return list(merged.values())

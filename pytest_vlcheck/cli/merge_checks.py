@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.gates.baseline import OPTIONAL_CONDITIONS
+from pytest_vlcheck.results.run_meta import RunBlock
 
 if TYPE_CHECKING:
     from pytest_vlcheck.gates.baseline import Baseline
@@ -58,15 +59,13 @@ def check_reports(documents: Sequence[tuple[Path, ReportDocument]]) -> list[str]
     agreement = Agreement()
     for folder, doc in documents:
         for model in doc.models:
-            for key in ("spec", "fingerprint"):
-                agreement.same(folder, f"model '{model['name']}' {key}", model.get(key))
-        # a condition written only when not its default (decode) is compared as the default
-        optional = OPTIONAL_CONDITIONS if doc.run is not None else {}
-        for key, value in {**optional, **(doc.run or {})}.items():
-            if key == "vqa_answers":  # per model: a shard records the models it loaded
-                for model, answer in value.items():
-                    agreement.same(folder, f"model '{model}' vqa answer", answer)
-            elif key != "shard":
+            agreement.same(folder, f"model '{model.name}' spec", model.spec)
+            agreement.same(folder, f"model '{model.name}' fingerprint", model.fingerprint)
+        if doc.run is not None:
+            for key, answer in doc.run.vqa_answers.items():  # a shard records its models
+                agreement.same(folder, f"model '{key}' vqa answer", answer)
+            # a condition written only when not its default (decode) is compared as such
+            for key, value in {**OPTIONAL_CONDITIONS, **doc.run.conditions}.items():
                 agreement.same(folder, f"the run's {key}", value)
         for result in doc.results:
             test = f"{result.file}::{result.test}"
@@ -75,29 +74,29 @@ def check_reports(documents: Sequence[tuple[Path, ReportDocument]]) -> list[str]
     return _unchecked(documents)
 
 
-def _check_shards(runs: Sequence[tuple[Path, dict[str, Any]]]) -> None:
+def _check_shards(runs: Sequence[tuple[Path, RunBlock]]) -> None:
     """Every input is a job of one split of one selection, each once, none missing."""
-    sharded = [(folder, run["shard"]) for folder, run in runs if run.get("shard")]
+    sharded = [(folder, run.shard) for folder, run in runs if run.shard is not None]
     if not sharded:
         return
     if len(sharded) < len(runs):
-        whole = next(folder for folder, run in runs if not run.get("shard"))
+        whole = next(folder for folder, run in runs if run.shard is None)
         raise MergeError(
             f"{whole} is a whole run (no --vl-shard) but {sharded[0][0]} is shard "
-            f"{_shard_name(sharded[0][1])}; {ONE_RUN}"
+            f"{sharded[0][1].name}; {ONE_RUN}"
         )
     agreement = Agreement()
     jobs: dict[int, Path] = {}
     for folder, shard in sharded:
-        agreement.same(folder, "the shard count (--vl-shard K/N's N)", shard["count"])
-        agreement.same(folder, "the sharded selection (its tests and sizes)", shard["selection"])
-        if shard["index"] in jobs:
+        agreement.same(folder, "the shard count (--vl-shard K/N's N)", shard.count)
+        agreement.same(folder, "the sharded selection (its tests and sizes)", shard.selection)
+        if shard.index in jobs:
             raise MergeError(
-                f"shard {_shard_name(shard)} is both {jobs[shard['index']]} and {folder}; "
+                f"shard {shard.name} is both {jobs[shard.index]} and {folder}; "
                 "expected each shard once"
             )
-        jobs[shard["index"]] = folder
-    count, filled = sharded[0][1]["count"], sharded[0][1]["filled"]
+        jobs[shard.index] = folder
+    count, filled = sharded[0][1].count, sharded[0][1].filled
     missing = [index for index in range(1, filled + 1) if index not in jobs]
     if missing:
         names = ", ".join(f"{index}/{count}" for index in missing)
@@ -105,10 +104,6 @@ def _check_shards(runs: Sequence[tuple[Path, dict[str, Any]]]) -> None:
             f"shard {names} is missing ({filled} of {count} shards ran tests); expected the "
             "report folder of every shard that ran tests"
         )
-
-
-def _shard_name(shard: dict[str, Any]) -> str:
-    return f"{shard['index']}/{shard['count']}"
 
 
 def _unchecked(documents: Sequence[tuple[Path, ReportDocument]]) -> list[str]:
@@ -128,13 +123,13 @@ def _unchecked(documents: Sequence[tuple[Path, ReportDocument]]) -> list[str]:
     return warnings
 
 
-def merged_run(documents: Sequence[tuple[Path, ReportDocument]]) -> dict[str, Any] | None:
+def merged_run(documents: Sequence[tuple[Path, ReportDocument]]) -> RunBlock | None:
     """The merged report's run block: what the (agreeing) inputs record, as a whole run."""
     runs = [doc.run for _, doc in documents if doc.run is not None]
     if not runs:
         return None
-    answers = {k: v for run in runs for k, v in (run.get("vqa_answers") or {}).items()}
-    return {**runs[0], **({"vqa_answers": answers} if answers else {}), "shard": None}
+    answers = {k: v for run in runs for k, v in run.vqa_answers.items()}
+    return RunBlock(runs[0].conditions, None, answers)
 
 
 def check_samples(

@@ -22,13 +22,17 @@ from pytest_vlcheck import bounds, fmt
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.cli.help_examples import with_examples
 from pytest_vlcheck.cli.output_paths import OutputPathError, check_output_folder
-from pytest_vlcheck.images.refs import ImageRef, ImageUnavailable
+from pytest_vlcheck.images.refs import ImageKey, ImageRef, ImageUnavailable
 from pytest_vlcheck.tasks import get_task
+from pytest_vlcheck.tasks.protocol import Example
 
 THUMB = 112  # width of the images in index.html, pixels
 
+Selected = tuple[ChecklistTest, list[Example]]
+"""A test and the examples of it the page shows."""
 
-def add_render_command(subparsers: argparse._SubParsersAction) -> None:
+
+def add_render_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``render`` on the ``vlcheck`` command's subparsers."""
     parser = subparsers.add_parser(
         "render",
@@ -133,12 +137,12 @@ def run_render(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_images(out: Path, refs: Iterator[ImageRef]) -> dict[tuple, _Shown]:
+def _write_images(out: Path, refs: Iterator[ImageRef]) -> dict[ImageKey, _Shown]:
     from pytest_vlcheck.atomic import atomic_write_bytes
     from pytest_vlcheck.images.loading import ImageLoader
 
     loader = ImageLoader()
-    shown: dict[tuple, _Shown] = {}
+    shown: dict[ImageKey, _Shown] = {}
     for ref in refs:
         if ref.key in shown:
             continue
@@ -175,7 +179,7 @@ def _html_image(shown: _Shown) -> str:
     )
 
 
-def _html(title: str, selected: list, shown: dict[tuple, _Shown]) -> str:
+def _html(title: str, selected: list[Selected], shown: dict[ImageKey, _Shown]) -> str:
     parts = [
         "<!doctype html>",
         "<meta charset=utf-8>",
@@ -218,7 +222,7 @@ def _md_image(shown: _Shown) -> str:
     return f"![{shown.ref.kind}](images/{shown.name})"
 
 
-def _markdown(title: str, selected: list, shown: dict[tuple, _Shown]) -> str:
+def _markdown(title: str, selected: list[Selected], shown: dict[ImageKey, _Shown]) -> str:
     lines = [f"# {title}", ""]
     for test, examples in selected:
         lines += [f"## {_test_heading(test, len(examples))}", ""]

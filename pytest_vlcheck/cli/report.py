@@ -13,7 +13,7 @@ from pytest_vlcheck.cli.help_examples import with_examples
 from pytest_vlcheck.cli.output_paths import OutputPathError, check_output_folder
 
 
-def add_report_command(subparsers: argparse._SubParsersAction) -> None:
+def add_report_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "report",
         help="re-render matrix.md, matrix.csv and report.html from a matrix.json",

@@ -25,7 +25,7 @@ def schema_text() -> str:
     return json.dumps(checklist_schema(kinds), indent=2, ensure_ascii=False) + "\n"
 
 
-def add_schema_command(subparsers: argparse._SubParsersAction) -> None:
+def add_schema_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "schema",
         help="print the JSON Schema of checklist files",

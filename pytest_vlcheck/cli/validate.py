@@ -17,11 +17,11 @@ from pytest_vlcheck import bounds, fmt
 from pytest_vlcheck.checklist import Checklist, ChecklistError, is_checklist_file, load_checklist
 from pytest_vlcheck.cli.help_examples import with_examples
 from pytest_vlcheck.images.loading import ImageLoader, set_max_image_pixels
-from pytest_vlcheck.images.refs import ImageUnavailable
+from pytest_vlcheck.images.refs import ImageKey, ImageUnavailable
 from pytest_vlcheck.tasks import get_task
 
 
-def add_validate_command(subparsers: argparse._SubParsersAction) -> None:
+def add_validate_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "validate",
         help="check checklist files and print what they hold",
@@ -118,7 +118,7 @@ def image_problems(checklist: Checklist) -> tuple[list[str], int]:
 
 def _image_problems(checklist: Checklist) -> tuple[list[str], int]:
     load = ImageLoader()
-    checked: set[tuple] = set()
+    checked: set[ImageKey] = set()
     problems: list[str] = []
     for test in checklist.tests:
         task = get_task(test.task)

@@ -28,7 +28,7 @@ STOPPED = 130
 """The status of a watcher stopped by Ctrl-C (128 + SIGINT, as a shell reports it)."""
 
 
-def add_watch_command(subparsers: argparse._SubParsersAction) -> None:
+def add_watch_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "watch",
         help="evaluate and gate each checkpoint of a glob as it is written",

@@ -6,14 +6,14 @@ engine, such as ``progress``, does not load numpy and the task kinds with it."""
 
 from pytest_vlcheck.lazy import lazy_exports
 
-_EVALUATE = "pytest_vlcheck.engine.judging.judge"
+_JUDGE = "pytest_vlcheck.engine.judging.judge"
 _SCORING = "pytest_vlcheck.engine.runner.model_runner"
 _EXPORTS = {
     "MissingImagesError": "pytest_vlcheck.engine.judging.missing",
     "ModelRunner": _SCORING,
     "ScoringStats": "pytest_vlcheck.engine.runner.stats",
     "Unscorable": _SCORING,
-    "evaluate_test": _EVALUATE,
+    "judge_test": _JUDGE,
 }
 
 __all__ = sorted(_EXPORTS)

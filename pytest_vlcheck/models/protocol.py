@@ -20,7 +20,7 @@ from pytest_vlcheck import fmt
 from pytest_vlcheck.errors import ScorerProtocolError, VlcheckUserError
 from pytest_vlcheck.models.backends.served.options import ServedOptions
 from pytest_vlcheck.models.backends.vqa_prompt import VqaPrompt
-from pytest_vlcheck.models.generative_protocol import is_generative
+from pytest_vlcheck.models.generative.protocol import is_generative
 
 if TYPE_CHECKING:
     from pathlib import Path

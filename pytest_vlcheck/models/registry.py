@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pytest_vlcheck.errors import ModelLoadError, ModelSpecError, UserCodeError, VlcheckUserError
+from pytest_vlcheck.models.backends.broken_environment import import_failure
 from pytest_vlcheck.models.backends.served.endpoint import default_name, is_served, parse_endpoint
-from pytest_vlcheck.models.broken_environment import import_failure
 from pytest_vlcheck.models.checkpoints import expand_checkpoints, is_glob
 from pytest_vlcheck.models.devices import computed_precision
 from pytest_vlcheck.models.protocol import (
@@ -27,7 +27,7 @@ from pytest_vlcheck.models.protocol import (
     ModelSpec,
     check_scorer,
 )
-from pytest_vlcheck.models.spec_files import check_spec_files
+from pytest_vlcheck.models.spec_files import FileCheck, check_spec_files
 from pytest_vlcheck.parsing.errors import closest, did_you_mean
 from pytest_vlcheck.registry import PluginError, Registry
 
@@ -49,8 +49,11 @@ _NAME = re.compile(r"[A-Za-z0-9_.@+-]+")
 
 
 class Backend(Protocol):
-    """What a scheme names: ``load(body, options)`` builds the scorer. A built-in backend
-    module may add ``identify(body, options, digest)`` (the identity without loading)."""
+    """What a scheme names: ``load(body, options)`` builds the scorer. Any backend may add
+    ``check_files(body) -> str | None``: the local files the body names, checked when the
+    spec is parsed, before anything heavy is imported (``spec_files``: what is missing and
+    what is expected, None when nothing is). A built-in backend module may add
+    ``identify(body, options, digest)`` (the identity without loading)."""
 
     def load(self, body: str, options: ModelOptions) -> Any: ...
 
@@ -87,11 +90,11 @@ def aliases() -> dict[str, str]:
 def parse_specs(texts: list[str]) -> list[ModelSpec]:
     """Parse every ``--vl-model`` value, a checkpoint glob into one spec per file
     (``models.checkpoints``); names must come out unique, and every local file a spec names
-    must exist (``models.spec_files``, before any backend is imported)."""
+    must exist (its backend's ``check_files``, before torch is imported)."""
     specs = [member for text in texts for member in expand_checkpoints(parse_spec(text))]
     seen: set[str] = set()
     for spec in specs:
-        check_spec_files(spec.text, spec.scheme, spec.body)
+        check_spec_files(spec.text, _file_check(spec), spec.body)
         if spec.name in seen:
             raise ModelSpecError(
                 f"two --vl-model values are both named '{spec.name}'; name "
@@ -99,6 +102,26 @@ def parse_specs(texts: list[str]) -> list[ModelSpec]:
             )
         seen.add(spec.name)
     return specs
+
+
+def _file_check(spec: ModelSpec) -> FileCheck | None:
+    """The backend's ``check_files``, if it has one; a plug-in's own exception in it is the
+    third party's error, as in its ``load``."""
+    check = getattr(MODELS[spec.scheme], "check_files", None)
+    if check is None or MODELS.is_builtin(spec.scheme):
+        return check
+    what = f"model '{spec.text}': checking its files with {MODELS.where(spec.scheme)}"
+
+    def plugin_check(body: str) -> str | None:
+        try:
+            problem = check(body)
+        except VlcheckUserError:
+            raise
+        except Exception as exc:  # third-party code: its own error, its own frames
+            raise UserCodeError.from_exception(exc, what) from exc
+        return None if problem is None else str(problem)
+
+    return plugin_check
 
 
 def parse_spec(text: str) -> ModelSpec:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from pytest_vlcheck.atomic import atomic_write_bytes, atomic_write_text
 from pytest_vlcheck.report.csv_report import render_csv
@@ -35,6 +34,7 @@ from pytest_vlcheck.report.thumbnails import (
     thumbnail_names,
 )
 from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results.run_meta import ModelMeta, RunBlock
 
 __all__ = [
     "REPORT_FILES",
@@ -56,13 +56,13 @@ REPORT_FILES = ("matrix.json", "matrix.md", "matrix.csv", "report.html")
 
 
 def render_files(
-    models: Sequence[Mapping[str, Any]],
+    models: Sequence[ModelMeta],
     results: Sequence[CapabilityResult],
     source: str = "<results>",
     *,
     errors: Sequence[RunError] = (),
     thumbnails: Mapping[str, str] | None = None,
-    run_block: Mapping[str, Any] | None = None,
+    run_block: RunBlock | None = None,
 ) -> dict[str, str]:
     """File name -> content for every report file, rendered from the serialised document.
 
@@ -83,12 +83,12 @@ def render_files(
 
 def write_report(
     directory: str | Path,
-    models: Sequence[Mapping[str, Any]],
+    models: Sequence[ModelMeta],
     results: Sequence[CapabilityResult],
     *,
     errors: Sequence[RunError] = (),
     thumbnail_source: Path | None = None,
-    run_block: Mapping[str, Any] | None = None,
+    run_block: RunBlock | None = None,
 ) -> list[Path]:
     """Write the four report files into ``directory`` (created if needed), each atomically.
 

@@ -24,6 +24,7 @@ from pytest_vlcheck.report.matrix import Matrix, build_matrix
 from pytest_vlcheck.report.svg import curve_panels
 from pytest_vlcheck.report.terminal import plain_table
 from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results.run_meta import ModelMeta
 
 __all__ = [
     "ComparedRun",
@@ -104,7 +105,7 @@ def compare_runs(
         series += labels
         results += [replace(r, model=by_model[r.model], reference=None) for r in run.results]
     compared = with_reference(results, series)
-    matrix = build_matrix([{"name": s} for s in series], compared)
+    matrix = build_matrix([ModelMeta(s) for s in series], compared)
     return Comparison(series, matrix, alpha, max_drop_pts)
 
 

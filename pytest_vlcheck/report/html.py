@@ -159,13 +159,13 @@ def _headline(report: Report) -> list[str]:
 def _models_section(report: Report) -> list[str]:
     rows = []
     for i, m in enumerate(report.models):
-        c = report.counts[m["name"]]
+        c = report.counts[m.name]
         swatch = f'<span class="swatch" style="background:{model_colour(i)}"></span>'
         rows.append(
             [
-                _td(swatch + _e(m["name"])),
-                _td(f"<code>{_e(m.get('spec') or '-')}</code>"),
-                _td(_shortened(m.get("fingerprint") or "-", SHOWN_FINGERPRINT)),
+                _td(swatch + _e(m.name)),
+                _td(f"<code>{_e(m.spec or '-')}</code>"),
+                _td(_shortened(m.fingerprint or "-", SHOWN_FINGERPRINT)),
                 *(_td(str(c[s]), "num") for s in report.status_columns),
             ]
         )
@@ -253,8 +253,8 @@ def _checkpoint_curves(report: Report) -> list[str]:
     """A capability curve per checkpoint glob of three or more files, in step order."""
     groups: dict[str, list[str]] = {}
     for model in report.matrix.models:
-        if model.get("group"):
-            groups.setdefault(model["group"], []).append(model["name"])
+        if model.group:
+            groups.setdefault(model.group, []).append(model.name)
     out = []
     for group, names in groups.items():
         if len(names) >= MIN_CURVE_POINTS:

@@ -15,6 +15,7 @@ from typing import Any
 from pytest_vlcheck.results import STATUSES, CapabilityResult, ResultFormatError
 from pytest_vlcheck.results.json_checks import JsonChecker, ReportFormatError, is_int, read_json
 from pytest_vlcheck.results.manifest import check_report_folder
+from pytest_vlcheck.results.run_meta import ModelMeta, RunBlock
 
 __all__ = [
     "REPORT_VERSION",
@@ -54,10 +55,10 @@ class ReportDocument:
     """A validated ``matrix.json``: model metadata, result rows, the run's errors and its
     ``run`` block (None in a file written before the block existed)."""
 
-    models: list[dict[str, Any]]
+    models: list[ModelMeta]
     results: list[CapabilityResult]
     errors: list[RunError]
-    run: dict[str, Any] | None = None
+    run: RunBlock | None = None
 
 
 def _error(c: JsonChecker, raw: Any, where: str) -> RunError:
@@ -70,16 +71,6 @@ def _error(c: JsonChecker, raw: Any, where: str) -> RunError:
     )
 
 
-def _model(c: JsonChecker, raw: Any, where: str) -> dict[str, Any]:
-    m = dict(c.mapping(raw, where))
-    c.text(m, "name", where)
-    for key in ("spec", "fingerprint"):
-        v = m.setdefault(key, None if key == "fingerprint" else "")
-        if v is not None and not isinstance(v, str):
-            raise c.fail(f"{where}.{key}", f"expected a string or null, got {v!r}")
-    return m
-
-
 def _result(raw: Any, where: str) -> CapabilityResult:
     try:
         return CapabilityResult.from_json(raw, where)
@@ -89,7 +80,7 @@ def _result(raw: Any, where: str) -> CapabilityResult:
 
 def validate_document(
     doc: Any, source: str = "matrix.json"
-) -> tuple[list[dict[str, Any]], list[CapabilityResult]]:
+) -> tuple[list[ModelMeta], list[CapabilityResult]]:
     """Check a parsed report document; return normalised copies of its models and its
     results, typed.
 
@@ -112,12 +103,12 @@ def validate_document(
         if key not in doc:
             raise c.fail("document", f"missing key {key!r}, expected a list")
     raw_models = c.listing(doc["models"], "models")
-    models = [_model(c, m, f"models[{i}]") for i, m in enumerate(raw_models)]
+    models = [ModelMeta.from_json(c, m, f"models[{i}]") for i, m in enumerate(raw_models)]
     names: set[str] = set()
     for i, m in enumerate(models):
-        if m["name"] in names:
-            raise c.fail(f"models[{i}].name", f"duplicate model name {m['name']!r}")
-        names.add(m["name"])
+        if m.name in names:
+            raise c.fail(f"models[{i}].name", f"duplicate model name {m.name!r}")
+        names.add(m.name)
     raw_results = c.listing(doc["results"], "results")
     results = [_result(r, f"{source}: results[{i}]") for i, r in enumerate(raw_results)]
     seen: set[tuple[str, str, str]] = set()
@@ -138,29 +129,8 @@ def parse_document(doc: Any, source: str = "matrix.json") -> ReportDocument:
     c = JsonChecker(source, ReportFormatError)
     raw_errors = c.listing(doc.get("errors", []), "errors")
     errors = [_error(c, e, f"errors[{i}]") for i, e in enumerate(raw_errors)]
-    run = None if doc.get("run") is None else _run_block(c, doc["run"])
+    run = None if doc.get("run") is None else RunBlock.from_json(c, doc["run"])
     return ReportDocument(models, results, errors, run)
-
-
-def _run_block(c: JsonChecker, raw: Any) -> dict[str, Any]:
-    """The ``run`` block: free-form conditions (a newer writer may add some), a typed
-    ``shard`` (null, or index, count and filled as integers and the selection's digest) and
-    ``vqa_answers`` (model name -> how it scores a pair's answer, text)."""
-    run = dict(c.mapping(raw, "run"))
-    shard = run.get("shard")
-    if shard is not None:
-        shard = c.mapping(shard, "run.shard")
-        numbers = {k: c.integer(shard.get(k), f"run.shard.{k}") for k in SHARD_NUMBERS}
-        if not 1 <= numbers["index"] <= numbers["count"]:
-            raise c.fail("run.shard", f"expected 1 <= index <= count, got {numbers}")
-        run["shard"] = {**numbers, "selection": c.text(shard, "selection", "run.shard")}
-    if run.get("vqa_answers") is not None:
-        answers = c.mapping(run["vqa_answers"], "run.vqa_answers")
-        run["vqa_answers"] = {k: c.text(answers, k, "run.vqa_answers") for k in answers}
-    return run
-
-
-SHARD_NUMBERS = ("index", "count", "filled")
 
 
 def read_report(path: str | Path) -> ReportDocument:
@@ -174,7 +144,7 @@ def read_report(path: str | Path) -> ReportDocument:
     return parse_document(doc, str(path))
 
 
-def read_matrix(path: str | Path) -> tuple[list[dict[str, Any]], list[CapabilityResult]]:
+def read_matrix(path: str | Path) -> tuple[list[ModelMeta], list[CapabilityResult]]:
     """``(models, results)`` of a ``matrix.json`` (``read_report`` also gives its errors)."""
     doc = read_report(path)
     return doc.models, doc.results

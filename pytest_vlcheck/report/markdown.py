@@ -70,10 +70,10 @@ def _matrix_table(report: Report) -> list[str]:
 def _models_table(report: Report) -> list[str]:
     rows = [
         [
-            escape_md(m["name"]),
-            escape_md(m.get("spec") or "-"),
-            escape_md(m.get("fingerprint") or "-"),
-            *(str(report.counts[m["name"]][s]) for s in report.status_columns),
+            escape_md(m.name),
+            escape_md(m.spec or "-"),
+            escape_md(m.fingerprint or "-"),
+            *(str(report.counts[m.name][s]) for s in report.status_columns),
         ]
         for m in report.models
     ]

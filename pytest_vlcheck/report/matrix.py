@@ -10,12 +10,13 @@ import copy
 import json
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_vlcheck.report.loader import REPORT_VERSION, STATUSES, RunError
 from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results.run_meta import ModelMeta, RunBlock
 
 __all__ = [
     "Matrix",
@@ -58,12 +59,12 @@ class Row:
 class Matrix:
     """Models (column order) and rows (grouped by capability, file order within one)."""
 
-    models: list[dict[str, Any]]
+    models: list[ModelMeta]
     rows: list[Row]
 
     @property
     def model_names(self) -> list[str]:
-        return [m["name"] for m in self.models]
+        return [m.name for m in self.models]
 
 
 def _suffixes(keys: list[tuple[str, str, str]]) -> list[str]:
@@ -95,9 +96,7 @@ def _grouped(keys: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
     return sorted(keys, key=lambda k: (areas[k[0].split("/")[0]], capabilities[k[0]], order[k]))
 
 
-def build_matrix(
-    models: Sequence[Mapping[str, Any]], results: Sequence[CapabilityResult]
-) -> Matrix:
+def build_matrix(models: Sequence[ModelMeta], results: Sequence[CapabilityResult]) -> Matrix:
     """Group results into rows keyed by (capability, file, test), grouped by capability
     (``_grouped``) and in first-seen order (file order) within one."""
     cells: dict[tuple[str, str, str], dict[str, CapabilityResult]] = {}
@@ -109,14 +108,14 @@ def build_matrix(
         Row(cap, file, test, label=cap + suffix, suffix=suffix, cells=cells[(cap, file, test)])
         for (cap, file, test), suffix in zip(keys, _suffixes(keys), strict=True)
     ]
-    return Matrix(models=[dict(m) for m in models], rows=rows)
+    return Matrix(models=list(models), rows=rows)
 
 
 def status_counts(
-    models: Sequence[Mapping[str, Any]], results: Sequence[CapabilityResult]
+    models: Sequence[ModelMeta], results: Sequence[CapabilityResult]
 ) -> dict[str, dict[str, int]]:
     """Per model: how many tests passed, failed, errored, were skipped, and the total."""
-    counts: dict[str, dict[str, int]] = {m["name"]: dict.fromkeys(STATUSES, 0) for m in models}
+    counts: dict[str, dict[str, int]] = {m.name: dict.fromkeys(STATUSES, 0) for m in models}
     for r in results:
         per_model = counts.setdefault(r.model, dict.fromkeys(STATUSES, 0))
         per_model[r.status] = per_model.get(r.status, 0) + 1
@@ -137,11 +136,11 @@ def _finite(obj: Any) -> Any:
 
 
 def matrix_document(
-    models: Sequence[Mapping[str, Any]],
+    models: Sequence[ModelMeta],
     results: Sequence[CapabilityResult],
     errors: Sequence[RunError] = (),
     *,
-    run_block: Mapping[str, Any] | None = None,
+    run_block: RunBlock | None = None,
 ) -> dict[str, Any]:
     """The ``matrix.json`` document: the contract keys, the run's ``errors`` (collection
     errors, ``[]`` when none), a derived per-model ``summary`` and, when given, the ``run``
@@ -152,13 +151,13 @@ def matrix_document(
     """
     doc = {
         "vlcheck_report": REPORT_VERSION,
-        "models": _finite([dict(m) for m in models]),
+        "models": _finite([m.to_json() for m in models]),
         "results": _finite([r.to_json() for r in results]),
         "errors": [e.to_json() for e in errors],
         "summary": status_counts(models, results),
     }
     if run_block is not None:
-        doc["run"] = _finite(dict(run_block))
+        doc["run"] = _finite(run_block.to_json())
     return doc
 
 

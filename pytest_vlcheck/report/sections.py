@@ -20,6 +20,7 @@ from pytest_vlcheck.report.loader import RunError
 from pytest_vlcheck.report.matrix import Matrix, Row, build_matrix, status_counts
 from pytest_vlcheck.results import STATUSES, CapabilityResult, FailureExample
 from pytest_vlcheck.results.blocks import GateComparison, Prior
+from pytest_vlcheck.results.run_meta import ModelMeta
 
 __all__ = [
     "Cell",
@@ -230,7 +231,7 @@ class Section:
 class Report:
     """Everything the formatters show; ``matrix`` (the results as rows) feeds the SVG charts."""
 
-    models: list[dict[str, Any]]
+    models: list[ModelMeta]
     sections: tuple[Section, ...]
     counts: dict[str, dict[str, int]]
     errors: tuple[RunError, ...]
@@ -239,7 +240,7 @@ class Report:
 
     @property
     def model_names(self) -> list[str]:
-        return [m["name"] for m in self.models]
+        return [m.name for m in self.models]
 
     @property
     def status_columns(self) -> list[str]:
@@ -354,7 +355,7 @@ def _blind_text(results: list[CapabilityResult]) -> str:
 
 
 def build_report(
-    models: Sequence[Mapping[str, Any]],
+    models: Sequence[ModelMeta],
     results: Sequence[CapabilityResult],
     errors: Sequence[RunError] = (),
 ) -> Report:
@@ -363,7 +364,7 @@ def build_report(
     names = matrix.model_names
     m = sum(1 for r in results if r.reference and r.reference.p_value is not None)
     return Report(
-        models=[dict(model) for model in models],
+        models=list(models),
         sections=tuple(_section(i, row, names, m) for i, row in enumerate(matrix.rows)),
         counts=status_counts(models, results),
         errors=tuple(errors),

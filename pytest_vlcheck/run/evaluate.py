@@ -158,7 +158,7 @@ def _judged(session: VlcheckSession, test: ChecklistTest, model: str) -> Capabil
     status (xfail), a user error (missing images, a scorer breaking the protocol) is an
     errored row with its first line; a model that will not load raises."""
     try:
-        result = session.evaluate(test, model)
+        result = session.judge(test, model)
     except ModelLoadError:
         raise
     except VlcheckUserError as exc:

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import GateComparison
+from pytest_vlcheck.results.run_meta import ModelMeta, RunBlock, ShardPlan
 from pytest_vlcheck.results.verdict import passes
 from pytest_vlcheck.run.settings import Settings
-from pytest_vlcheck.run.sharding import ShardPlan
 
 if TYPE_CHECKING:  # numpy and the report renderers: not for a run with nothing to report
     from pytest_vlcheck.engine.runner.stats import ScoringStats
@@ -28,7 +28,7 @@ class Run:
     """
 
     results: tuple[CapabilityResult, ...]
-    models: tuple[Mapping[str, str], ...]
+    models: tuple[ModelMeta, ...]
     settings: Settings
     errors: tuple[RunError, ...] = ()
     stats: Mapping[str, ScoringStats] = field(default_factory=dict)
@@ -46,16 +46,16 @@ class Run:
 
         return matrix_document(self.models, self.results, self.errors, run_block=self.run_block())
 
-    def run_block(self) -> dict[str, Any]:
+    def run_block(self) -> RunBlock:
         """``matrix.json``'s ``run``: how the run measured (the baseline's conditions), the
         tool's version and the shard plan, which ``vlcheck merge`` checks shards agree on."""
         from pytest_vlcheck import __version__
         from pytest_vlcheck.gates.conditions import run_conditions
 
-        shard = None if self.shard is None else self.shard.to_json()
         conditions = run_conditions(self.settings.model_options)
-        answers = {"vqa_answers": dict(self.vqa_answers)} if self.vqa_answers else {}
-        return {"tool_version": __version__, **conditions, **answers, "shard": shard}
+        return RunBlock(
+            {"tool_version": __version__, **conditions}, self.shard, dict(self.vqa_answers)
+        )
 
     @property
     def passed(self) -> bool:

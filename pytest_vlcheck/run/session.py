@@ -22,9 +22,9 @@ from pytest_vlcheck.gates.reference import with_reference
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.results import CapabilityResult
 from pytest_vlcheck.results.blocks import Prior, PriorNotApplicable
+from pytest_vlcheck.results.run_meta import ModelMeta, ShardPlan
 from pytest_vlcheck.results.verdict import settled
 from pytest_vlcheck.run.settings import Settings
-from pytest_vlcheck.run.sharding import ShardPlan
 
 if TYPE_CHECKING:  # the engine, priors and reports load numpy: imported where they are used,
     # so a pytest run that collects no checklist never pays for them (the plugin makes a session)
@@ -111,14 +111,14 @@ class VlcheckSession:
         """Tests to score together, in one batched pass, when the model's first item runs."""
         self.planned[model] = tests
 
-    def evaluate(self, test: ChecklistTest, model: str) -> CapabilityResult:
+    def judge(self, test: ChecklistTest, model: str) -> CapabilityResult:
         """Judge one test on one model.
 
         The model's first test scores the whole plan in one batched pass; a test outside the
         plan (an xdist worker scores only the items it runs) is scored on its own.
         """
         started = time.perf_counter()  # the imports and the runner are the plan's cost too
-        from pytest_vlcheck.engine import evaluate_test
+        from pytest_vlcheck.engine import judge_test
         from pytest_vlcheck.report.thumbnails import THUMBNAIL_DIR, write_thumbnails
 
         runner = self.runner(model)
@@ -128,7 +128,7 @@ class VlcheckSession:
             examples = sum(len(t.examples) for t in planned)
             self.plan_seconds[model] = (time.perf_counter() - started, examples, id(test))
         report_dir = self.settings.report_dir
-        result = evaluate_test(
+        result = judge_test(
             test,
             runner,
             threshold=self.settings.threshold,
@@ -235,24 +235,23 @@ class VlcheckSession:
         )
         return with_reference(ordered, [spec.name for spec in self.settings.specs])
 
-    def models_meta(self) -> list[dict[str, Any]]:
+    def models_meta(self) -> list[ModelMeta]:
         """``matrix.json``'s models: name, spec and fingerprint, in ``--vl-model`` order; the
         checkpoints of a glob also carry their ``group`` and ``step``."""
         fingerprints: dict[str, str] = {}
         for result in self.results:
             if result.fingerprint:
                 fingerprints.setdefault(result.model, result.fingerprint)
-        models = []
-        for spec in self.settings.specs:
-            model: dict[str, Any] = {
-                "name": spec.name,
-                "spec": spec.text,
-                "fingerprint": fingerprints.get(spec.name, ""),
-            }
-            if spec.group is not None:
-                model |= {"group": spec.group, "step": spec.step}
-            models.append(model)
-        return models
+        return [
+            ModelMeta(
+                name=spec.name,
+                spec=spec.text,
+                fingerprint=fingerprints.get(spec.name, ""),
+                group=spec.group,
+                step=spec.step if spec.group is not None else None,
+            )
+            for spec in self.settings.specs
+        ]
 
     def finished(self) -> Run:
         """The run as its outputs read it: results in report order, the models, the

@@ -24,11 +24,11 @@ from typing import TypeVar
 
 from pytest_vlcheck import bounds
 from pytest_vlcheck.errors import VlcheckUserError
+from pytest_vlcheck.results.run_meta import ShardPlan
 from pytest_vlcheck.run.array_jobs import ArrayJobError, array_job
 
 __all__ = [
     "Shard",
-    "ShardPlan",
     "ShardSpecError",
     "assign_shards",
     "parse_shard",
@@ -105,26 +105,6 @@ def assign_shards(weights: Mapping[K, int], count: int) -> dict[K, int]:
         assignment[group] = index
         heapq.heappush(loads, (load + max(weights[group], 1), index))
     return assignment
-
-
-@dataclass(frozen=True)
-class ShardPlan:
-    """Which job of which split a run was, recorded in ``matrix.json`` so ``vlcheck merge``
-    can tell shards of one split from shards of two: ``selection`` digests the groups and
-    weights every job of the split saw, and ``filled`` is how many jobs received work."""
-
-    index: int
-    count: int
-    selection: str
-    filled: int
-
-    def to_json(self) -> dict[str, int | str]:
-        return {
-            "index": self.index,
-            "count": self.count,
-            "selection": self.selection,
-            "filled": self.filled,
-        }
 
 
 Group = tuple[str, str]

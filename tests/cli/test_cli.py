@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_vlcheck.cli import main
+from pytest_vlcheck.results.run_meta import ModelMeta
 
 GOOD = """\
 vlcheck: 1
@@ -141,7 +142,7 @@ def test_output_paths_are_checked_before_any_work(
     from pytest_vlcheck.report import write_report
 
     run = tmp_path / "run"
-    write_report(run, [{"name": "m", "spec": "x", "fingerprint": None}], [])
+    write_report(run, [ModelMeta("m", "x", None)], [])
     (tmp_path / "a-file").write_text("keep")
     base = tmp_path / "base.json"
     base.write_text('{"vlcheck_baseline": 1, "entries": []}')

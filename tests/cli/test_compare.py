@@ -13,6 +13,7 @@ from pytest_vlcheck.gates.baseline import Baseline, make_entry
 from pytest_vlcheck.report import write_report
 from pytest_vlcheck.report.svg import line_chart
 from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results.run_meta import ModelMeta
 from pytest_vlcheck.results.samples import SampleRow, write_samples
 
 FILE = "checklists/a.yaml"
@@ -51,7 +52,7 @@ def write_run(folder: Path, model: str, correct: dict[str, int]) -> Path:
     """A report folder with matrix.json and samples.jsonl: 60 examples per test."""
     per_test = {test: outcomes(60, c) for test, c in correct.items()}
     results = [result(test, model, o) for test, o in per_test.items()]
-    write_report(folder, [{"name": model, "spec": "py:x:y", "fingerprint": None}], typed(results))
+    write_report(folder, [ModelMeta(model, "py:x:y", None)], typed(results))
     rows = [
         SampleRow(FILE, test, model, example, ok, False, ((0.3, 0.2),))
         for test, o in per_test.items()
@@ -225,7 +226,7 @@ def test_compare_rounds_a_delta_as_the_gate_does_and_colours_its_marks(
     b = write_run(tmp_path / "b", "b", {"color": 22})
     for folder, correct in ((a, 33), (b, 22)):  # 80 examples: 33/80 = 41.25%, 22/80 = 27.5%
         results = [result("color", folder.name, outcomes(80, correct))]
-        write_report(folder, [{"name": folder.name, "spec": "py:x:y"}], typed(results))
+        write_report(folder, [ModelMeta(folder.name, "py:x:y", None)], typed(results))
         rows = [
             SampleRow(FILE, "color", folder.name, e, ok, False, ((0.3, 0.2),))
             for e, ok in outcomes(80, correct).items()

@@ -15,7 +15,7 @@ from helpers.model_builders import build_open_clip
 from PIL import Image
 
 from pytest_vlcheck.checklist import load_checklist
-from pytest_vlcheck.engine import ModelRunner, evaluate_test
+from pytest_vlcheck.engine import ModelRunner, judge_test
 from pytest_vlcheck.engine.runner.progress import LogWriter, Progress, stderr_writer
 from pytest_vlcheck.engine.scores.embedding_cache import DB_NAME, EmbeddingCache
 from pytest_vlcheck.errors import ModelLoadError
@@ -136,7 +136,7 @@ def _run(root: Path, module, factory: str, *, cache: bool = True) -> tuple[Model
     runner = ModelRunner(spec, ModelOptions(device="cpu"), ImageLoader(), cache=store)
     tests = load_checklist(root / "c.yaml").tests
     runner.prepare(tests)
-    results = [evaluate_test(t, runner).to_json() for t in tests]
+    results = [judge_test(t, runner).to_json() for t in tests]
     if store is not None:
         store.close()
     return runner, results

@@ -12,7 +12,7 @@ from helpers.model_builders import build_open_clip
 from PIL import Image
 
 from pytest_vlcheck.checklist import load_checklist
-from pytest_vlcheck.engine import ModelRunner, evaluate_test
+from pytest_vlcheck.engine import ModelRunner, judge_test
 from pytest_vlcheck.images.loading import ImageLoader
 from pytest_vlcheck.models.protocol import ModelOptions
 from pytest_vlcheck.models.registry import parse_spec
@@ -133,7 +133,7 @@ def test_results_do_not_depend_on_batch_size(tiny_model, checklist) -> None:
     for batch in (1, 7):
         runner = ModelRunner(spec, ModelOptions(device="cpu", batch_size=batch), ImageLoader())
         runner.prepare(checklist.tests)
-        results.append([evaluate_test(t, runner).to_json() for t in checklist.tests])
+        results.append([judge_test(t, runner).to_json() for t in checklist.tests])
     for first, second in zip(*results, strict=True):
         assert first["passed"] == second["passed"]
         for a, b in zip(first["failures"], second["failures"], strict=True):
@@ -172,7 +172,7 @@ def test_pair_scorer_is_called_in_batches_of_unique_pairs(checklist, tmp_path, m
     }
     assert sum(pair_scorer_mod.CALLS) == len(unique_pairs)
     assert len(pair_scorer_mod.CALLS) == math.ceil(len(unique_pairs) / 4)
-    result = evaluate_test(checklist.tests[0], runner)
+    result = judge_test(checklist.tests[0], runner)
     assert result.n == 3 and result.score_kind == "score"  # a cross-encoder's own scale
 
 

@@ -154,7 +154,7 @@ def test_buffers_a_checkpoint_does_not_hold_are_set_after_loading(paligemma_dir:
     right again."""
     import torch
 
-    from pytest_vlcheck.models.unsaved_buffers import restore_unsaved_buffers
+    from pytest_vlcheck.models.backends.unsaved_buffers import restore_unsaved_buffers
 
     model = vqa_backend.load(str(paligemma_dir), CPU).model
     buffers = dict(model.named_buffers())

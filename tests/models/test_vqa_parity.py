@@ -297,17 +297,17 @@ def test_the_run_block_and_the_summary_say_how_the_answer_was_scored(
 def test_merged_shards_agree_on_each_models_answer(tmp_path: Path):
     from pytest_vlcheck.cli.merge_checks import MergeError, check_reports, merged_run
     from pytest_vlcheck.report.loader import ReportDocument
+    from pytest_vlcheck.results.run_meta import RunBlock
 
     def shard(answers: dict[str, str]) -> ReportDocument:
-        return ReportDocument([], [], [], {"vqa": None, "vqa_answers": answers, "shard": None})
+        return ReportDocument([], [], [], RunBlock({"vqa": None}, None, answers))
 
     one, two = shard({"a": "'Yes': tokens ['Yes']"}), shard({"b": "' Yes': tokens ['▁Yes']"})
     documents = [(tmp_path / "1", one), (tmp_path / "2", two)]
     check_reports(documents)  # each shard records the models it loaded
-    assert merged_run(documents)["vqa_answers"] == {
-        **one.run["vqa_answers"],
-        **two.run["vqa_answers"],
-    }
+    merged = merged_run(documents)
+    assert merged is not None and one.run is not None and two.run is not None
+    assert merged.vqa_answers == {**one.run.vqa_answers, **two.run.vqa_answers}
     other = shard({"a": "' Yes': tokens ['▁Yes']"})
     with pytest.raises(MergeError, match="model 'a' vqa answer"):
         check_reports([(tmp_path / "1", one), (tmp_path / "3", other)])

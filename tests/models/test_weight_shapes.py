@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from helpers.model_builders import build_open_clip
 
+from pytest_vlcheck.models.backends.weight_shapes import open_clip_shape_problem, safetensors_shapes
 from pytest_vlcheck.models.registry import parse_specs
 from pytest_vlcheck.models.spec_files import SpecFilesDisagreeError
-from pytest_vlcheck.models.weight_shapes import open_clip_shape_problem, safetensors_shapes
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "pytest_vlcheck" / "tiny"

@@ -32,12 +32,13 @@ from pytest_vlcheck.report.sections import build_report
 from pytest_vlcheck.report.svg import bar_chart, pooled_rate, radar_axes, radar_chart
 from pytest_vlcheck.report.terminal import cell_text
 from pytest_vlcheck.results import CapabilityResult, FailureExample
+from pytest_vlcheck.results.run_meta import ModelMeta
 
 EVIL = '<b>&"'
 
 MODELS = [
-    {"name": "clip", "spec": "clip", "fingerprint": "f00d"},
-    {"name": "sig|lip", "spec": "hf:google/siglip-base-patch16-224", "fingerprint": None},
+    ModelMeta("clip", "clip", "f00d"),
+    ModelMeta("sig|lip", "hf:google/siglip-base-patch16-224", None),
 ]
 
 
@@ -361,7 +362,7 @@ def test_matrix_document_contract():
     assert list(doc) == ["vlcheck_report", "models", "results", "errors", "summary"]
     assert doc["errors"] == []
     assert doc["vlcheck_report"] == 1
-    assert doc["models"] == MODELS
+    assert doc["models"] == [m.to_json() for m in MODELS]
     assert doc["results"][0]["pass_rate"] == 0.6125  # full precision, no rounding
     assert doc["results"][0]["ci_low"] == 0.5637
     assert doc["results"][0]["metrics"]["nan_metric"] is None  # strict JSON has no NaN
@@ -413,14 +414,15 @@ def test_read_matrix_fills_optional_fields(tmp_path):
     doc = {"vlcheck_report": 1, "models": [{"name": "clip"}], "results": [row]}
     path.write_text(json.dumps(doc))
     models, results = read_matrix(path)
-    assert models == [{"name": "clip", "spec": "", "fingerprint": None}]
+    assert models == [ModelMeta("clip", "", None)]
     assert results[0].metrics == {} and results[0].failures == []
     assert results[0].chance is None and results[0].criterion == ""
     render_files(models, results)
 
 
 def _doc(**changes):
-    doc = {"vlcheck_report": 1, "models": MODELS, "results": sample_results()}
+    models = [m.to_json() for m in MODELS]
+    doc = {"vlcheck_report": 1, "models": models, "results": sample_results()}
     doc.update(changes)
     return doc
 
@@ -433,7 +435,10 @@ def _doc(**changes):
         (_doc(vlcheck_report=True), "unsupported report version True"),
         ({"vlcheck_report": 1, "models": []}, "missing key 'results'"),
         (_doc(models=[{"spec": "x"}]), "models[0]: missing key 'name'"),
-        (_doc(models=MODELS + MODELS[:1]), "models[2].name: duplicate model name 'clip'"),
+        (
+            _doc(models=[m.to_json() for m in [*MODELS, MODELS[0]]]),
+            "models[2].name: duplicate model name 'clip'",
+        ),
         (_doc(results=[{**sample_results()[0], "status": "xfail"}]), "results[0].status"),
         (_doc(results=[{**sample_results()[0], "n": -1}]), "results[0].n: expected a non-negative"),
         (_doc(results=[{**sample_results()[0], "pass_rate": "high"}]), "results[0].pass_rate"),
@@ -532,8 +537,8 @@ def test_format_matrix_empty_and_unshared_threshold():
 # --- markdown and csv ---------------------------------------------------------------------
 
 
-def small_case() -> tuple[list[dict], list[CapabilityResult]]:
-    models = [{"name": "clip", "spec": "clip", "fingerprint": "f00d"}]
+def small_case() -> tuple[list[ModelMeta], list[CapabilityResult]]:
+    models = [ModelMeta("clip", "clip", "f00d")]
     results = [
         result(
             "clip",

@@ -20,6 +20,7 @@ from pytest_vlcheck.report import build_report, read_matrix
 from pytest_vlcheck.report.html import render_html
 from pytest_vlcheck.report.thumbnails import thumbnail_data_uris, thumbnail_names
 from pytest_vlcheck.results import FailureExample
+from pytest_vlcheck.results.run_meta import ModelMeta
 from pytest_vlcheck.tiny import TINY_CONFIG, TINY_WEIGHTS
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -124,11 +125,11 @@ def test_report_fits_a_1280_px_window_with_a_three_checkpoint_glob(
     assert result.ret in (0, 1), result.stdout.str()[-2000:]
     rep = pytester.path / "rep"
     models, _ = read_matrix(rep / "matrix.json")
-    assert len(models) == 3 and all(len(m["spec"]) > 150 for m in models)
-    assert all(len(m["fingerprint"]) >= 80 for m in models)
+    assert len(models) == 3 and all(len(m.spec or "") > 150 for m in models)
+    assert all(len(m.fingerprint or "") >= 80 for m in models)
     assert _page_width(rep / "report.html", 1280) <= 1280
     html = (rep / "report.html").read_text(encoding="utf-8")
-    assert f'title="{models[0]["fingerprint"]}"' in html  # the whole fingerprint on hover
+    assert f'title="{models[0].fingerprint}"' in html  # the whole fingerprint on hover
 
 
 # README's matrix of the bundled suite on tiny: (capability, test id, threshold, pass rate).
@@ -173,7 +174,7 @@ def _readme_sized_report(folder: Path) -> Path:
         slices = {"color": {c: {"n": 40, "passed": 30, "rate": 0.75} for c in "rgbcmy"}}
         rows.append(result("tiny", test, capability, 240, passed, status, threshold=threshold,
                            failures=failures, slices=slices))  # fmt: skip
-    models = [{"name": "tiny", "spec": "tiny", "fingerprint": "f00d"}]
+    models = [ModelMeta("tiny", "tiny", "f00d")]
     page = folder / "report.html"
     page.write_text(render_html(build_report(models, typed(rows))), encoding="utf-8")
     return page

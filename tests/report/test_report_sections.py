@@ -25,13 +25,11 @@ from pytest_vlcheck.report.matrix import build_matrix
 from pytest_vlcheck.report.svg import radar_chart
 from pytest_vlcheck.results import CapabilityResult, FailureExample
 from pytest_vlcheck.results.blocks import GateComparison, ReferenceDelta
+from pytest_vlcheck.results.run_meta import ModelMeta
 from pytest_vlcheck.run.session import VlcheckSession
 from pytest_vlcheck.run.settings import Settings
 
-MODELS = [
-    {"name": "old", "spec": "py:m:old", "fingerprint": "f1"},
-    {"name": "new", "spec": "py:m:new", "fingerprint": None},
-]
+MODELS = [ModelMeta("old", "py:m:old", "f1"), ModelMeta("new", "py:m:new", None)]
 
 
 def typed(rows: list[dict]) -> list[CapabilityResult]:
@@ -211,7 +209,9 @@ def test_vlcheck_report_reproduces_errors_byte_for_byte(tmp_path):
 
 def test_old_report_without_errors_reads(tmp_path):
     path = tmp_path / "matrix.json"
-    path.write_text(json.dumps({"vlcheck_report": 1, "models": MODELS, "results": []}))
+    path.write_text(
+        json.dumps({"vlcheck_report": 1, "models": [m.to_json() for m in MODELS], "results": []})
+    )
     assert read_report(path).errors == []
 
 

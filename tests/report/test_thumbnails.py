@@ -22,6 +22,7 @@ from pytest_vlcheck.report.thumbnails import (
     write_thumbnails,
 )
 from pytest_vlcheck.results import CapabilityResult
+from pytest_vlcheck.results.run_meta import ModelMeta
 
 SCENE = {"objects": [{"shape": "circle", "color": "red", "position": [0.5, 0.5], "size": 0.5}]}
 
@@ -141,7 +142,7 @@ def test_report_rendered_elsewhere_keeps_its_thumbnails(tmp_path: Path) -> None:
     [name] = write_thumbnails(
         [ImageRef("file", "a.png", str(source))], ImageLoader(), tmp_path / "run" / "thumbnails"
     )
-    models = [{"name": "m", "spec": "py:x:y", "fingerprint": ""}]
+    models = [ModelMeta("m", "py:x:y", "")]
     row = {
         "file": "t.yaml",
         "test": "t",

@@ -19,6 +19,7 @@ from pytest_vlcheck.results.blocks import (
     PriorNotApplicable,
     ReferenceDelta,
 )
+from pytest_vlcheck.results.run_meta import ModelMeta
 
 # The blocks exactly as the previous version wrote them (dicts built by hand, keys in its order).
 GATE_COMPARISON = {
@@ -175,7 +176,7 @@ def test_every_block_shape_reads_typed_and_writes_back_unchanged(
 def test_a_matrix_file_with_every_shape_rereads_byte_for_byte(tmp_path: Path) -> None:
     rows = [row(test=f"t{i}", line=i, **{key: block}) for i, (key, block, _) in enumerate(SHAPES)]
     rows.append(row(test="all", gate=GATE_COMPARISON, prior=PRIOR_APPLICABLE, reference=REFERENCE))
-    models = [{"name": "m", "spec": "scores:m.jsonl", "fingerprint": "abc"}]
+    models = [ModelMeta("m", "scores:m.jsonl", "abc")]
     text = matrix_json(matrix_document(models, typed(rows)))
     path = tmp_path / "matrix.json"
     path.write_text(text, encoding="utf-8")

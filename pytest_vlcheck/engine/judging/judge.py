@@ -37,7 +37,7 @@ class TextOnlyError(VlcheckUserError, RuntimeError):
     cross-encoder)."""
 
 
-def evaluate_test(
+def judge_test(
     test: ChecklistTest,
     runner: ModelRunner,
     *,

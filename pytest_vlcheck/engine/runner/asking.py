@@ -18,7 +18,7 @@ import numpy as np
 
 from pytest_vlcheck import fmt
 from pytest_vlcheck.errors import ScorerProtocolError, VlcheckUserError
-from pytest_vlcheck.models.generative_protocol import (
+from pytest_vlcheck.models.generative.protocol import (
     GENERATIVE_METHODS,
     check_answers,
     is_generative,

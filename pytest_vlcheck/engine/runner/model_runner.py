@@ -33,7 +33,7 @@ from pytest_vlcheck.engine.scores.embedding_width import EmbeddingWidth
 from pytest_vlcheck.engine.scores.pixel_cache import transform_namespace
 from pytest_vlcheck.engine.scores.scorer_source import ScorerSource, ScoringMode
 from pytest_vlcheck.images.refs import ImageKey, ImageRef
-from pytest_vlcheck.models.generative_protocol import is_generative
+from pytest_vlcheck.models.generative.protocol import is_generative
 from pytest_vlcheck.models.protocol import ModelOptions, RefPair, Scorer
 from pytest_vlcheck.models.registry import ModelSpec
 from pytest_vlcheck.tasks import Grid, get_task

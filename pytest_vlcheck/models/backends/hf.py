@@ -56,6 +56,7 @@ from pytest_vlcheck.models.devices import (
 from pytest_vlcheck.models.hashing import fingerprint_path
 from pytest_vlcheck.models.hub import hub_cache_dir, hub_unreachable_reason
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity
+from pytest_vlcheck.models.spec_files import missing_folder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -226,6 +227,16 @@ class HfItmScorer(_HfModel):
 
         with self.forward_context():
             return run_in_batches(list(zip(images, texts, strict=True)), self, forward)
+
+
+def check_files(body: str) -> str | None:
+    """The local folders the spec names (``spec_files``): the model's and its ``#BASE``
+    (which may hold only a processor, ``save_pretrained`` of a processor)."""
+    model, _, base = body.partition("#")
+    for part, what in ((model.strip(), "model directory"), (base.strip(), "#BASE directory")):
+        if problem := missing_folder(part, what):
+            return problem
+    return None
 
 
 def load(body: str, options: ModelOptions) -> HfDualScorer | HfItmScorer:

@@ -39,6 +39,7 @@ from pytest_vlcheck.errors import (
     WeightsUnavailableError,
 )
 from pytest_vlcheck.models.backends.open_clip_tags import pretrained_table
+from pytest_vlcheck.models.backends.weight_shapes import open_clip_shape_problem
 from pytest_vlcheck.models.batching import (
     EmbeddingOutputs,
     ForwardContext,
@@ -55,6 +56,7 @@ from pytest_vlcheck.models.hashing import fingerprint_path
 from pytest_vlcheck.models.hub import hub_cache_dir, hub_offline, hub_unreachable_reason
 from pytest_vlcheck.models.pixels.compact import HostBatch, split_transform
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity
+from pytest_vlcheck.models.spec_files import SpecFilesDisagreeError
 from pytest_vlcheck.nesting import TOO_DEEP, json_too_deep
 
 if TYPE_CHECKING:
@@ -215,6 +217,41 @@ class OpenClipSigmoidScorer(OpenClipScorer):
         """(scale, bias) of ``match_probability``, so the engine can apply it to cached
         similarities without building the model."""
         return self.logit_scale, self.logit_bias
+
+
+def check_files(body: str) -> str | None:
+    """The local files the spec names (``spec_files``): a ``local-dir:`` folder, a config
+    .json, a weights file; a config .json beside a .safetensors file must fit its header."""
+    arch, pretrained = split_spec(body, lambda name: Path(name).is_file())
+    if arch.startswith("local-dir:"):
+        folder = Path(arch[len("local-dir:") :]).expanduser()
+        if not folder.is_dir():
+            return f"directory not found: {folder}; expected a folder with open_clip_config.json"
+    elif arch.endswith(".json") and not Path(arch).expanduser().is_file():
+        return (
+            f"open_clip model config not found: {arch}; expected an existing model-config "
+            ".json or a name from open_clip.list_models()"
+        )
+    if pretrained is None:
+        return None
+    if Path(pretrained).expanduser().is_file():
+        _check_fit(arch, Path(pretrained).expanduser())
+        return None
+    if Path(pretrained).suffix in WEIGHT_SUFFIXES or "/" in pretrained or "\\" in pretrained:
+        return (
+            f"weights file not found: {pretrained}; expected an existing weights file "
+            "(.safetensors preferred) or a pretrained tag"
+        )
+    return None
+
+
+def _check_fit(arch: str, weights: Path) -> None:
+    """A model-config .json beside a .safetensors file: do the header's shapes fit it?"""
+    if not arch.endswith(".json") or weights.suffix != ".safetensors":
+        return
+    problem = open_clip_shape_problem(Path(arch).expanduser(), weights)
+    if problem is not None:
+        raise SpecFilesDisagreeError(problem)
 
 
 def identify(body: str, options: ModelOptions, digest: Digest) -> ModelIdentity | None:

@@ -18,13 +18,14 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeGuard
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from pytest_vlcheck.errors import ModelFileNotFoundError, ModelLoadError
 from pytest_vlcheck.models.protocol import MissingScore, ModelOptions, RefPair
 from pytest_vlcheck.nesting import TOO_DEEP, json_too_deep
+
+if TYPE_CHECKING:  # its file is checked when the spec is parsed: numpy only when scoring
+    import numpy as np
 
 _KEYS = {"image", "text", "score", "crop", "crop_relative", "example", "perturb"}
 PairKey = tuple[str, str, tuple[float, ...] | None, bool, str | None]
@@ -104,6 +105,8 @@ class PrecomputedScores:
 
     def score_refs(self, pairs: Sequence[RefPair]) -> np.ndarray:
         """The score of each pair; an example's own line wins over a general one."""
+        import numpy as np
+
         out = np.empty(len(pairs), dtype=np.float32)
         for index, pair in enumerate(pairs):
             image = pair.image
@@ -135,6 +138,18 @@ def _describe(key: PairKey) -> str:
     where = f" {'crop_relative' if relative else 'crop'} {list(crop)}" if crop else ""
     where += f" perturb={perturb}" if perturb else ""
     return f"image '{image}'{where} with text {text!r}"
+
+
+def check_files(body: str) -> str | None:
+    """The scores file (``spec_files``)."""
+    path = Path(body).expanduser()
+    if path.is_file():
+        return None
+    found = "is a directory" if path.is_dir() else "not found"
+    return (
+        f"scores file {found} (looked for {path.absolute()}); expected a JSON Lines file of "
+        "{image, text, score} lines"
+    )
 
 
 def load(body: str, options: ModelOptions) -> Any:

@@ -45,6 +45,7 @@ from pytest_vlcheck.models.backends.t2v_preset import (
     t2v_inputs,
     t2v_row,
 )
+from pytest_vlcheck.models.backends.unsaved_buffers import restore_unsaved_buffers
 from pytest_vlcheck.models.backends.vqa_prompt import (
     VqaPrompt,
     after_separator,
@@ -64,10 +65,10 @@ from pytest_vlcheck.models.devices import (
     resolve_device,
     torch_dtype,
 )
-from pytest_vlcheck.models.generative_scoring import GenerativeMethods
+from pytest_vlcheck.models.generative.scoring import GenerativeMethods
 from pytest_vlcheck.models.hashing import fingerprint_path
 from pytest_vlcheck.models.protocol import Digest, ModelIdentity
-from pytest_vlcheck.models.unsaved_buffers import restore_unsaved_buffers
+from pytest_vlcheck.models.spec_files import missing_folder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -412,6 +413,14 @@ def _processor(transformers: Any, where: HubLocation) -> Any:
 def vqa_fingerprint(weights: str, prompt: VqaPrompt) -> str:
     """The weights' fingerprint with what is asked: scores of two prompts never mix."""
     return f"{weights}+vqa:{prompt.digest()}"
+
+
+def check_files(body: str) -> str | None:
+    """A ``save_pretrained`` folder as ``hf:`` checks it (``spec_files``); a served model's
+    ``http(s)://`` address names no local file."""
+    if is_served(body):
+        return None
+    return missing_folder(body.strip(), "model directory")
 
 
 def identify(body: str, options: ModelOptions, digest: Digest) -> ModelIdentity | None:

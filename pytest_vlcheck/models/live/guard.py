@@ -11,18 +11,11 @@ change the training run's dropout or data order. The model is never moved or cas
 
 from __future__ import annotations
 
-import functools
 import random
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-
-from pytest_vlcheck.errors import VlcheckUserError
-from pytest_vlcheck.models.batching import device_batch_size
-from pytest_vlcheck.models.devices import effective_precision, torch_dtype
-from pytest_vlcheck.models.live.precision import CastCopy
-from pytest_vlcheck.models.protocol import ModelOptions
 
 
 @contextmanager
@@ -61,31 +54,3 @@ def _restore_rng_states(torch: Any, states: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(states["cuda"])
     if "numpy" in states:
         sys.modules["numpy"].random.set_state(states["numpy"])
-
-
-def run_settings(model: Any, options: ModelOptions) -> dict[str, Any]:
-    """Where and how the model runs: its own device (it is never moved, so ``options.device``
-    does not apply) and dtype; when ``options.precision`` asks for less than the model holds,
-    on a copy of its weights cast once for the call (``live_precision.CastCopy``): the
-    encoder is given ``model`` from here, not the caller's."""
-    import torch
-
-    floating = [p for p in model.parameters() if p.is_floating_point()]
-    if not floating:
-        raise VlcheckUserError(
-            f"model: the {type(model).__name__} has no floating-point parameters; "
-            "expected a model with weights"
-        )
-    device, dtype = floating[0].device, floating[0].dtype
-    precision = effective_precision(options.precision, str(device))
-    wanted = torch_dtype(precision)
-    lower = wanted != torch.float32 and dtype == torch.float32
-    runs = CastCopy(model, wanted) if lower else model
-    return {
-        "model": runs,
-        "device": str(device),
-        "dtype": wanted if lower else dtype,
-        "batch_size": device_batch_size(options, str(device)),
-        "forward_context": functools.partial(live_forward, runs),
-        "precision": precision if lower else str(dtype).removeprefix("torch."),
-    }

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from pytest_vlcheck import fmt
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.models.batching import calibrated_sigmoid, sigmoid_calibration_of
-from pytest_vlcheck.models.live.guard import run_settings
 from pytest_vlcheck.models.live.identity import live_fingerprint, live_identity
+from pytest_vlcheck.models.live.placement import place
 from pytest_vlcheck.models.protocol import (
     DualEncoder,
     ModelOptions,
@@ -178,20 +178,14 @@ def _open_clip_scorer(
             "transform from open_clip.create_model_and_transforms and "
             "open_clip.get_tokenizer(ARCH)"
         )
-    settings = run_settings(model, options)
-    name = f"live:{type(model).__name__}"
+    placement = place(model, options)
     encoder = OpenClipScorer(
-        name=name,
-        fingerprint="",  # the live scorer computes its own at each access
-        model=settings["model"],
+        **placement.encoder(f"live:{type(model).__name__}"),
         preprocess=preprocess,
         tokenizer=tokenizer,
-        device=settings["device"],
-        input_dtype=settings["dtype"],
-        batch_size=settings["batch_size"],
-        forward_context=settings["forward_context"],
+        input_dtype=placement.dtype,
     )
-    identity = live_identity(model, settings["precision"], preprocess, tokenizer)
+    identity = live_identity(model, placement.precision, preprocess, tokenizer)
     wrapper = LiveScorer if sigmoid_calibration_of(model) is None else LiveSigmoidScorer
     return wrapper(encoder, model, identity)
 
@@ -212,26 +206,21 @@ def _transformers_scorer(
             "and the tokenizer); expected preprocess=processor, or preprocess=image_processor "
             "and tokenizer=tokenizer"
         )
-    settings = run_settings(model, options)
+    placement = place(model, options)
     calibration = sigmoid_calibration_of(model)
     encoder_class = HfDualScorer if calibration is None else HfSigmoidScorer
     extra: dict[str, float] = {}
     if calibration is not None:  # the live wrapper reads them again at each use
         extra = {"logit_scale": calibration[0], "logit_bias": calibration[1]}
     encoder = encoder_class(
-        name=f"live:{type(model).__name__}",
-        fingerprint="",  # the live scorer computes its own at each access
-        model=settings["model"],
+        **placement.encoder(f"live:{type(model).__name__}"),
         tokenizer=tokenizer,
         image_processor=image_processor,
-        device=settings["device"],
-        dtype=settings["dtype"],
-        batch_size=settings["batch_size"],
-        forward_context=settings["forward_context"],
+        dtype=placement.dtype,
         **extra,
     )
     config: Any = getattr(model, "config", None)
     config_text = config.to_json_string() if hasattr(config, "to_json_string") else ""
-    identity = live_identity(model, settings["precision"], image_processor, tokenizer, config_text)
+    identity = live_identity(model, placement.precision, image_processor, tokenizer, config_text)
     wrapper = LiveScorer if calibration is None else LiveSigmoidScorer
     return wrapper(encoder, model, identity)

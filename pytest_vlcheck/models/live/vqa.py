@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.models.backends.vqa import VqaScorer, prompt_form
 from pytest_vlcheck.models.live.check import check_processor_pixels
-from pytest_vlcheck.models.live.guard import run_settings
 from pytest_vlcheck.models.live.identity import live_fingerprint, live_identity
+from pytest_vlcheck.models.live.placement import place
 from pytest_vlcheck.models.protocol import ModelOptions
 
 if TYPE_CHECKING:
@@ -81,22 +81,17 @@ def live_vqa_scorer(
         # a fixed-size vision tower (LLaVA, PaliGemma); Qwen2-VL's takes patches of any size
         check_processor_pixels(config, getattr(preprocess, "image_processor", preprocess))
     options.vqa.check(("vqa_question", "vqa_answer", "vqa_mode", "vqa_preset"))
-    settings = run_settings(model, options)
+    placement = place(model, options)  # a cast copy when the precision is lower
     scorer = VqaScorer(
-        name=f"live:{type(model).__name__}",
-        fingerprint="",  # the live scorer computes its own at each access
-        model=settings["model"],  # a cast copy when the precision is lower (live_guard)
+        **placement.encoder(f"live:{type(model).__name__}"),
         processor=preprocess,
         prompt=options.vqa,
-        device=settings["device"],
-        dtype=settings["dtype"],
-        batch_size=settings["batch_size"],
-        forward_context=settings["forward_context"],
+        dtype=placement.dtype,
     )
     scorer.check_prompt()
     config_text = config.to_json_string() if config is not None else ""
     template = str(getattr(preprocess, "chat_template", "") or "")
     identity = live_identity(
-        model, settings["precision"], preprocess, config_text, template, options.vqa.describe()
+        model, placement.precision, preprocess, config_text, template, options.vqa.describe()
     )
     return LiveVqaScorer(scorer, model, identity)

@@ -3,7 +3,7 @@
 A pair's score is the mean log-probability of the answer's tokens (``--vl-vqa-*`` as for the
 in-process ``vqa:``), teacher-forced by the server (``chat``): the answer is the assistant's
 message, placed by the server's chat template (LLaVA's ``ASSISTANT: Yes``). The generative
-methods follow ``generative_protocol``: continuations are teacher-forced the same way and
+methods follow ``generative.protocol``: continuations are teacher-forced the same way and
 summed; candidates that are one token each are read at the first generated position
 (``logprob_token_ids``), longer ones teacher-forced; generation is greedy.
 
@@ -41,7 +41,7 @@ class ServedIdentityWarning(UserWarning):
 
 class ServedScorer:
     """A generative VLM behind an OpenAI-compatible server, scoring pairs by VQAScore and
-    answering prompts (``generative_protocol.GenerativeScorer``)."""
+    answering prompts (``generative.protocol.GenerativeScorer``)."""
 
     match_is_exp = True
     """Scores are log-probabilities: the engine can map them for ``match`` unbuilt."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pytest_vlcheck.errors import user_frame
 
-_PACKAGE_DIR = Path(__file__).resolve().parents[1]
+_PACKAGE_DIR = Path(__file__).resolve().parents[2]
 _TORCH_PAIR = frozenset({"torch", "torchvision"})
 
 

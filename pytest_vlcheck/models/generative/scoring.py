@@ -1,4 +1,4 @@
-"""The ``vqa:`` backend's generative methods (``generative_protocol.GenerativeScorer``).
+"""The ``vqa:`` backend's generative methods (``generative.protocol.GenerativeScorer``).
 
 ``score_continuations`` teacher-forces each continuation after the rendered prompt, prompt and
 continuation tokenised together (``VqaScorer.answer_log_probs``: the continuation's tokens are
