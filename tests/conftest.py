@@ -6,6 +6,12 @@ that would try to download fails fast instead of waiting out retries.
 
 torch and open_clip are imported before any test (see below).
 
+torch computes with one thread in every test process and every process a test starts
+(``OMP_NUM_THREADS=1``, set before torch is imported and inherited by subprocesses), as
+docs/performance.md advises for a shared machine: the models here are tiny, and with
+``-n 2`` on two cores the default one-thread-per-core setting makes the workers' threads wait
+on each other (a tiny LLaVA's forward passes took 6x the CPU time under load).
+
 The pytest runs the tests start print the same on every host: pytest writes whole messages in
 its short summary when ``CI`` or ``BUILD_NUMBER`` is set, so both are cleared here; a test
 that needs them sets them itself.
@@ -14,15 +20,21 @@ that needs them sets them itself.
 import os
 from pathlib import Path
 
+ONE_THREAD = os.environ.setdefault("OMP_NUM_THREADS", "1") == "1"
+os.environ.setdefault("MKL_NUM_THREADS", os.environ["OMP_NUM_THREADS"])
+
 # torch cannot be initialised twice in one process, and pytester's in-process runs drop the
 # modules they imported when they end: imported once here, torch stays for every test whatever
 # the order (the tests that check torch is NOT imported run pytest in subprocesses). The same
 # holds for open_clip, which pulls in triton and parts of torch (inductor) that register
 # themselves once per process: imported again after pytester dropped them, they abort the
 # process ("duplicate key") or raise ("already registered").
-import open_clip  # noqa: F401
-import pytest
-import torch  # noqa: F401
+import open_clip  # noqa: F401, E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+if ONE_THREAD:  # a plugin may have imported torch before this file set the variable
+    torch.set_num_threads(1)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
