@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from helpers.checklist_text import checklist
-from helpers.vqa_builders import build_llava
 from PIL import Image
 
 from pytest_vlcheck import SettingsError, VlcheckUserError, evaluate
@@ -19,12 +18,11 @@ CHECKLIST = checklist(extra="    threshold: 0.0\n")
 
 
 @pytest.fixture(scope="module")
-def llava(tmp_path_factory: pytest.TempPathFactory):
+def llava(llava_dir: Path):
     import transformers
 
-    folder = build_llava(tmp_path_factory.mktemp("llava") / "llava", seed=0)
-    model = transformers.AutoModelForImageTextToText.from_pretrained(folder)
-    processor = transformers.AutoProcessor.from_pretrained(folder)
+    model = transformers.AutoModelForImageTextToText.from_pretrained(llava_dir)
+    processor = transformers.AutoProcessor.from_pretrained(llava_dir)
     return model, processor
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.vqa_builders import build_llava, build_qwen2_vl
 from PIL import Image
 from test_vqa import COLOURS, write_squares
 
@@ -38,9 +37,9 @@ CPU = ModelOptions(device="cpu")
 
 
 @pytest.fixture(scope="session")
-def weights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("served")
-    return {"llava": build_llava(root / "llava"), "qwen": build_qwen2_vl(root / "qwen")}
+def weights(llava_dir: Path, qwen_dir: Path) -> dict[str, Path]:
+    """The session's tiny LLaVA and Qwen2-VL (tests/conftest.py), shared with other tests."""
+    return {"llava": llava_dir, "qwen": qwen_dir}
 
 
 @pytest.fixture(scope="session")
