@@ -29,7 +29,7 @@ from pytest_vlcheck.models.protocol import (
 )
 from pytest_vlcheck.models.spec_files import FileCheck, check_spec_files
 from pytest_vlcheck.parsing.errors import closest, did_you_mean
-from pytest_vlcheck.registry import PluginError, Registry
+from pytest_vlcheck.registry import PluginError, PluginLoadError, Registry
 
 __all__ = ["ModelLoadError", "ModelSpec", "ModelSpecError", "load_scorer", "parse_spec"]
 
@@ -106,8 +106,13 @@ def parse_specs(texts: list[str]) -> list[ModelSpec]:
 
 def _file_check(spec: ModelSpec) -> FileCheck | None:
     """The backend's ``check_files``, if it has one; a plug-in's own exception in it is the
-    third party's error, as in its ``load``."""
-    check = getattr(MODELS[spec.scheme], "check_files", None)
+    third party's error, as in its ``load``. A plug-in whose module raises on import has no
+    check here: loading the model says so, one line per model, as for any load failure."""
+    try:
+        backend = MODELS[spec.scheme]
+    except PluginLoadError:
+        return None
+    check = getattr(backend, "check_files", None)
     if check is None or MODELS.is_builtin(spec.scheme):
         return check
     what = f"model '{spec.text}': checking its files with {MODELS.where(spec.scheme)}"

@@ -133,13 +133,15 @@ def test_the_callbacks_evaluate_on_every_rank_and_log_once(
     if len(ranks) != 2:
         pytest.skip("the trainings run in the 2-rank job")
     first = ranks[0]["training"][framework]
-    assert [step for step, _ in first["runs"]] == [2, 4]
+    # after optimizer steps 2 and 4; Lightning draws those at its own step, one less
+    steps = [2, 4] if framework == "transformers" else [1, 3]
+    assert [step for step, _ in first["runs"]] == steps
     assert all(seen["training"][framework]["runs"] == first["runs"] for seen in ranks)
     if framework == "transformers":  # the jsonl logger: one line per evaluation
         assert [json.loads(line)["step"] for line in first["log"]] == [2, 4]
     else:  # Lightning's CSV logger: a header, then one row per evaluation
         header = first["log"][0].split(",")
-        assert [row.split(",")[header.index("step")] for row in first["log"][1:]] == ["2", "4"]
+        assert [row.split(",")[header.index("step")] for row in first["log"][1:]] == ["1", "3"]
 
 
 def test_a_spec_model_shares_its_batches_and_one_embedding_cache(ranks: list[Any]) -> None:
