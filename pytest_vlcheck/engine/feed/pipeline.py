@@ -141,14 +141,18 @@ class ImageFeed:
             """What the store holds, recalled here (a hand-off to a thread per image cost
             more than the lookup), and the rest submitted to the pool."""
             started: list[Future[tuple[Any, bool]] | tuple[Any, bool]] = []
-            stored = {} if shelf is None else self._from_disk(shelf, batch, keep)
+            recalled = {r.key: self.store.recall(r.key) for r in batch} if keep else {}
+            missing = [r for r in batch if recalled.get(r.key) is None]
+            stored = {} if shelf is None else self._from_disk(shelf, missing)
             on_disk.update(stored)
             for ref in batch:
-                kept = self.store.recall(ref.key) if keep else None
-                if kept is None and ref.key in stored:
+                kept = recalled.get(ref.key)
+                if kept is not None:
+                    started.append((kept, True))
+                elif ref.key in stored:
                     started.append((stored[ref.key], False))
                 else:
-                    started.append(pool.submit(prepare, ref) if kept is None else (kept, True))
+                    started.append(pool.submit(prepare, ref))
             return started
 
         on_disk: set[ImageKey] = set()  # what the pixel cache gave (not prepared here)
@@ -171,12 +175,9 @@ class ImageFeed:
                 kept = [(r, im) for r, im in zip(batch, images, strict=True) if im is not None]
                 yield [r for r, _ in kept], [im for _, im in kept]
 
-    def _from_disk(
-        self, shelf: PixelShelf, batch: list[ImageRef], keep: bool
-    ) -> dict[ImageKey, Any]:
-        """The pixel cache's pixels of the images of ``batch`` the store does not hold (a
+    def _from_disk(self, shelf: PixelShelf, wanted: list[ImageRef]) -> dict[ImageKey, Any]:
+        """The pixel cache's pixels of ``wanted`` (the images the store does not hold; a
         file's state recorded, as loading it would: a later call sees it change)."""
-        wanted = [r for r in batch if not (keep and self.store.recall(r.key) is not None)]
         found = shelf.recall([r.key for r in wanted])
         for ref in wanted:
             if ref.key in found and ref.kind == "file":
