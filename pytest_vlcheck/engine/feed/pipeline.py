@@ -140,20 +140,18 @@ class ImageFeed:
         def start(batch: list[ImageRef]) -> list[Future[tuple[Any, bool]] | tuple[Any, bool]]:
             """What the store holds, recalled here (a hand-off to a thread per image cost
             more than the lookup), and the rest submitted to the pool."""
-            started: list[Future[tuple[Any, bool]] | tuple[Any, bool]] = []
             recalled = {r.key: self.store.recall(r.key) for r in batch} if keep else {}
             missing = [r for r in batch if recalled.get(r.key) is None]
             stored = {} if shelf is None else self._from_disk(shelf, missing)
             on_disk.update(stored)
-            for ref in batch:
-                kept = recalled.get(ref.key)
-                if kept is not None:
-                    started.append((kept, True))
-                elif ref.key in stored:
-                    started.append((stored[ref.key], False))
-                else:
-                    started.append(pool.submit(prepare, ref))
-            return started
+            return [
+                (recalled[r.key], True)
+                if recalled.get(r.key) is not None
+                else (stored[r.key], False)
+                if r.key in stored
+                else pool.submit(prepare, r)
+                for r in batch
+            ]
 
         on_disk: set[ImageKey] = set()  # what the pixel cache gave (not prepared here)
         closing = contextlib.nullcontext() if shelf is None else contextlib.closing(shelf)
