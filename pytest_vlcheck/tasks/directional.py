@@ -28,7 +28,14 @@ from pytest_vlcheck.images.scenes import occluded
 from pytest_vlcheck.parsing.example_fields import ParseContext, image_at
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.base import BaseTask
-from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+from pytest_vlcheck.tasks.protocol import (
+    CandidateSet,
+    GenerationRules,
+    Grid,
+    Judgement,
+    ScoreScale,
+    TrueMarks,
+)
 
 DIRECTIONS = ("lower", "higher")
 CHANCE = 0.5
@@ -169,7 +176,7 @@ class DirectionalTask(BaseTask):
             )
         return f"{what}; expected {example.expect}"
 
-    def true_marks(self, n_images: int, n_texts: int) -> tuple[set, set, set]:
+    def true_marks(self, n_images: int, n_texts: int) -> TrueMarks:
         """The original pair is the reference cell."""
         if not n_images or not n_texts:
             return set(), set(), set()

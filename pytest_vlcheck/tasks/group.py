@@ -19,7 +19,14 @@ from pytest_vlcheck.images.refs import ImageRef
 from pytest_vlcheck.parsing.example_fields import ParseContext, image_list
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.base import BaseTask, image_cluster
-from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+from pytest_vlcheck.tasks.protocol import (
+    CandidateSet,
+    GenerationRules,
+    Grid,
+    Judgement,
+    ScoreScale,
+    TrueMarks,
+)
 
 GroupCriterion = Literal["text", "image", "group"]
 CRITERIA: tuple[GroupCriterion, ...] = ("text", "image", "group")
@@ -39,7 +46,8 @@ class GroupExample:
 
 def criterion_of(settings: Mapping[str, Any]) -> GroupCriterion:
     """The test's pass criterion."""
-    return settings.get("criterion", DEFAULT_CRITERION)
+    criterion: GroupCriterion = settings.get("criterion", DEFAULT_CRITERION)  # checked on load
+    return criterion
 
 
 EXAMPLE_SCHEMA: dict[str, Any] = {
@@ -132,7 +140,7 @@ class GroupTask(BaseTask):
             for i in range(2)
         )
 
-    def true_marks(self, n_images: int, n_texts: int) -> tuple[set, set, set]:
+    def true_marks(self, n_images: int, n_texts: int) -> TrueMarks:
         """Image i with caption i."""
         return set(), set(), {(i, i) for i in range(min(n_images, n_texts))}
 

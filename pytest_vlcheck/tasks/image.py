@@ -23,7 +23,14 @@ from pytest_vlcheck.tasks.base import (
     mean_chance,
     position_of,
 )
-from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+from pytest_vlcheck.tasks.protocol import (
+    CandidateSet,
+    GenerationRules,
+    Grid,
+    Judgement,
+    ScoreScale,
+    TrueMarks,
+)
 
 
 @dataclass(frozen=True)
@@ -152,7 +159,7 @@ class ImageTask(BaseTask):
         cells = ", ".join(f"{r.describe()} {means[i]:.4f}" for i, r in enumerate(refs))
         return f"{' | '.join(texts)!r}: {cells} (first is true)"
 
-    def true_marks(self, n_images: int, n_texts: int) -> tuple[set, set, set]:
+    def true_marks(self, n_images: int, n_texts: int) -> TrueMarks:
         """The first image is true for every prompt."""
         if not n_images:
             return set(), set(), set()

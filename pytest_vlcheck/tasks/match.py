@@ -22,7 +22,14 @@ from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.asking import Ask, Reply
 from pytest_vlcheck.tasks.base import BaseTask, image_cluster
 from pytest_vlcheck.tasks.match_decide import DECIDES, describe_yes_no, judge_yes_no, yes_no_ask
-from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+from pytest_vlcheck.tasks.protocol import (
+    CandidateSet,
+    GenerationRules,
+    Grid,
+    Judgement,
+    ScoreScale,
+    TrueMarks,
+)
 
 DEFAULT_CUTOFF = 0.5
 _LABELS = {"match": True, "no_match": False, True: True, False: False}
@@ -200,7 +207,7 @@ class MatchTask(BaseTask):
             f"label {label}"
         )
 
-    def true_marks(self, n_images: int, n_texts: int) -> tuple[set, set, set]:
+    def true_marks(self, n_images: int, n_texts: int) -> TrueMarks:
         """The label is in the failure's detail line only."""
         return set(), set(), set()
 

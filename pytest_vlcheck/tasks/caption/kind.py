@@ -33,7 +33,14 @@ from pytest_vlcheck.tasks.base import (
 )
 from pytest_vlcheck.tasks.caption.example import CaptionExample
 from pytest_vlcheck.tasks.caption.plain import plain_caption_examples
-from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+from pytest_vlcheck.tasks.protocol import (
+    CandidateSet,
+    GenerationRules,
+    Grid,
+    Judgement,
+    ScoreScale,
+    TrueMarks,
+)
 
 EXAMPLE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -145,7 +152,7 @@ class CaptionTask(BaseTask):
         which = "first is true" if true == 1 else f"first {true} are true"
         return f"{example.image.describe()}: {scored_texts(texts, grid[0])} ({which})"
 
-    def true_marks(self, n_images: int, n_texts: int) -> tuple[set, set, set]:
+    def true_marks(self, n_images: int, n_texts: int) -> TrueMarks:
         """The first text is true for the image (of several true captions the report marks the
         first; the failure's detail line says how many are true)."""
         if not n_texts:
