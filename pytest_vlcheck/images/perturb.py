@@ -70,8 +70,7 @@ class ImagePerturbation:
 
     def apply(self, image: Image) -> Image:
         """The perturbed RGB image (``image`` is left unchanged)."""
-        from PIL import Image as PILImage
-        from PIL import ImageEnhance
+        from PIL import Image as PILImage, ImageEnhance
 
         rng = random.Random(self.seed)
         w, h = image.size

@@ -6,7 +6,32 @@ beside it and are imported from their own modules. The names below are imported 
 (``pytest_vlcheck.lazy``), so that importing one family does not load numpy for the others.
 """
 
+from typing import TYPE_CHECKING
+
 from pytest_vlcheck.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the names as mypy sees them (``_EXPORTS`` resolves them at run time)
+    from pytest_vlcheck.metrics.choice import (
+        GROUP_CHANCE as GROUP_CHANCE,
+        MATCH_CHANCE as MATCH_CHANCE,
+        ORDERED_TIE_RULES as ORDERED_TIE_RULES,
+        TIE_RULES as TIE_RULES,
+        Z95 as Z95,
+        beats_all as beats_all,
+        beats_in_order as beats_in_order,
+        choice_chance as choice_chance,
+        decided_by_tie as decided_by_tie,
+        group_caption_choices as group_caption_choices,
+        group_outcomes as group_outcomes,
+        match_accuracies as match_accuracies,
+        match_correct as match_correct,
+        pad_rows as pad_rows,
+        prompt_ensemble as prompt_ensemble,
+        slice_rates as slice_rates,
+        top_set_chance as top_set_chance,
+        wilson_interval as wilson_interval,
+        wilson_interval_at as wilson_interval_at,
+    )
 
 _EXPORTS = dict.fromkeys(
     [

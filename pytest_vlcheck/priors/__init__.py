@@ -6,7 +6,23 @@ below are imported on first use (``pytest_vlcheck.lazy``): a run without ``--vl-
 never loads numpy for them.
 """
 
+from typing import TYPE_CHECKING
+
 from pytest_vlcheck.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the names as mypy sees them (``_EXPORTS`` resolves them at run time)
+    from pytest_vlcheck.priors.average import (
+        AveragePrior as AveragePrior,
+        caption_perplexities as caption_perplexities,
+    )
+    from pytest_vlcheck.priors.protocol import PriorSpec as PriorSpec, TextPrior as TextPrior
+    from pytest_vlcheck.priors.registry import (
+        PriorLoadError as PriorLoadError,
+        PriorSpecError as PriorSpecError,
+        load_prior as load_prior,
+        load_priors as load_priors,
+        parse_prior_spec as parse_prior_spec,
+    )
 
 _AVERAGE = "pytest_vlcheck.priors.average"
 _REGISTRY = "pytest_vlcheck.priors.registry"
