@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,14 +28,10 @@ from pytest_vlcheck.images.scenes import occluded
 from pytest_vlcheck.parsing.example_fields import ParseContext, image_at
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.base import BaseTask
-from pytest_vlcheck.tasks.protocol import (
-    CandidateSet,
-    GenerationRules,
-    Grid,
-    Judgement,
-    ScoreScale,
-    TrueMarks,
-)
+from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.tasks.protocol import TrueMarks
 
 DIRECTIONS = ("lower", "higher")
 CHANCE = 0.5

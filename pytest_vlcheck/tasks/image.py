@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,14 +23,10 @@ from pytest_vlcheck.tasks.base import (
     mean_chance,
     position_of,
 )
-from pytest_vlcheck.tasks.protocol import (
-    CandidateSet,
-    GenerationRules,
-    Grid,
-    Judgement,
-    ScoreScale,
-    TrueMarks,
-)
+from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.tasks.protocol import TrueMarks
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,15 +30,11 @@ from pytest_vlcheck.parsing.errors import ChecklistError
 from pytest_vlcheck.parsing.example_fields import ParseContext, image_at
 from pytest_vlcheck.parsing.fields import Fields, type_name
 from pytest_vlcheck.tasks.base import BaseTask
-from pytest_vlcheck.tasks.protocol import (
-    CandidateSet,
-    GenerationRules,
-    Grid,
-    Judgement,
-    ScoreScale,
-    TrueMarks,
-)
+from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
 from pytest_vlcheck.texts.perturb import MAX_TYPOS, TEXT_KINDS, add_typos
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.tasks.protocol import TrueMarks
 
 _SIDE_WORDS = re.compile(r"\b(left|right)\b", re.IGNORECASE)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,14 +22,10 @@ from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.asking import Ask, Reply
 from pytest_vlcheck.tasks.base import BaseTask, image_cluster
 from pytest_vlcheck.tasks.match_decide import DECIDES, describe_yes_no, judge_yes_no, yes_no_ask
-from pytest_vlcheck.tasks.protocol import (
-    CandidateSet,
-    GenerationRules,
-    Grid,
-    Judgement,
-    ScoreScale,
-    TrueMarks,
-)
+from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.tasks.protocol import TrueMarks
 
 DEFAULT_CUTOFF = 0.5
 _LABELS = {"match": True, "no_match": False, True: True, False: False}

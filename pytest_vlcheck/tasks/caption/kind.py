@@ -14,7 +14,7 @@ columns). Chance is the mean of 1/C(n, t) for t true captions among n texts (1/(
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,14 +33,10 @@ from pytest_vlcheck.tasks.base import (
 )
 from pytest_vlcheck.tasks.caption.example import CaptionExample
 from pytest_vlcheck.tasks.caption.plain import plain_caption_examples
-from pytest_vlcheck.tasks.protocol import (
-    CandidateSet,
-    GenerationRules,
-    Grid,
-    Judgement,
-    ScoreScale,
-    TrueMarks,
-)
+from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.tasks.protocol import TrueMarks
 
 EXAMPLE_SCHEMA: dict[str, Any] = {
     "type": "object",
