@@ -16,11 +16,9 @@ from typing import TYPE_CHECKING
 from pytest_vlcheck.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names as mypy sees them (``_EXPORTS`` resolves them at run time)
-    from pytest_vlcheck.errors import (
-        ModelLoadError as ModelLoadError,
-        SettingsError as SettingsError,
-        VlcheckUserError as VlcheckUserError,
-    )
+    from pytest_vlcheck.errors import ModelLoadError as ModelLoadError
+    from pytest_vlcheck.errors import SettingsError as SettingsError
+    from pytest_vlcheck.errors import VlcheckUserError as VlcheckUserError
     from pytest_vlcheck.parsing.errors import ChecklistError as ChecklistError
     from pytest_vlcheck.results.capability import CapabilityResult as CapabilityResult
     from pytest_vlcheck.run.distributed.collective import CollectiveError as CollectiveError

@@ -9,7 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pytest_vlcheck.checklist.jsonl import SUFFIX as JSONL_SUFFIX, load_jsonl_examples
+from pytest_vlcheck.checklist.jsonl import SUFFIX as JSONL_SUFFIX
+from pytest_vlcheck.checklist.jsonl import load_jsonl_examples
 from pytest_vlcheck.checklist.schema import Checklist, ChecklistTest, MacroSpec
 from pytest_vlcheck.parsing.errors import ChecklistError, ErrorCollector
 from pytest_vlcheck.parsing.example_fields import ParseContext, example_id, parse_tags

@@ -70,7 +70,8 @@ class ImagePerturbation:
 
     def apply(self, image: Image) -> Image:
         """The perturbed RGB image (``image`` is left unchanged)."""
-        from PIL import Image as PILImage, ImageEnhance
+        from PIL import Image as PILImage
+        from PIL import ImageEnhance
 
         rng = random.Random(self.seed)
         w, h = image.size

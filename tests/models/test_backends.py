@@ -23,7 +23,8 @@ from helpers.model_builders import (
 )
 from PIL import Image
 
-from pytest_vlcheck.models.backends import hf as hf_backend, open_clip as open_clip_backend
+from pytest_vlcheck.models.backends import hf as hf_backend
+from pytest_vlcheck.models.backends import open_clip as open_clip_backend
 from pytest_vlcheck.models.batching import (
     GPU_BATCH_SIZE,
     BatchSizeWarning,

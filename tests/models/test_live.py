@@ -13,7 +13,8 @@ from helpers.model_builders import build_hf_clip, build_hf_siglip
 from PIL import Image
 
 from pytest_vlcheck.errors import VlcheckUserError
-from pytest_vlcheck.models.backends import hf as hf_backend, open_clip as open_clip_backend
+from pytest_vlcheck.models.backends import hf as hf_backend
+from pytest_vlcheck.models.backends import open_clip as open_clip_backend
 from pytest_vlcheck.models.live.fingerprint import (
     CHUNK,
     HOST_SLICE,

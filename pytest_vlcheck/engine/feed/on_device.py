@@ -13,8 +13,8 @@ from pytest_vlcheck.models.pixels.device_transform import (
     DeviceTransform,
     decode_jpegs,
     device_transform,
-    fallback_reason as file_fallback,
 )
+from pytest_vlcheck.models.pixels.device_transform import fallback_reason as file_fallback
 
 if TYPE_CHECKING:
     import torch

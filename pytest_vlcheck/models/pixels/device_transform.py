@@ -89,7 +89,8 @@ class DeviceTransform:
 
     def pixels(self, image: torch.Tensor) -> torch.Tensor:
         """The uint8 [3, crop] pixels of one decoded image, made on its device."""
-        from torchvision.transforms import InterpolationMode, functional as tf
+        from torchvision.transforms import InterpolationMode
+        from torchvision.transforms import functional as tf
 
         resized = tf.resize(
             image, [self.resize], interpolation=InterpolationMode.BICUBIC, antialias=True
