@@ -11,7 +11,19 @@ imported on first use, so importing the package stays cheap.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pytest_vlcheck.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the names as mypy sees them (``_EXPORTS`` resolves them at run time)
+    from pytest_vlcheck.errors import ModelLoadError as ModelLoadError
+    from pytest_vlcheck.errors import SettingsError as SettingsError
+    from pytest_vlcheck.errors import VlcheckUserError as VlcheckUserError
+    from pytest_vlcheck.parsing.errors import ChecklistError as ChecklistError
+    from pytest_vlcheck.results.capability import CapabilityResult as CapabilityResult
+    from pytest_vlcheck.run.distributed.collective import CollectiveError as CollectiveError
+    from pytest_vlcheck.run.evaluate import evaluate as evaluate
+    from pytest_vlcheck.run.outcome import Run as Run
 
 __version__ = "0.1.0"
 

@@ -69,18 +69,19 @@ def whole_number(value: Any, low: int, high: int) -> int:
     """``value`` (any integer, ``numbers.Integral``: a numpy integer from a training loop's
     counter too, or its decimal digits as text) as an int in [low, high]; bools aside."""
     expected = f"expected a whole number from {low} to {_bound(high)}"
+    number: int
     if _integer(value):
-        value = int(value)
+        number = int(value)
     elif not isinstance(value, str):
         raise BoundError(f"is {shown(value)}; {expected}")
     else:
         match = _WHOLE.fullmatch(value)
         if match is None or len(match.group(1).lstrip("0")) > _MAX_DIGITS:
             raise BoundError(f"is {shown(value)}; {expected}")
-        value = int(match.group(1))
-    if not low <= value <= high:
-        raise BoundError(f"is {shown(value)}; {expected}")
-    return value
+        number = int(match.group(1))
+    if not low <= number <= high:
+        raise BoundError(f"is {shown(number)}; {expected}")
+    return number
 
 
 def _integer(value: Any) -> bool:

@@ -60,7 +60,7 @@ def python_gate_keys(
 
 
 def python_rows(
-    state: VlcheckSession, item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
+    state: VlcheckSession, item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]
 ) -> list[dict[str, Any]] | None:
     """The rows a ``vl_model`` test sends with its report, and its failure text.
 

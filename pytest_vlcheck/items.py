@@ -153,7 +153,9 @@ class ChecklistItem(pytest.Item):
         if self.result.status != "passed":
             raise VerdictFailure(self.result)
 
-    def transport(self, report: pytest.TestReport, call: pytest.CallInfo[None]) -> dict | None:
+    def transport(
+        self, report: pytest.TestReport, call: pytest.CallInfo[None]
+    ) -> dict[str, Any] | None:
         """The result row for the report that decides this item's verdict (setup when it
         did not pass, else the call), as it travels to an xdist controller; None otherwise."""
         if report.when == "setup" and self.model is not None:

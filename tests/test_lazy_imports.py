@@ -5,6 +5,8 @@ interpreter, with only this plugin loaded, since this test process has imported 
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import os
 import subprocess
@@ -57,3 +59,33 @@ def test_a_run_without_checklists_imports_nothing_heavy(tmp_path: Path, args: tu
 def test_an_empty_folder_imports_nothing_heavy(tmp_path: Path) -> None:
     out = _run(tmp_path)
     assert out == {"code": int(pytest.ExitCode.NO_TESTS_COLLECTED), "plugin": True, "heavy": []}
+
+
+def _typed_names(init: Path) -> dict[str, str]:
+    """Name -> module of the ``if TYPE_CHECKING:`` imports of a package ``__init__``."""
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom) and imp.module, ast.unparse(imp)
+                for alias in imp.names:
+                    # ``X as X``: an explicit re-export under mypy's no_implicit_reexport
+                    assert alias.asname == alias.name, ast.unparse(imp)
+                    found[alias.name] = imp.module
+    return found
+
+
+def test_every_lazy_name_is_typed_from_the_module_that_resolves_it() -> None:
+    """A package's lazy names reach mypy through its ``TYPE_CHECKING`` imports (else a
+    ``from pytest_vlcheck.engine import ModelRunner`` is ``Any`` to it): the two lists agree."""
+    packages = [
+        p
+        for p in (ROOT / "pytest_vlcheck").rglob("__init__.py")
+        if "lazy_exports(" in p.read_text()
+    ]
+    assert len(packages) >= 5
+    for init in packages:
+        name = ".".join(init.parent.relative_to(ROOT).parts)
+        exports = dict(importlib.import_module(name)._EXPORTS)
+        assert _typed_names(init) == exports, init

@@ -24,7 +24,7 @@ import numpy as np
 
 from pytest_vlcheck.audit.subject import TextChoice, words
 from pytest_vlcheck.metrics.choice import wilson_interval
-from pytest_vlcheck.metrics.priors import prior_choices
+from pytest_vlcheck.metrics.priors import Perplexity, prior_choices
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def _directed_correct(
     return correct
 
 
-def _prior_correct(choices: Sequence[TextChoice], perplexity: Callable) -> np.ndarray:
+def _prior_correct(choices: Sequence[TextChoice], perplexity: Perplexity) -> np.ndarray:
     texts = sorted({t for c in choices for t in (c.true_text, *c.other_texts)})
     lookup = dict(zip(texts, perplexity(texts), strict=True))
     width = max(len(c.other_texts) for c in choices)
@@ -139,7 +139,7 @@ def _prior_correct(choices: Sequence[TextChoice], perplexity: Callable) -> np.nd
 
 
 def baseline_outcomes(
-    choices: Sequence[TextChoice], perplexity: Callable | None = None
+    choices: Sequence[TextChoice], perplexity: Perplexity | None = None
 ) -> dict[str, np.ndarray]:
     """Per-choice correctness of every blind baseline (and of the prior when given)."""
     outcomes = {
@@ -154,7 +154,7 @@ def baseline_outcomes(
 
 
 def blind_baselines(
-    choices: Sequence[TextChoice], perplexity: Callable | None = None
+    choices: Sequence[TextChoice], perplexity: Perplexity | None = None
 ) -> list[BaselineResult]:
     """Each baseline's pass count over the choices, with its Wilson interval."""
     results = []

@@ -69,7 +69,7 @@ def _negative_findings(choices: Sequence[TextChoice]) -> list[Finding]:
 
 
 def _duplicate_findings(choices: Sequence[TextChoice]) -> list[Finding]:
-    owners: dict[tuple, list[str]] = defaultdict(list)
+    owners: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[str]] = defaultdict(list)
     for choice in choices:
         key = (choice.true_text, tuple(sorted(choice.other_texts)), choice.image_keys)
         owners[key].append(choice.example_id)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from pytest_vlcheck.audit.baselines import BaselineResult, blind_baselines
 from pytest_vlcheck.audit.checks import Finding, structural_findings
 from pytest_vlcheck.audit.subject import AuditSubject
 from pytest_vlcheck.metrics.choice import choice_chance
+from pytest_vlcheck.metrics.priors import Perplexity
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def _baseline_findings(
 
 
 def audit_test(
-    subject: AuditSubject, perplexity: Callable | None = None, margin: float = 10.0
+    subject: AuditSubject, perplexity: Perplexity | None = None, margin: float = 10.0
 ) -> TestAudit:
     """Run the baselines (text-choice tests only) and the checks on one test.
 

@@ -39,7 +39,9 @@ RELATION_PHRASES: dict[str, str] = {
 COUNT_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
 STATES = ("filled", "hollow")
 SIZE_ATTRIBUTE_WORDS = ("small", "big")
-DEFAULT_LEXICON: dict[str, tuple] = {
+Values = tuple[Any, ...]
+"""A variable's values to draw from: words, or whole numbers for ``count`` (its name says which)."""
+DEFAULT_LEXICON: dict[str, Values] = {
     "shape": SHAPES,
     "color": tuple(c for c in OBJECT_COLORS if c != "white"),  # white is also a background
     "texture": tuple(t for t in TEXTURES if t != "solid"),
@@ -49,7 +51,7 @@ DEFAULT_LEXICON: dict[str, tuple] = {
     "count": (1, 2, 3, 4),
     "background": BACKGROUNDS,
 }
-ALLOWED_VALUES: dict[str, tuple] = {
+ALLOWED_VALUES: dict[str, Values] = {
     "shape": SHAPES,
     "color": tuple(COLORS),
     "texture": TEXTURES,
@@ -124,7 +126,7 @@ class Plan:
     seed: int
     captions: tuple[str, ...]
     prompts: tuple[str, ...]
-    lexicon: Mapping[str, tuple]
+    lexicon: Mapping[str, Values]
     in_play: frozenset[str]
     slots: int
     negatives: tuple[Perturbation, ...]
@@ -142,7 +144,7 @@ class Plan:
     answers: tuple[str, ...] = ()  # ``answer:`` templates, or Yes / No for match
 
 
-def _as_list(value: Any) -> list:
+def _as_list(value: Any) -> list[Any]:
     if isinstance(value, str) or not isinstance(value, Sequence):
         return [value]
     return list(value)
@@ -203,12 +205,12 @@ def _parse_perturbation(i: int, raw: Any) -> Perturbation:
     return Perturbation(op, target, k, name or default)
 
 
-def _parse_lexicon(raw: Any) -> dict[str, tuple]:
+def _parse_lexicon(raw: Any) -> dict[str, Values]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
         fail("lexicon", f"expected a mapping of variable -> list of values, got {raw!r}")
-    out: dict[str, tuple] = {}
+    out: dict[str, Values] = {}
     for name, values in raw.items():
         if name not in ALLOWED_VALUES:
             fail(
@@ -231,7 +233,7 @@ def _parse_lexicon(raw: Any) -> dict[str, tuple]:
     return out
 
 
-def _variable(m: re.Match) -> tuple[str, str | None]:
+def _variable(m: re.Match[str]) -> tuple[str, str | None]:
     """(slot, attribute) of a template variable; ``{color}`` is short for ``{a.color}``."""
     name, attr = m.group(1), m.group(2)
     if attr is None and name in (*ATTRIBUTES, "shapes"):
@@ -265,7 +267,7 @@ def template_vars(key: str, template: Any) -> set[tuple[str, str | None]]:
     return found
 
 
-def parse_generate(spec: Mapping, task: str) -> Plan:
+def parse_generate(spec: Mapping[str, Any], task: str) -> Plan:
     """Validate a ``generate:`` mapping for a test of kind ``task`` into a ``Plan``."""
     if not isinstance(spec, Mapping):
         raise ValueError("expected a mapping (n, seed, caption, negatives, ...)")
@@ -333,8 +335,10 @@ def parse_generate(spec: Mapping, task: str) -> Plan:
 
 
 def _parse_templates(
-    spec: Mapping,
-) -> tuple[list, list, tuple[tuple[str, ...], tuple[str, ...]], set[tuple[str, str | None]]]:
+    spec: Mapping[str, Any],
+) -> tuple[
+    list[str], list[str], tuple[tuple[str, ...], tuple[str, ...]], set[tuple[str, str | None]]
+]:
     """Caption, prompt, question and answer templates, and the variables they use (a test
     that asks a ``question`` may leave the caption out)."""
     if "caption" not in spec and "question" not in spec:
@@ -399,7 +403,9 @@ def _parse_perturb(raw: Any, used: set[tuple[str, str | None]]) -> tuple[Mapping
 
 
 def _parse_slots(
-    spec: Mapping, used: set[tuple[str, str | None]], negatives: tuple[Perturbation, ...]
+    spec: Mapping[str, Any],
+    used: set[tuple[str, str | None]],
+    negatives: tuple[Perturbation, ...],
 ) -> tuple[int, set[str]]:
     """The number of described objects, and the slots the templates describe."""
     slots_used = {name for name, attr in used if attr is not None}
@@ -452,7 +458,9 @@ def _check_structure(
 
 
 def _in_play(
-    used: set[tuple[str, str | None]], negatives: tuple[Perturbation, ...], given: Mapping
+    used: set[tuple[str, str | None]],
+    negatives: tuple[Perturbation, ...],
+    given: Mapping[str, Any],
 ) -> set[str]:
     """The attributes the examples vary (and so tag)."""
     in_play = {attr for _, attr in used if attr in ATTRIBUTES}
@@ -484,7 +492,7 @@ def _check_task_rules(
         )
 
 
-def _check_lexicon(lexicon: Mapping[str, tuple], in_play: set[str], slots: int) -> None:
+def _check_lexicon(lexicon: Mapping[str, Values], in_play: set[str], slots: int) -> None:
     for attr in sorted(in_play - {"shape"}):
         if len(lexicon[attr]) < 2:
             fail(f"lexicon.{attr}", "needs at least 2 values to make a negative")
@@ -495,7 +503,7 @@ def _check_lexicon(lexicon: Mapping[str, tuple], in_play: set[str], slots: int) 
         )
 
 
-def _parse_layout(spec: Mapping, fixed_layout: bool) -> dict[str, Any]:
+def _parse_layout(spec: Mapping[str, Any], fixed_layout: bool) -> dict[str, Any]:
     """Extras, stratification, canvas, object size and constant tags, as Plan fields."""
     extras = spec.get("extras", 0)
     ex = [extras, extras] if isinstance(extras, int) and not isinstance(extras, bool) else extras
@@ -590,7 +598,7 @@ def fill_template(template: str, asg: Assignment, *, plural: bool = False) -> st
     """The template filled from ``asg``; ``plural``: ``{a.shapes}`` is always the plural (a
     question such as "How many {a.shapes} are there?" does not know the count)."""
 
-    def value(m: re.Match) -> str:
+    def value(m: re.Match[str]) -> str:
         name, attr = _variable(m)
         if attr is None:
             if name == "relation":

@@ -190,7 +190,9 @@ class _Member:
     answers: tuple[str, ...] = ()
 
 
-def _candidate_set(plan: Plan, index: int, sub_seed: str) -> tuple[list[_Member], list]:
+def _candidate_set(
+    plan: Plan, index: int, sub_seed: str
+) -> tuple[list[_Member], list[Perturbation]]:
     rng = random.Random(sub_seed)
     base = _sample_base(plan, rng)
     chosen = list(plan.negatives)
@@ -323,7 +325,7 @@ def _filled(change: Mapping[str, Any], members: Sequence[_Member]) -> dict[str, 
     return out
 
 
-def expand(spec: Mapping, task: str) -> list[dict]:
+def expand(spec: Mapping[str, Any], task: str) -> list[dict[str, Any]]:
     """Expand a test's ``generate:`` mapping into raw example mappings (YAML example shape).
 
     Raises ValueError("KEY: ...") for a bad key or when the constraints cannot be
@@ -332,7 +334,7 @@ def expand(spec: Mapping, task: str) -> list[dict]:
     """
     plan = parse_generate(spec, task)
     check_questions(plan)
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     index = 0
     while len(out) < plan.n:
         for attempt in range(ATTEMPTS):

@@ -45,7 +45,7 @@ def checklist_schema(kinds: Mapping[str, Task] | None = None) -> dict[str, Any]:
     if kinds is None:
         kinds = schema_kinds()[0]
     package, name = BASE
-    schema = json.loads(files(package).joinpath(name).read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads(files(package).joinpath(name).read_text(encoding="utf-8"))
     schema["$defs"]["scene"] = scene_schema()
     test = schema["$defs"]["test"]
     test["properties"]["task"]["enum"] = list(kinds)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TypeVar
 
 from pytest_vlcheck.images.scenes import (
     COLORS,
@@ -32,6 +33,7 @@ from pytest_vlcheck.images.scenes import (
 )
 
 Rng = random.Random | int
+T = TypeVar("T")
 _TRIES = 25  # random draws before falling back to a deterministic change
 
 # Closed-class words: never nouns or adjectives.
@@ -139,7 +141,7 @@ def _join(words: Sequence[str], tail: str) -> str:
     return " ".join(words) + tail
 
 
-def _permute(items: list, rng: random.Random) -> list | None:
+def _permute(items: list[T], rng: random.Random) -> list[T] | None:
     """A permutation of ``items`` that differs from it as a sequence, or None if none exists."""
     if len(set(map(repr, items))) < 2:
         return None
@@ -155,7 +157,9 @@ def _permute(items: list, rng: random.Random) -> list | None:
     return out
 
 
-def _shuffle_positions(words: list[str], positions: list[int], rng: random.Random) -> list | None:
+def _shuffle_positions(
+    words: list[str], positions: list[int], rng: random.Random
+) -> list[str] | None:
     picked = _permute([words[i] for i in positions], rng)
     if picked is None:
         return None

@@ -60,7 +60,8 @@ class ChecklistTest:
     @property
     def criterion(self) -> str:
         """A group test's pass criterion; empty for the other kinds."""
-        return self.settings.get("criterion", "")
+        criterion: str = self.settings.get("criterion", "")  # settings: checked on load
+        return criterion
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,11 @@ _INLINE_WIDTH = 120
 _SCALARS = (str, int, float, bool, type(None))
 
 
-class _Inline(list):
+class _Inline(list[Any]):
     """A list to be written in flow style: ``[a, b]``."""
 
 
-class _InlineMap(dict):
+class _InlineMap(dict[str, Any]):
     """A mapping to be written in flow style: ``{path: x.jpg, crop: [1, 2, 3, 4]}``."""
 
 
@@ -46,7 +46,7 @@ def _represent_inline_map(dumper: yaml.SafeDumper, data: _InlineMap) -> yaml.Nod
     return dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=True)
 
 
-def _represent_dict(dumper: yaml.SafeDumper, data: dict) -> yaml.Node:
+def _represent_dict(dumper: yaml.SafeDumper, data: dict[Any, Any]) -> yaml.Node:
     return dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=False)
 
 

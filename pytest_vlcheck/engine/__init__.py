@@ -4,7 +4,16 @@ lets each test's task kind turn the scores into verdicts.
 The names below are imported on first use (``pytest_vlcheck.lazy``): a light module of the
 engine, such as ``progress``, does not load numpy and the task kinds with it."""
 
+from typing import TYPE_CHECKING
+
 from pytest_vlcheck.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the names as mypy sees them (``_EXPORTS`` resolves them at run time)
+    from pytest_vlcheck.engine.judging.judge import judge_test as judge_test
+    from pytest_vlcheck.engine.judging.missing import MissingImagesError as MissingImagesError
+    from pytest_vlcheck.engine.runner.model_runner import ModelRunner as ModelRunner
+    from pytest_vlcheck.engine.runner.model_runner import Unscorable as Unscorable
+    from pytest_vlcheck.engine.runner.stats import ScoringStats as ScoringStats
 
 _JUDGE = "pytest_vlcheck.engine.judging.judge"
 _SCORING = "pytest_vlcheck.engine.runner.model_runner"

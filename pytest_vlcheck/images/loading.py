@@ -74,7 +74,8 @@ def open_rgb(path: Path) -> Image:
     try:
         with Image.open(path) as image:
             _check_pixels(image.width, image.height)
-            return image.convert("RGB")
+            rgb: Image.Image = image.convert("RGB")  # typed: a local PIL import reads as Any
+            return rgb
     except Image.DecompressionBombError as exc:
         raise ImageUnavailable(_too_large(str(exc))) from None
     except PermissionError:
@@ -110,7 +111,8 @@ def header_pixels(path: Path) -> int | None:
 
     try:
         with Image.open(path) as image:
-            return image.width * image.height
+            pixels: int = image.width * image.height  # typed: a local PIL import reads as Any
+            return pixels
     except Image.DecompressionBombError as exc:  # past twice Pillow's limit: it says how many
         found = re.search(r"\((\d+) pixels\)", str(exc))
         return int(found.group(1)) if found else None

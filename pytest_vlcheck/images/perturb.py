@@ -80,7 +80,8 @@ class ImagePerturbation:
             image.save(buffer, format="JPEG", quality=int(self.amount))
             buffer.seek(0)
             with PILImage.open(buffer) as decoded:
-                return decoded.convert("RGB")
+                rgb: Image = decoded.convert("RGB")  # typed: a local PIL import reads as Any
+                return rgb
         if self.kind == "resize":
             size = (max(1, round(w * self.amount)), max(1, round(h * self.amount)))
             return image.resize(size, PILImage.Resampling.BILINEAR)

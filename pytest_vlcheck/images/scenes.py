@@ -32,7 +32,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from PIL import Image
+
+Scene = Mapping[str, Any]
+"""A scene spec as a checklist writes it (``validate_scene`` says its keys)."""
+SceneObject = Mapping[str, Any]
+"""One of a scene's ``objects`` (shape, color, size, position, texture, hollow, hidden)."""
 
 DEFAULT_CANVAS = 224
 SUPERSAMPLE = 4  # samples per pixel along each axis (16 per pixel)
@@ -99,9 +105,11 @@ def _normalised(points: Sequence[tuple[float, float]]) -> tuple[tuple[float, flo
     return tuple((round((x - x0) / w, 6), round((y - y0) / h, 6)) for x, y in points)
 
 
-def _regular(n: int, start_deg: float, radii: Sequence[float] = (1.0,)) -> list:
+def _regular(
+    n: int, start_deg: float, radii: Sequence[float] = (1.0,)
+) -> list[tuple[float, float]]:
     """Vertices of a regular (or, with two radii, star) polygon, y pointing down."""
-    pts = []
+    pts: list[tuple[float, float]] = []
     k = n * len(radii)
     for i in range(k):
         a = math.radians(start_deg + 360.0 * i / k)
@@ -110,9 +118,9 @@ def _regular(n: int, start_deg: float, radii: Sequence[float] = (1.0,)) -> list:
     return pts
 
 
-def _heart() -> list:
+def _heart() -> list[tuple[float, float]]:
     """A heart outline from the classic parametric curve, 48 vertices."""
-    pts = []
+    pts: list[tuple[float, float]] = []
     for i in range(48):
         t = 2 * math.pi * i / 48
         x = 16 * math.sin(t) ** 3
@@ -295,7 +303,7 @@ def _check_object(i: int, obj: Any) -> None:
             _fail(f"{where}.{flag}", f"expected true or false, got {obj[flag]!r}")
 
 
-def validate_scene(spec: Mapping) -> None:
+def validate_scene(spec: Scene) -> None:
     """Raise ValueError naming the first bad key and what it should be; silent when valid."""
     if not isinstance(spec, Mapping):
         raise ValueError(f"expected a mapping with keys {', '.join(_SCENE_KEYS)}")
@@ -327,7 +335,7 @@ def validate_scene(spec: Mapping) -> None:
 # --------------------------------------------------------------------------- geometry
 
 
-def canvas_size(spec: Mapping) -> tuple[int, int]:
+def canvas_size(spec: Scene) -> tuple[int, int]:
     """The canvas (width, height) in pixels."""
     size = spec.get("size", DEFAULT_CANVAS)
     if isinstance(size, (list, tuple)):
@@ -340,7 +348,7 @@ def _round(value: float) -> int:
     return math.floor(value + 0.5)
 
 
-def _raw_box(obj: Mapping, canvas: tuple[int, int]) -> tuple[int, int, int]:
+def _raw_box(obj: SceneObject, canvas: tuple[int, int]) -> tuple[int, int, int]:
     """The object's square box before clipping: x0, y0, side in integer pixels."""
     w, h = canvas
     size = obj["size"]
@@ -350,7 +358,7 @@ def _raw_box(obj: Mapping, canvas: tuple[int, int]) -> tuple[int, int, int]:
     return _round(cx - side / 2), _round(cy - side / 2), side
 
 
-def object_box(obj: Mapping, canvas: tuple[int, int]) -> tuple[int, int, int, int]:
+def object_box(obj: SceneObject, canvas: tuple[int, int]) -> tuple[int, int, int, int]:
     """The object's bounding box (x, y, w, h) in pixels, clipped to the canvas.
 
     Every shape is scaled to touch all four sides of its square box, so this is the tight
@@ -439,20 +447,24 @@ def _inside(shape: str, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return inside
 
 
-def _pattern(texture: str, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+def _pattern(texture: str, u: np.ndarray, v: np.ndarray) -> npt.NDArray[np.bool_]:
     """True where a textured object shows its second colour (unit box coordinates)."""
+    shown: npt.NDArray[np.bool_]
     if texture == "striped":  # diagonal bands, 7 across the box diagonal
-        return np.floor((u + v) * 3.5).astype(np.int64) % 2 == 1
+        shown = np.floor((u + v) * 3.5).astype(np.int64) % 2 == 1
+        return shown
     if texture == "checkered":  # 4 x 4 board
-        return (np.floor(u * 4).astype(np.int64) + np.floor(v * 4).astype(np.int64)) % 2 == 1
+        shown = (np.floor(u * 4).astype(np.int64) + np.floor(v * 4).astype(np.int64)) % 2 == 1
+        return shown
     if texture == "dotted":  # a dot in the middle of each cell of a 4 x 4 grid
         fu, fv = u * 4 - np.floor(u * 4) - 0.5, v * 4 - np.floor(v * 4) - 0.5
-        return fu * fu + fv * fv <= 0.3 * 0.3
+        shown = fu * fu + fv * fv <= 0.3 * 0.3
+        return shown
     return np.zeros(np.broadcast_shapes(u.shape, v.shape), dtype=bool)
 
 
 def _paint(
-    region: np.ndarray, origin: tuple[int, int], obj: Mapping, size: tuple[int, int]
+    region: np.ndarray, origin: tuple[int, int], obj: SceneObject, size: tuple[int, int]
 ) -> None:
     """Paint one object onto a supersampled region whose top-left pixel is ``origin``."""
     ss = SUPERSAMPLE
@@ -496,7 +508,7 @@ def _packed(rgb: tuple[int, int, int]) -> np.uint64:
 _LANE = 16
 
 
-def render_scene(spec: Mapping) -> Image.Image:
+def render_scene(spec: Scene) -> Image.Image:
     """Render a scene spec to an RGB image (validated first). Same spec, same pixels."""
     validate_scene(spec)
     w, h = canvas_size(spec)
@@ -537,7 +549,7 @@ def _clusters(boxes: list[tuple[int, int, int, int]]) -> list[tuple[int, int, in
 
 
 def _supersampled(
-    objects: list[Mapping],
+    objects: list[SceneObject],
     rect: tuple[int, int, int, int],
     background: tuple[int, int, int],
     size: tuple[int, int],
@@ -564,7 +576,7 @@ def _supersampled(
     return (np.stack(lanes, axis=-1) // (ss * ss)).astype(np.uint8)
 
 
-def occluded(spec: Mapping[str, Any], index: int) -> dict[str, Any]:
+def occluded(spec: Scene, index: int) -> dict[str, Any]:
     """``spec`` with object ``index`` hidden: the same scene without that object."""
     objects = [dict(o) for o in spec["objects"]]
     objects[index]["hidden"] = True

@@ -28,6 +28,7 @@ from pytest_vlcheck.importers.common import (
     text_field,
 )
 from pytest_vlcheck.importers.embedded import (
+    ParquetRow,
     image_bytes,
     image_extension,
     image_writer,
@@ -87,7 +88,7 @@ def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
     ]
 
 
-def _name(path: Path, index: int, row: dict, column: str) -> str:
+def _name(path: Path, index: int, row: ParquetRow, column: str) -> str:
     """``{file stem}-{row}-{column}{.png|.jpg}``."""
     extension = image_extension(path, index, image_bytes(path, index, row, column), column)
     return f"{path.stem}-{index}-{column}{extension}"

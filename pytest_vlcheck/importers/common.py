@@ -378,7 +378,7 @@ def read_csv(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
         start = reader.line_num + 1
 
 
-def _rows(path: Path, reader: csv.DictReader) -> Iterator[dict[Any, Any]]:
+def _rows(path: Path, reader: csv.DictReader[str]) -> Iterator[dict[Any, Any]]:
     """The reader's rows, a csv.Error becoming a located ``SourceError`` (a short row's missing
     values are None, a long row's extra ones a list under the key None)."""
     while True:

@@ -11,15 +11,19 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_vlcheck.importers.common import SourceError
 
 _BATCH = 64
 
+ParquetRow = dict[str, Any]
+"""One row of a parquet file as pyarrow reads it: column name -> cell."""
+
 
 def parquet_rows(
     path: Path, required: Sequence[str], optional: Sequence[str] = ()
-) -> Iterator[tuple[int, dict]]:
+) -> Iterator[tuple[int, ParquetRow]]:
     """The file's rows (index from 0) holding the ``required`` columns, which the file must
     have, and those of the ``optional`` ones it has."""
     try:
@@ -45,7 +49,7 @@ def parquet_rows(
         raise SourceError(path, f"not a readable parquet file ({exc})") from None
 
 
-def image_bytes(path: Path, index: int, row: dict, column: str) -> bytes:
+def image_bytes(path: Path, index: int, row: ParquetRow, column: str) -> bytes:
     """An embedded image's bytes (``{bytes, path}``, as ``datasets`` writes an Image column)."""
     cell = row.get(column)
     data = cell.get("bytes") if isinstance(cell, dict) else None
@@ -63,7 +67,7 @@ def image_extension(path: Path, index: int, data: bytes, column: str) -> str:
     raise SourceError(path, f"'{column}' is neither a PNG nor a JPEG image", record=index)
 
 
-def content_name(path: Path, index: int, row: dict, column: str) -> str:
+def content_name(path: Path, index: int, row: ParquetRow, column: str) -> str:
     """An embedded image's file name from its content: the first 16 hex digits of its
     SHA-256 and its extension, so an image two rows share is one file."""
     data = image_bytes(path, index, row, column)
@@ -74,7 +78,7 @@ def image_writer(
     files: Iterable[Path],
     columns: Sequence[str],
     folder: str,
-    name: Callable[[Path, int, dict, str], str],
+    name: Callable[[Path, int, ParquetRow, str], str],
 ) -> Callable[[Path], None]:
     """Writes the images of every row's ``columns`` under ``folder`` of the checklist's
     directory as ``name`` calls them, reading the files again (the images are not held in

@@ -128,7 +128,7 @@ def convert(sources: list[Path], args: argparse.Namespace) -> list[Output]:
 
 def _record(
     path: Path, index: int, record: str, row: Mapping[str, Any], folder: str
-) -> tuple[str, list]:
+) -> tuple[str, list[dict[str, Any]]]:
     """A row's question type and its four examples, in the authors' order."""
     kind = text_field(path, row, "Question_Type", record).strip()
     if kind not in KINDS:
@@ -189,7 +189,7 @@ def _answer(path: Path, row: Mapping[str, Any], column: str, record: str, kind: 
     )
 
 
-def _vqa_test(kind: str, examples: list[dict[str, Any]], threshold: float | None) -> dict:
+def _vqa_test(kind: str, examples: list[dict[str, Any]], threshold: float | None) -> dict[str, Any]:
     settings: dict[str, Any] = {"decide": "yes_vs_no"} if kind == "yes_no" else {}
     what = "P(Yes) > P(No)" if kind == "yes_no" else "the likelier letter, A or B,"
     return make_test(

@@ -45,12 +45,15 @@ CONTROLLED = {
 """The controlled subsets (A, B) and the prepositions their file names carry."""
 PAIRS = {"left_of": "left-right", "right_of": "left-right", "on": "on-under",
          "under": "on-under", "in-front_of": "front-behind", "behind": "front-behind"}  # fmt: skip
-_COCO_TWO = ((("left of", "left"), ("right of", "right"), ("above", "above")), "below")
-_VG_TWO = (
+Relations = tuple[tuple[tuple[str, str], ...], str]
+"""A two-object subset's relation keys: (phrase, key) pairs checked in order, then the key of
+every other caption."""
+_COCO_TWO: Relations = ((("left of", "left"), ("right of", "right"), ("above", "above")), "below")
+_VG_TWO: Relations = (
     (("left of", "left"), ("right of", "right"), ("front of", "front"), ("behind", "behind")),
     "top",
 )
-QA: dict[str, tuple[str, Any]] = {
+QA: dict[str, tuple[str, Relations | None]] = {
     "coco_qa_one_obj": ("val2017/{:012d}.jpg", None),
     "coco_qa_two_obj": ("val2017/{:012d}.jpg", _COCO_TWO),
     "vg_qa_one_obj": ("vg_images/{}.jpg", None),
@@ -177,7 +180,7 @@ def _qa_test(path: Path, threshold: float | None) -> dict[str, Any]:
     return _test(path, examples, threshold)
 
 
-def _qa_preposition(caption: str, relations: Any) -> str:
+def _qa_preposition(caption: str, relations: Relations | None) -> str:
     """The authors' per-preposition key: the caption's last word for one object, else the
     first relation phrase it contains (or the subset's remaining key)."""
     if relations is None:
@@ -187,7 +190,10 @@ def _qa_preposition(caption: str, relations: Any) -> str:
 
 
 def _test(
-    path: Path, examples: list[dict[str, Any]], threshold: float | None, all_of: list | None = None
+    path: Path,
+    examples: list[dict[str, Any]],
+    threshold: float | None,
+    all_of: list[str] | None = None,
 ) -> dict[str, Any]:
     if not examples:
         raise SourceError(path, "the file has no records")

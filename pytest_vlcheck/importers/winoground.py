@@ -131,7 +131,9 @@ def group_examples(
     return examples
 
 
-def _tags(path: Path, record: Mapping[str, Any], keys: tuple[str, ...], line: int) -> dict:
+def _tags(
+    path: Path, record: Mapping[str, Any], keys: tuple[str, ...], line: int
+) -> dict[str, str]:
     tags = {}
     for key in keys:
         value = record.get(key)

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 Z95 = 1.959963984540054
 """The two-sided 95% normal quantile used for the Wilson interval."""
@@ -66,7 +67,7 @@ def pad_rows(rows: Sequence[ScoreRow]) -> np.ndarray:
 
 def beats_all(
     true_scores: np.ndarray, other_scores: np.ndarray, *, ties: str = "fail"
-) -> np.ndarray:
+) -> npt.NDArray[np.bool_]:
     """Whether each true score is above every other score of its row.
 
     This is the ``caption`` criterion (true caption vs negative captions of one image) and the
@@ -82,12 +83,13 @@ def beats_all(
     if other_scores.shape[1] == 0:
         raise ValueError("each example needs at least one negative")
     beats = np.greater_equal if ties == "first" else np.greater
-    return np.all(beats(true_scores[:, None], other_scores), axis=1)
+    passed: npt.NDArray[np.bool_] = np.all(beats(true_scores[:, None], other_scores), axis=1)
+    return passed
 
 
 def beats_in_order(
     true_scores: np.ndarray, other_scores: np.ndarray, positions: np.ndarray
-) -> np.ndarray:
+) -> npt.NDArray[np.bool_]:
     """Whether each true candidate is the first maximum of its row in column order.
 
     Row i's true candidate stands at column ``positions[i]`` among ``other_scores[i]`` (the
@@ -103,22 +105,24 @@ def beats_in_order(
     before = np.arange(other_scores.shape[1])[None, :] < positions[:, None]
     above = np.greater(true_scores[:, None], other_scores)
     level = np.greater_equal(true_scores[:, None], other_scores)
-    return np.all(np.where(before, above, level), axis=1)
+    passed: npt.NDArray[np.bool_] = np.all(np.where(before, above, level), axis=1)
+    return passed
 
 
-def decided_by_tie(true_scores: np.ndarray, other_scores: np.ndarray) -> np.ndarray:
+def decided_by_tie(true_scores: np.ndarray, other_scores: np.ndarray) -> npt.NDArray[np.bool_]:
     """Examples whose outcome an exact tie decides: they pass when ties count as wins and fail
     when ties count as losses (whatever the test's rule, the same examples)."""
     lenient = beats_all(true_scores, other_scores, ties="first")
     return lenient & ~beats_all(true_scores, other_scores)
 
 
-def prompt_ensemble(scores: np.ndarray) -> np.ndarray:
+def prompt_ensemble(scores: np.ndarray) -> npt.NDArray[np.float32]:
     """An image's score for a prompt ensemble: its mean similarity over the prompts (Compun).
 
     ``scores`` is [images, prompts]; the mean is taken in float64 and returned as fp32.
     """
-    return np.asarray(scores, dtype=np.float64).mean(axis=1).astype(np.float32)
+    mean: npt.NDArray[np.float64] = np.asarray(scores, dtype=np.float64).mean(axis=1)
+    return mean.astype(np.float32)
 
 
 def group_outcomes(scores: np.ndarray, *, strict: bool = True) -> dict[str, np.ndarray]:

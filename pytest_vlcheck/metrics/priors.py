@@ -14,23 +14,28 @@ an example is image i with caption i against caption 1 - i) flattened to [2N] or
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from pytest_vlcheck.metrics.choice import wilson_interval
 
+Perplexity = Callable[[Sequence[str]], np.ndarray]
+"""Texts -> their (averaged) perplexity; lower is more likely."""
 
-def mean_perplexity(nll_per_prior: Sequence[np.ndarray]) -> np.ndarray:
+
+def mean_perplexity(nll_per_prior: Sequence[np.ndarray]) -> npt.NDArray[np.float64]:
     """Average several priors as perplexities, as the seed's AVG_LM does: mean_p exp(nll_p)."""
     if not nll_per_prior:
         raise ValueError("at least one prior is needed")
     stacked = np.stack([np.asarray(nll, dtype=np.float64) for nll in nll_per_prior])
-    return np.exp(stacked).mean(axis=0)
+    mean: npt.NDArray[np.float64] = np.exp(stacked).mean(axis=0)
+    return mean
 
 
-def prior_choices(true_ppl: np.ndarray, other_ppl: np.ndarray) -> np.ndarray:
+def prior_choices(true_ppl: np.ndarray, other_ppl: np.ndarray) -> npt.NDArray[np.bool_]:
     """Whether the prior picks the true caption: its perplexity is strictly the lowest.
 
     ``other_ppl`` is [N, K], padded with +inf (which never beats a real perplexity). A tie
@@ -40,7 +45,8 @@ def prior_choices(true_ppl: np.ndarray, other_ppl: np.ndarray) -> np.ndarray:
     other_ppl = np.asarray(other_ppl, dtype=np.float64)
     if other_ppl.ndim != 2 or other_ppl.shape[0] != true_ppl.shape[0]:
         raise ValueError("other_ppl must be [N, K] with one row per true caption")
-    return np.all(true_ppl[:, None] < other_ppl, axis=1)
+    picked: npt.NDArray[np.bool_] = np.all(true_ppl[:, None] < other_ppl, axis=1)
+    return picked
 
 
 def group_prior_choices(caption_ppl: np.ndarray) -> np.ndarray:

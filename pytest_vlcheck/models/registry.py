@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from pytest_vlcheck.errors import ModelLoadError, ModelSpecError, UserCodeError, VlcheckUserError
 from pytest_vlcheck.models.backends.broken_environment import import_failure
@@ -68,7 +68,7 @@ class _Factory:
 def check_backend(value: Any, name: str, where: str) -> Backend:
     """A backend from ``value``: an object with ``load``, or a factory callable."""
     if callable(getattr(value, "load", None)):
-        return value
+        return cast(Backend, value)  # a plug-in (Any) whose load is checked above
     if callable(value):
         return _Factory(value)
     raise PluginError(

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 
-class LineMap(dict):
-    """A YAML mapping with the line of the mapping and of each key."""
+class LineMap(dict[Any, Any]):
+    """A YAML mapping (keys and values as YAML gives them) with the line of the mapping and of
+    each key."""
 
     __slots__ = ("key_lines", "line")
     line: int
@@ -23,7 +24,7 @@ class LineMap(dict):
         return self.key_lines.get(key, self.line)
 
 
-class LineList(list):
+class LineList(list[Any]):
     """A YAML sequence with the line of the sequence and of each item."""
 
     __slots__ = ("item_lines", "line")

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.metrics.priors import mean_perplexity
@@ -43,7 +44,7 @@ class AveragePrior:
     specs: tuple[str, ...] = ()
     """Each prior's ``--vl-prior`` spec, for messages (empty: their names)."""
 
-    def perplexity(self, texts: Sequence[str]) -> np.ndarray:
+    def perplexity(self, texts: Sequence[str]) -> npt.NDArray[np.float64]:
         """Perplexity [len(texts)] averaged over the priors; each unique text is scored once."""
         unique = sorted(set(texts))
         if not unique:
@@ -55,7 +56,7 @@ class AveragePrior:
         lookup = dict(zip(unique, averaged, strict=True))
         return np.array([lookup[text] for text in texts], dtype=np.float64)
 
-    def text_nll(self, texts: list[str]) -> np.ndarray:
+    def text_nll(self, texts: list[str]) -> npt.NDArray[np.float64]:
         """The log of the averaged perplexity, so an AveragePrior is itself a TextPrior."""
         return np.log(self.perplexity(texts))
 

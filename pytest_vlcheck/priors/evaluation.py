@@ -11,7 +11,7 @@ Kinds without a choice between texts (``image``, ``match``) get a block that say
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,13 +19,15 @@ import numpy as np
 from pytest_vlcheck import fmt
 from pytest_vlcheck.checklist.schema import ChecklistTest
 from pytest_vlcheck.metrics.choice import beats_all
-from pytest_vlcheck.metrics.priors import hard_test_stats, perplexity_grid, prior_choices
+from pytest_vlcheck.metrics.priors import (
+    Perplexity,
+    hard_test_stats,
+    perplexity_grid,
+    prior_choices,
+)
 from pytest_vlcheck.results import ExampleOutcome
 from pytest_vlcheck.results.blocks import Prior, PriorBlock, PriorNotApplicable
 from pytest_vlcheck.tasks import get_task
-
-Perplexity = Callable[[Sequence[str]], np.ndarray]
-"""Texts -> their (averaged) perplexity; lower is more likely."""
 
 GRID_BINS = 5
 NO_PRIOR = "hard_threshold not applied: no --vl-prior"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.models.protocol import ModelOptions
@@ -72,7 +72,7 @@ def load_prior(spec: PriorSpec, options: ModelOptions) -> TextPrior:
         raise PriorLoadError(
             f"prior '{spec.text}' returned {type(prior).__name__}, which has no text_nll(texts)"
         )
-    return prior
+    return cast(TextPrior, prior)  # a factory's result (Any): its text_nll is checked above
 
 
 def load_priors(

@@ -281,7 +281,7 @@ def true_marks(
     return TASKS[task].true_marks(n_images, n_texts)
 
 
-def _score_at(scores: list[list[Any]], i: int, j: int) -> float | int | None:
+def _score_at(scores: list[list[float | None]], i: int, j: int) -> float | None:
     if i < len(scores) and j < len(scores[i]):
         return scores[i][j]
     return None

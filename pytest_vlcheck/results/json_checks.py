@@ -7,7 +7,7 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from pytest_vlcheck.nesting import TOO_DEEP, json_too_deep
 
@@ -17,17 +17,17 @@ class ReportFormatError(ValueError):
     file and field."""
 
 
-def is_number(x: Any) -> bool:
+def is_number(x: Any) -> TypeGuard[float]:
     """An int or float, not a bool."""
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def is_int(x: Any) -> bool:
+def is_int(x: Any) -> TypeGuard[int]:
     """An int, not a bool."""
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-class KeyedObject(dict):
+class KeyedObject(dict[str, Any]):
     """A JSON object as parsed by ``read_json``: ``repeated`` names each key the text gave
     more than once (``json`` keeps the last silently), for ``JsonChecker.mapping`` to refuse."""
 

@@ -21,12 +21,21 @@ import uuid
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypedDict, cast
 
 from pytest_vlcheck.atomic import atomic_write_text
 from pytest_vlcheck.results.json_checks import ReportFormatError
 
 MANIFEST = "manifest.json"
 VERSION = 1
+
+
+class Manifest(TypedDict):
+    """A manifest as ``_read`` checked it: the run's id and each file's SHA-256 by name."""
+
+    run: str
+    files: dict[str, str]
+
 
 __all__ = [
     "MANIFEST",
@@ -108,7 +117,7 @@ def check_report_folder(folder: Path) -> None:
         )
 
 
-def _read(folder: Path) -> dict:
+def _read(folder: Path) -> Manifest:
     path = folder / MANIFEST
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -123,7 +132,7 @@ def _read(folder: Path) -> dict:
         and isinstance(doc.get("run"), str)
     ):
         raise ReportFormatError(f"{path}: expected {{'run': ID, 'files': {{NAME: SHA256}}}}")
-    return doc
+    return cast(Manifest, doc)  # json's Any, its run and files checked above
 
 
 def _sha256(path: Path) -> str:

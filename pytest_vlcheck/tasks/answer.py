@@ -29,7 +29,7 @@ from pytest_vlcheck.tasks.asking import (
     parse_prompt,
 )
 from pytest_vlcheck.tasks.asking_base import AskingBaseTask
-from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement
+from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, TrueMarks
 
 MAX_NEW_TOKENS = 16
 QUESTION_PROMPT = "{question}"
@@ -154,7 +154,7 @@ class AnswerTask(AskingBaseTask):
         """The accepted answers (the output is in ``describe_reply``)."""
         return f"{example.question!r}: expected {' / '.join(map(repr, example.answers))}"
 
-    def true_marks(self, n_images: int, n_texts: int) -> tuple[set, set, set]:
+    def true_marks(self, n_images: int, n_texts: int) -> TrueMarks:
         """Every text shown is an accepted answer."""
         return set(range(n_texts)), set(), set()
 

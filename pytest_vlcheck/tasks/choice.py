@@ -34,7 +34,7 @@ from pytest_vlcheck.tasks.asking import (
 )
 from pytest_vlcheck.tasks.asking_base import AskingBaseTask
 from pytest_vlcheck.tasks.base import scored_texts
-from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement
+from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, TrueMarks
 
 SCORINGS = ("likelihood", "letter", "generate")
 CHOICE_TIES = ("fail", "first")
@@ -219,7 +219,7 @@ class ChoiceTask(AskingBaseTask):
         scores = scored_texts(example.options, grid[0]) if len(grid) else "no scores"
         return f"{example.question!r}: expected {example.options[example.answer]!r}; {scores}"
 
-    def true_marks(self, n_images: int, n_texts: int) -> tuple[set, set, set]:
+    def true_marks(self, n_images: int, n_texts: int) -> TrueMarks:
         """The right option is named in the detail line."""
         return set(), set(), set()
 
@@ -310,7 +310,9 @@ def _scored_pick(row: np.ndarray, answer: int, rule: str) -> tuple[bool, bool, i
     return False, tie, None if tie else int(np.argmax(row))
 
 
-def _said(asked: Sequence[Reply], picks: list[int | None], rotated: bool, scoring: str) -> dict:
+def _said(
+    asked: Sequence[Reply], picks: list[int | None], rotated: bool, scoring: str
+) -> dict[str, Any]:
     """What samples.jsonl records: the prompt(s), output(s) and the pick(s)."""
     if not rotated:
         out: dict[str, Any] = {"prompt": asked[0].rendered}

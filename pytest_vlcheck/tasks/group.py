@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from pytest_vlcheck.parsing.example_fields import ParseContext, image_list
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.base import BaseTask, image_cluster
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.tasks.protocol import TrueMarks
 
 GroupCriterion = Literal["text", "image", "group"]
 CRITERIA: tuple[GroupCriterion, ...] = ("text", "image", "group")
@@ -39,7 +42,8 @@ class GroupExample:
 
 def criterion_of(settings: Mapping[str, Any]) -> GroupCriterion:
     """The test's pass criterion."""
-    return settings.get("criterion", DEFAULT_CRITERION)
+    criterion: GroupCriterion = settings.get("criterion", DEFAULT_CRITERION)  # checked on load
+    return criterion
 
 
 EXAMPLE_SCHEMA: dict[str, Any] = {
@@ -132,7 +136,7 @@ class GroupTask(BaseTask):
             for i in range(2)
         )
 
-    def true_marks(self, n_images: int, n_texts: int) -> tuple[set, set, set]:
+    def true_marks(self, n_images: int, n_texts: int) -> TrueMarks:
         """Image i with caption i."""
         return set(), set(), {(i, i) for i in range(min(n_images, n_texts))}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from pytest_vlcheck.tasks.base import (
     position_of,
 )
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.tasks.protocol import TrueMarks
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,7 @@ class ImageTask(BaseTask):
         cells = ", ".join(f"{r.describe()} {means[i]:.4f}" for i, r in enumerate(refs))
         return f"{' | '.join(texts)!r}: {cells} (first is true)"
 
-    def true_marks(self, n_images: int, n_texts: int) -> tuple[set, set, set]:
+    def true_marks(self, n_images: int, n_texts: int) -> TrueMarks:
         """The first image is true for every prompt."""
         if not n_images:
             return set(), set(), set()

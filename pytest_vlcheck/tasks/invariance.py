@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from pytest_vlcheck.parsing.fields import Fields, type_name
 from pytest_vlcheck.tasks.base import BaseTask
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
 from pytest_vlcheck.texts.perturb import MAX_TYPOS, TEXT_KINDS, add_typos
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.tasks.protocol import TrueMarks
 
 _SIDE_WORDS = re.compile(r"\b(left|right)\b", re.IGNORECASE)
 
@@ -225,7 +228,7 @@ class InvarianceTask(BaseTask):
             picks.append(f"{label} -> {picked}")
         return f"{example.image.describe()}: " + "; ".join(picks) + " (first caption is true)"
 
-    def true_marks(self, n_images: int, n_texts: int) -> tuple[set, set, set]:
+    def true_marks(self, n_images: int, n_texts: int) -> TrueMarks:
         """The first caption is true for the original image."""
         if not n_texts:
             return set(), set(), set()

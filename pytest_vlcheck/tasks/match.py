@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from pytest_vlcheck.tasks.asking import Ask, Reply
 from pytest_vlcheck.tasks.base import BaseTask, image_cluster
 from pytest_vlcheck.tasks.match_decide import DECIDES, describe_yes_no, judge_yes_no, yes_no_ask
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.tasks.protocol import TrueMarks
 
 DEFAULT_CUTOFF = 0.5
 _LABELS = {"match": True, "no_match": False, True: True, False: False}
@@ -200,7 +203,7 @@ class MatchTask(BaseTask):
             f"label {label}"
         )
 
-    def true_marks(self, n_images: int, n_texts: int) -> tuple[set, set, set]:
+    def true_marks(self, n_images: int, n_texts: int) -> TrueMarks:
         """The label is in the failure's detail line only."""
         return set(), set(), set()
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from pytest_vlcheck.parsing.example_fields import ParseContext
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.base import BaseTask, choose_one, mapping_of, mean_chance, parse_ties
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.tasks.protocol import TrueMarks
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,7 @@ class TextTask(BaseTask):
             f"(with anchor/positive): {negatives}"
         )
 
-    def true_marks(self, n_images: int, n_texts: int) -> tuple[set, set, set]:
+    def true_marks(self, n_images: int, n_texts: int) -> TrueMarks:
         """The anchor and the positive are the true pair (no image)."""
         return ({0, 1} if n_texts >= 2 else set()), set(), set()
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from pytest_vlcheck.engine.runner.stats import ScoringStats
 from pytest_vlcheck.engine.scores.content_keys import pair_key, text_key
@@ -28,6 +29,8 @@ from pytest_vlcheck.errors import ScorerProtocolError
 from pytest_vlcheck.images.refs import ImageKey, ImageRef
 
 Pair = tuple[ImageKey, str]
+Item = TypeVar("Item", bound=Hashable)
+"""What a vector in memory belongs to: a text or an image's key."""
 Common = Callable[[Sequence[Hashable], set[Any]], set[Any]]
 """Of the cache hits of some items, those to take (``BatchShare.common``: under
 ``torch.distributed``, the ones every rank read, so every rank plans the same batches)."""
@@ -164,7 +167,9 @@ class CachedScorer:
         """Cache keys of the pairs whose image has a content key."""
         return {p: pair_key(image_keys[p[0]], text_key(p[1])) for p in pairs if p[0] in image_keys}
 
-    def _from_cache(self, kind: str, keys: dict[Any, str], into: dict[Any, np.ndarray]) -> set:
+    def _from_cache(
+        self, kind: str, keys: dict[Item, str], into: dict[Item, np.ndarray]
+    ) -> set[Item]:
         """The items of ``keys`` whose vectors the cache holds, put (unit norm) ``into``."""
         found = self.source.cached(kind, list(keys.values()))
         hits = [item for item, key in keys.items() if _is_row(found.get(key))]
@@ -175,7 +180,12 @@ class CachedScorer:
         return set(hits)
 
     def _keep(
-        self, kind: str, items: list[Any], keys: dict[Any, str], vectors: np.ndarray, into: dict
+        self,
+        kind: str,
+        items: list[Item],
+        keys: dict[Item, str],
+        vectors: np.ndarray,
+        into: dict[Item, np.ndarray],
     ) -> None:
         """Vectors the model just computed for ``items``: kept (unit norm) ``into`` and cached
         under the items' keys (an item without one is not cached)."""
@@ -186,7 +196,7 @@ class CachedScorer:
         into.update(zip(items, _normalise(vectors), strict=True))
 
 
-def cosines(images: np.ndarray, texts: np.ndarray, model: str) -> np.ndarray:
+def cosines(images: np.ndarray, texts: np.ndarray, model: str) -> npt.NDArray[np.float32]:
     """Row-wise dot products of unit image and text rows, as fp32; embeddings of two widths
     cannot share a space, which is the scorer's mistake, said in one line."""
     if images.shape[1] != texts.shape[1]:
@@ -194,7 +204,8 @@ def cosines(images: np.ndarray, texts: np.ndarray, model: str) -> np.ndarray:
             f"model '{model}': encode_images gives {images.shape[1]}-d embeddings and "
             f"encode_texts {texts.shape[1]}-d; expected one width (a shared embedding space)"
         )
-    return np.einsum("ij,ij->i", images, texts).astype(np.float32)
+    dots: npt.NDArray[np.float32] = np.einsum("ij,ij->i", images, texts).astype(np.float32)
+    return dots
 
 
 def _is_row(vector: np.ndarray | None) -> bool:

@@ -47,7 +47,7 @@ def image_key(ref: ImageRef, digest: Digest = sha256_file) -> str:
     else:
         source = "scene:" + ref.location
     crop = None if ref.crop is None else [float(v) for v in ref.crop]
-    parts: list = [source, crop, ref.crop_relative]
+    parts: list[str | list[float] | bool | None] = [source, crop, ref.crop_relative]
     if ref.perturb is not None:  # other pixels, other key (unperturbed keys stay as they were)
         parts.append(ref.perturb.canonical())
     identity = json.dumps(parts, separators=(",", ":"))

@@ -138,7 +138,8 @@ def _decode(dtype: str, shape: str, data: bytes, digest: bytes) -> np.ndarray | 
         return None
     if math.prod(dims) * np.dtype(dtype).itemsize != len(data):
         return None
-    return np.frombuffer(data, dtype=dtype).reshape(dims).copy()
+    vector: np.ndarray = np.frombuffer(data, dtype=dtype).reshape(dims).copy()
+    return vector
 
 
 class NewerSchemaError(sqlite3.DatabaseError):

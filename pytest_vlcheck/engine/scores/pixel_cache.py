@@ -33,6 +33,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from pytest_vlcheck.engine.scores.embedding_cache import CacheWarning, EmbeddingCache, checksum
 from pytest_vlcheck.models.pixels.compact import CompactTransform
@@ -92,7 +93,7 @@ class PixelCache(EmbeddingCache):
             self._guarded(lambda db: self._put(db, namespace, values), None)
 
 
-def _pixels(dtype: str, shape: str, data: bytes, digest: bytes) -> np.ndarray | None:
+def _pixels(dtype: str, shape: str, data: bytes, digest: bytes) -> npt.NDArray[np.uint8] | None:
     """A row's pixels, or None when its format, checksum, compression or size is off."""
     if dtype != FORMAT or not isinstance(data, bytes) or checksum(dtype, shape, data) != digest:
         return None
@@ -103,7 +104,8 @@ def _pixels(dtype: str, shape: str, data: bytes, digest: bytes) -> np.ndarray | 
         return None
     if math.prod(dims) != len(raw):
         return None
-    return np.frombuffer(raw, dtype=np.uint8).reshape(dims).copy()
+    pixels: npt.NDArray[np.uint8] = np.frombuffer(raw, dtype=np.uint8).reshape(dims).copy()
+    return pixels
 
 
 def transform_namespace(scorer: Any, decode: str) -> str | None:

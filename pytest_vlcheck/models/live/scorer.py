@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     import numpy as np
     from PIL.Image import Image
 
+    from pytest_vlcheck.models.backends.hf import HfDualScorer
+    from pytest_vlcheck.models.backends.open_clip import OpenClipScorer
+
 """Live fingerprints start with it; spec fingerprints are sha256 hex or ``hf:NAME[@REV]``."""
 
 _EXPECTED = (
@@ -46,8 +49,8 @@ _EXPECTED = (
 class LiveScorer:
     """A caller's model behind the scorer protocol, fingerprinted from its current weights."""
 
-    def __init__(self, encoder: Any, model: Any, identity: str) -> None:
-        self.encoder = encoder  # an OpenClipScorer or HfDualScorer entered with the live guard
+    def __init__(self, encoder: OpenClipScorer | HfDualScorer, model: Any, identity: str) -> None:
+        self.encoder = encoder  # entered with the live guard
         self.model = model
         self.identity = identity  # architecture class, preprocessing, precision
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
     import torch
     from PIL.Image import Image
+    from torch import Tensor
 
 _TO_TENSOR_NAMES = ("ToTensor", "MaybeToTensor")
 """torchvision's ``ToTensor`` and open_clip's subclass (``to_tensor`` for a PIL image)."""
@@ -141,14 +142,17 @@ def _step(step: Any) -> str:
     return re.sub(r" at 0x[0-9a-fA-F]+", "", f"{kind} {step!r} {settings}")
 
 
-def _tensor(item: Any, torch: Any) -> torch.Tensor:
+def _tensor(item: Any, torch: Any) -> Tensor:
     """A uint8 [H, W, 3] tensor of ``item``: a tensor as it is, a writeable array shared
     (``pixels`` outputs), another array copied (a PIL image's is read-only, which torch
-    does not share)."""
+    does not share). ``torch`` is the module, passed in (Any to mypy), so ``tensor`` is typed."""
     import numpy as np
 
+    tensor: Tensor
     if isinstance(item, torch.Tensor):
-        return item
-    if item.flags.writeable and item.flags.c_contiguous:
-        return torch.from_numpy(item)
-    return torch.from_numpy(np.array(item))
+        tensor = item
+    elif item.flags.writeable and item.flags.c_contiguous:
+        tensor = torch.from_numpy(item)
+    else:
+        tensor = torch.from_numpy(np.array(item))
+    return tensor

@@ -95,7 +95,8 @@ class DeviceTransform:
         resized = tf.resize(
             image, [self.resize], interpolation=InterpolationMode.BICUBIC, antialias=True
         )
-        return tf.center_crop(resized, list(self.crop))
+        cropped: torch.Tensor = tf.center_crop(resized, list(self.crop))  # torchvision: untyped
+        return cropped
 
 
 def device_transform(preprocess: Any) -> DeviceTransform | None:

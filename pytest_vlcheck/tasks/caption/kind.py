@@ -14,7 +14,7 @@ columns). Chance is the mean of 1/C(n, t) for t true captions among n texts (1/(
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from pytest_vlcheck.tasks.base import (
 from pytest_vlcheck.tasks.caption.example import CaptionExample
 from pytest_vlcheck.tasks.caption.plain import plain_caption_examples
 from pytest_vlcheck.tasks.protocol import CandidateSet, GenerationRules, Grid, Judgement, ScoreScale
+
+if TYPE_CHECKING:
+    from pytest_vlcheck.tasks.protocol import TrueMarks
 
 EXAMPLE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -145,7 +148,7 @@ class CaptionTask(BaseTask):
         which = "first is true" if true == 1 else f"first {true} are true"
         return f"{example.image.describe()}: {scored_texts(texts, grid[0])} ({which})"
 
-    def true_marks(self, n_images: int, n_texts: int) -> tuple[set, set, set]:
+    def true_marks(self, n_images: int, n_texts: int) -> TrueMarks:
         """The first text is true for the image (of several true captions the report marks the
         first; the failure's detail line says how many are true)."""
         if not n_texts:

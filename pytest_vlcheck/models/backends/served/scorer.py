@@ -71,7 +71,8 @@ class ServedScorer:
         if len(images) != len(texts):
             raise ValueError(f"score_pairs got {len(images)} images but {len(texts)} texts")
         sums, counts = self._teacher_forced(images, [self.prompt.ask(text) for text in texts])
-        return (np.asarray(sums) / np.asarray(counts)).astype(np.float32)
+        means: np.ndarray = (np.asarray(sums) / np.asarray(counts)).astype(np.float32)
+        return means
 
     def score_continuations(
         self, images: list[Image], prompts: list[str], continuations: list[str]
