@@ -59,7 +59,8 @@ def load_jsonl_examples(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, data, exc) from None
     decoder = json.JSONDecoder(object_pairs_hook=_no_duplicates)
-    scan = json.JSONDecoder().scan_once  # C: plain dicts, no per-object Python call
+    # the C scanner: plain dicts, no per-object Python call (typeshed does not list it)
+    scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
     examples: list[dict[str, Any]] = []
     lines: list[int] = []
     pieces = text.split("\n")
