@@ -6,7 +6,10 @@ Writes the same SugarCrepe-shaped examples twice (``examples: big.jsonl`` beside
 YAML, and all examples inline in the YAML), then runs ``pytest --collect-only -q`` on each in
 a fresh subprocess, alternating, and prints the median wall time and the peak RSS of the
 collecting process (``getrusage(RUSAGE_CHILDREN)``, measured in a wrapper process per run so
-that runs do not mask each other).
+that runs do not mask each other) and its CPU time (user + system: on a shared machine, the
+figure that load inflates least). With ``PYTHONDONTWRITEBYTECODE`` set, every run compiles
+this package from source (and pytest rewrites the plugin's asserts): ``--bytecode`` lets the
+runs write and reuse ``.pyc`` files, as an installed package has them.
 
 Goals (issue 25, on a 2-core CPU machine): inline YAML under 5 s and 400 MB, JSONL under 2 s
 and 250 MB. Before that work the same command measured 13-18 s and 670-720 MB for inline
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -54,8 +58,8 @@ import resource, subprocess, sys, time
 started = time.perf_counter()
 code = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL)
 wall = time.perf_counter() - started
-peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(code, wall, peak_kb)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(code, wall, usage.ru_maxrss, usage.ru_utime + usage.ru_stime)
 """
 
 
@@ -86,8 +90,8 @@ def write_suites(folder: Path, rows: list[dict[str, object]]) -> tuple[Path, Pat
     return folder / "jsonl" / "checks.yaml", folder / "inline" / "checks.yaml"
 
 
-def collect_once(checklist: Path) -> tuple[float, float]:
-    """(wall seconds, peak RSS MB) of one ``pytest --collect-only`` of ``checklist``."""
+def collect_once(checklist: Path, bytecode: bool = False) -> tuple[float, float, float]:
+    """(wall seconds, peak RSS MB, CPU seconds) of one ``pytest --collect-only``."""
     command = [
         sys.executable,
         "-c",
@@ -102,13 +106,16 @@ def collect_once(checklist: Path) -> tuple[float, float]:
         "--vl-model=tiny",
         str(checklist),
     ]
+    env = dict(os.environ)
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     out = subprocess.run(
-        command, cwd=checklist.parent, capture_output=True, text=True, check=True
+        command, cwd=checklist.parent, capture_output=True, text=True, check=True, env=env
     ).stdout
-    code, wall, peak_kb = out.split()
+    code, wall, peak_kb, cpu = out.split()
     if code != "0":
         raise SystemExit(f"pytest --collect-only {checklist} exited with {code}")
-    return float(wall), int(peak_kb) / 1024
+    return float(wall), int(peak_kb) / 1024, float(cpu)
 
 
 def main() -> None:
@@ -117,30 +124,40 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-inline", action="store_true", help="time the JSONL form only")
+    parser.add_argument("--bytecode", action="store_true", help="write and use .pyc files")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         jsonl, inline = write_suites(Path(tmp), examples(args.examples, args.seed))
         forms = {"jsonl": jsonl} if args.skip_inline else {"jsonl": jsonl, "inline yaml": inline}
-        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in forms}
+        runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in forms}
+        if args.bytecode:  # the .pyc files are written once, outside the timed runs
+            collect_once(jsonl, bytecode=True)
         for _ in range(args.repeats):
             for name, path in forms.items():
-                runs[name].append(collect_once(path))
-    print(f"pytest --collect-only, {args.examples} caption examples, {args.repeats} runs each")
-    print(f"{'form':<12} {'median wall':>12} {'peak RSS':>10}   goal             vs before")
+                runs[name].append(collect_once(path, args.bytecode))
+    load = os.getloadavg()[0]
+    print(
+        f"pytest --collect-only, {args.examples} caption examples, {args.repeats} runs each, "
+        f"{'with' if args.bytecode else 'without'} .pyc files, load average {load:.2f} after"
+    )
+    header = f"{'form':<12} {'median wall':>12} {'CPU':>8} {'peak RSS':>10}"
+    print(f"{header}   goal             vs before")
     for name, results in runs.items():
-        wall = statistics.median(w for w, _ in results)
-        peak = max(p for _, p in results)
+        wall = statistics.median(w for w, _, _ in results)
+        cpu = statistics.median(c for _, _, c in results)
+        peak = max(p for _, p, _ in results)
         goal_wall, goal_peak = GOALS[name]
         before_wall, before_peak = REFERENCE[name]
         print(
-            f"{name:<12} {wall:>10.2f} s {peak:>7.0f} MB   <{goal_wall:g} s, <{goal_peak:g} MB"
+            f"{name:<12} {wall:>10.2f} s {cpu:>6.2f} s {peak:>7.0f} MB   "
+            f"<{goal_wall:g} s, <{goal_peak:g} MB"
             f"   {wall / before_wall:.2f}x time, {peak / before_peak:.2f}x memory"
         )
     if args.examples != 100_000:
         print("(goals and 'vs before' are for --examples 100000)")
     if len(runs) == 2:
-        ratio = statistics.median(w for w, _ in runs["inline yaml"]) / statistics.median(
-            w for w, _ in runs["jsonl"]
+        ratio = statistics.median(w for w, _, _ in runs["inline yaml"]) / statistics.median(
+            w for w, _, _ in runs["jsonl"]
         )
         print(f"inline yaml / jsonl wall: {ratio:.2f}x")
 

@@ -204,7 +204,7 @@ def _positions_need_order(
     the examples as written (in the checklist or a JSON Lines file), at the example's line."""
     test_rule = settings.get("ties", "fail")
     for example, line in zip(raws, lines, strict=True):
-        if isinstance(example, Mapping) and "position" in example:
+        if "position" in example and isinstance(example, Mapping):  # cheapest test first
             rule = example.get("ties", test_rule)
             if rule != "order":
                 raise ChecklistError(

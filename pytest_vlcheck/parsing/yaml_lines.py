@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from pytest_vlcheck.nesting import MAX_NESTING, TOO_DEEP
+from pytest_vlcheck.parsing.block_yaml import build_block
 from pytest_vlcheck.parsing.errors import ChecklistError
 from pytest_vlcheck.parsing.line_values import LineList, LineMap
 from pytest_vlcheck.parsing.yaml_events import NotPlain, build_plain
@@ -74,14 +75,17 @@ def _make_loader(path: Path) -> type:
 def load_yaml(path: Path) -> Any:
     """Parse ``path`` safely; syntax errors become ``ChecklistError`` at the offending line.
 
-    A plain checklist is built from the parser's events (``yaml_events``, several times
-    faster); any other text, or one with a problem, goes through the full loader below.
+    A checklist in block YAML is read line by line (``block_yaml``); other plain YAML is
+    built from the parser's events (``yaml_events``, several times faster than the full
+    loader); any other text, or one with a problem, goes through the full loader below.
     """
     text = read_text_utf8(path)
-    try:
-        return build_plain(text, _BASE)
-    except NotPlain:
-        return _load_full(path, text)
+    for build in (build_block, build_plain):
+        try:
+            return build(text, _BASE)
+        except NotPlain:
+            continue
+    return _load_full(path, text)
 
 
 def _load_full(path: Path, text: str) -> Any:

@@ -202,3 +202,86 @@ def test_fast_path_builds_what_full_validation_builds(
         assert str(error).startswith(f"{tmp_path / 'data' / 'ex.jsonl'}:2: ") and message in str(
             error
         )
+
+
+EDGE_LINES = [
+    '{"image": "a.png", "caption": "c", "negatives": ["n"]}',
+    '{"image": "a.png", "caption": "time: 12:30", "negatives": ["n"]}',  # colons in text
+    '{"image": "a.png", "caption": "c", "negatives": ["n"], "tags": {"k": "v"}}',
+    '{"image": {"path": "a.png", "crop": [0, 0, 4, 4]}, "caption": "c", "negatives": ["n"]}',
+    '{"image": "a.png", "caption": "c", "negatives": ["n"]}   \r',  # trailing JSON space
+    '   {"image": "a.png", "caption": "c", "negatives": ["n"]}',  # leading space
+    '{"image": "a.png", "caption": "{[", "negatives": ["]}"], "id": 3}',
+    '{"image": "a.png", "caption": NaN, "negatives": []}',
+    '{"e": {}, "f": [[], [{}]], "g": null}',
+]
+BAD_LINES = [
+    ('{"image": "a.png", "c\\u0061ption": "c", "caption": "d"}', "duplicate key 'caption'"),
+    ('{"tags": {"k": 1, "k": 2}, "image": "a.png"}', "duplicate key 'k'"),
+    ('{"a": 1} {"b": 2}', "invalid JSON at column 10: Extra data"),
+    ('{"a": 1,', "Expecting property name"),
+    ('{"a": ' + "[" * 70 + "]" * 70 + "}", "nested too deep"),
+    ("[1, 2]", "got a list"),
+]
+
+
+def test_jsonl_lines_are_the_exact_decoders_objects(tmp_path: Path) -> None:
+    """The scanner's fast objects are the ones the exact decoder (the one that words
+    errors) makes, line by line."""
+    from pytest_vlcheck.checklist.jsonl import _example, _no_duplicates, load_jsonl_examples
+
+    path = tmp_path / "edge.jsonl"
+    path.write_text("\n".join(EDGE_LINES) + "\n\n", encoding="utf-8")
+    decoder = json.JSONDecoder(object_pairs_hook=_no_duplicates)
+    exact = [_example(path, n, line + "\n", decoder) for n, line in enumerate(EDGE_LINES, 1)]
+    examples, lines = load_jsonl_examples(path)
+    assert lines == list(range(1, len(EDGE_LINES) + 1))
+    assert json.dumps(examples) == json.dumps(exact)  # NaN == NaN as text
+    assert all(type(example) is dict for example in examples)
+
+
+@pytest.mark.parametrize(("bad", "message"), BAD_LINES)
+def test_a_doubtful_jsonl_line_gets_the_exact_decoders_error(
+    tmp_path: Path, bad: str, message: str
+) -> None:
+    from pytest_vlcheck.checklist.jsonl import load_jsonl_examples
+
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join([EDGE_LINES[0], bad, "{oops}"]), encoding="utf-8")
+    with pytest.raises(ChecklistError) as info:
+        load_jsonl_examples(path)
+    assert (info.value.line, message in info.value.message) == (2, True), str(info.value)
+
+
+def test_a_bad_byte_after_a_bad_line_is_reported_after_it(tmp_path: Path) -> None:
+    """The first problem in file order, as when the file was read line by line."""
+    from pytest_vlcheck.checklist.jsonl import load_jsonl_examples
+
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b'{"a": 1}\n{oops}\n{"b": "\xff"}\n')
+    with pytest.raises(ChecklistError) as info:
+        load_jsonl_examples(path)
+    assert (info.value.line, info.value.message.startswith("invalid JSON")) == (2, True)
+    path.write_bytes(b'{"a": 1}\n\n{"b": "\xe2\x82"}\n{oops}\n')
+    with pytest.raises(ChecklistError) as info:
+        load_jsonl_examples(path)
+    assert str(info.value) == f"{path}:3: not UTF-8 text: invalid continuation byte"
+
+
+def test_the_fast_caption_example_equals_the_dataclasss_own() -> None:
+    from dataclasses import fields
+
+    from pytest_vlcheck.images.refs import ImageRef
+    from pytest_vlcheck.tasks.caption.example import plain_caption_example
+
+    ref = ImageRef("file", "a.png", "/x/a.png", None, False)
+    args = ("e1", ref, ("a cat",), ("a dog",), {"set": "x"}, 12)
+    fast = plain_caption_example(*args)
+    assert fast == CaptionExample(*args) and repr(fast) == repr(CaptionExample(*args))
+    assert list(vars(fast)) == [f.name for f in fields(CaptionExample)]
+
+
+def test_an_example_that_is_not_a_mapping_is_one_error(tmp_path: Path) -> None:
+    path = tmp_path / "checks.yaml"
+    path.write_text(HEADER.format(task="caption", examples="[just text]"), encoding="utf-8")
+    assert "must be a mapping" in _error(path).message

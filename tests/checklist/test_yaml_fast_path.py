@@ -24,11 +24,13 @@ HEAD = "vlcheck: 1\ntests:\n"
 
 
 def force_full_loader(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every ``load_yaml`` from now on goes through the full loader."""
+    """Every ``load_yaml`` from now on goes through the full loader (neither the block
+    reader nor the event path)."""
 
     def refuse(text: str, loader: type) -> Any:
         raise NotPlain
 
+    monkeypatch.setattr(yaml_lines, "build_block", refuse)
     monkeypatch.setattr(yaml_lines, "build_plain", refuse)
 
 

@@ -22,3 +22,32 @@ class CaptionExample:
     position: int = 0
     """Where the true caption stood among the negatives in the source's columns (0: before
     all); only ``ties: order`` reads it."""
+
+
+def plain_caption_example(
+    example_id: str,
+    image: ImageRef,
+    captions: tuple[str, ...],
+    negatives: tuple[str, ...],
+    tags: Mapping[str, str],
+    line: int,
+) -> CaptionExample:
+    """``CaptionExample(example_id, image, captions, negatives, tags, line)``, built for the
+    fast path without the frozen dataclass's ``__init__``: its seven ``object.__setattr__``
+    calls were half the time of 100,000 plain examples. The same fields, so an equal object
+    (``==``, ``repr``, ``dataclasses.replace``)."""
+    example = object.__new__(CaptionExample)
+    object.__setattr__(
+        example,
+        "__dict__",
+        {
+            "id": example_id,
+            "image": image,
+            "captions": captions,
+            "negatives": negatives,
+            "tags": tags,
+            "line": line,
+            "position": 0,
+        },
+    )
+    return example

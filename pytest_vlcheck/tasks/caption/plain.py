@@ -20,7 +20,7 @@ from pytest_vlcheck.parsing.example_fields import (
 )
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.parsing.line_values import LineList, LineMap
-from pytest_vlcheck.tasks.caption.example import CaptionExample
+from pytest_vlcheck.tasks.caption.example import CaptionExample, plain_caption_example
 
 if TYPE_CHECKING:
     from pytest_vlcheck.images.refs import ImageRef
@@ -29,6 +29,7 @@ _CAPTION_KEYS = frozenset({"image", "caption", "negatives", "id", "tags"})
 _SCALARS = (str, int, float)
 _LISTS = (list, LineList)
 _MAPPINGS = (dict, LineMap)
+_NO_ID = object()
 
 
 def plain_caption_examples(
@@ -39,14 +40,18 @@ def plain_caption_examples(
     images: dict[str, ImageRef] = {}
     ids: set[str] = set()
     examples = []
-    for index, (raw, line) in enumerate(zip(raws, lines, strict=True)):
+    for index, raw in enumerate(raws):
         if not _plain_caption(raw):
             return None
-        if "id" in raw:
-            example = _plain_id(raw["id"])
-        else:
+        line = lines[index]
+        written = raw.get("id", _NO_ID)
+        if written is _NO_ID:
             example = example_id(Fields(context.path, raw, _where(index, test_id), line))
-        if example is None or example in ids:
+        elif (type(written) is str and written) or type(written) is int:
+            example = str(written)
+        else:
+            return None
+        if example in ids:
             return None
         ids.add(example)
         image = raw["image"]
@@ -59,7 +64,9 @@ def plain_caption_examples(
             else {}
         )
         negatives = tuple(raw["negatives"])
-        examples.append(CaptionExample(example, ref, (raw["caption"],), negatives, tags, line))
+        examples.append(
+            plain_caption_example(example, ref, (raw["caption"],), negatives, tags, line)
+        )
     return tuple(examples)
 
 
@@ -69,6 +76,8 @@ def _where(index: int, test_id: str) -> str:
 
 def _plain_caption(raw: Mapping[str, Any]) -> bool:
     """Known keys only; a path, a caption, negatives and flat tags that are surely valid."""
+    if type(raw) not in _MAPPINGS:
+        return False
     negatives = raw.get("negatives")
     image, caption = raw.get("image"), raw.get("caption")
     if not (
@@ -88,10 +97,3 @@ def _plain_caption(raw: Mapping[str, Any]) -> bool:
         return True
     tags = raw["tags"]
     return type(tags) in _MAPPINGS and all(type(v) in _SCALARS for v in tags.values())
-
-
-def _plain_id(raw: Any) -> str | None:
-    """A written id that is surely valid (a non-empty string or an integer), else None."""
-    if (type(raw) is str and raw) or type(raw) is int:
-        return str(raw)
-    return None
