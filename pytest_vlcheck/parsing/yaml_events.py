@@ -136,4 +136,7 @@ def _resolved(parser: Any, event: ScalarEvent) -> Any:
         raise NotPlain
     # libyaml's events carry yaml._yaml.Mark, which the stubs' ScalarNode does not list
     node = ScalarNode(tag, event.value, event.start_mark, event.end_mark)  # type: ignore[arg-type]
-    return parser.yaml_constructors[tag](parser, node)
+    try:
+        return parser.yaml_constructors[tag](parser, node)
+    except ValueError:  # a date that is no date (2001-13-45): the full loader words it
+        raise NotPlain from None

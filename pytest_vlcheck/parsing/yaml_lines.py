@@ -61,6 +61,16 @@ def _make_loader(path: Path) -> type:
                 result.key_lines[key] = line
             return result
 
+        def construct_yaml_timestamp(self, node: yaml.ScalarNode) -> Any:
+            try:
+                return super().construct_yaml_timestamp(node)
+            except ValueError as exc:  # 2001-13-45 has a date's shape and is no date
+                raise ChecklistError(
+                    path,
+                    node.start_mark.line + 1,
+                    f"'{node.value}' is not a date ({exc}); quote it to keep it as text",
+                ) from None
+
         def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> LineList:
             result = LineList(self.construct_object(child, deep=True) for child in node.value)
             result.line = node.start_mark.line + 1
@@ -69,6 +79,7 @@ def _make_loader(path: Path) -> type:
 
     Loader.add_constructor("tag:yaml.org,2002:map", Loader.construct_mapping)
     Loader.add_constructor("tag:yaml.org,2002:seq", Loader.construct_sequence)
+    Loader.add_constructor("tag:yaml.org,2002:timestamp", Loader.construct_yaml_timestamp)
     return Loader
 
 

@@ -173,6 +173,23 @@ def test_a_duplicate_key_deep_in_a_large_file_is_at_its_line(tmp_path: Path) -> 
     assert str(info.value) == f"{path}:{8 + 4 * 1234 + 3}: duplicate key 'caption'"
 
 
+@pytest.mark.parametrize(
+    ("caption", "value"), [("2001-13-45", "2001-13-45"), ("[2001-02-30]", "2001-02-30")]
+)
+def test_a_date_that_is_no_date_is_one_error_at_its_line(
+    tmp_path: Path, caption: str, value: str
+) -> None:
+    """``2001-13-45`` resolves to a timestamp and PyYAML's constructor raises ValueError: the
+    fast paths step aside and the full loader gives one line at the value, no traceback."""
+    path = tmp_path / "dated.yaml"
+    path.write_text(examples_yaml(3, broken={1: caption}), encoding="utf-8")
+    with pytest.raises(ChecklistError) as info:
+        load_checklist(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:{8 + 4 * 1 + 2}: '{value}' is not a date (")
+    assert message.endswith("); quote it to keep it as text")
+
+
 def test_nesting_too_deep_in_a_large_file_is_at_its_line(tmp_path: Path) -> None:
     path = tmp_path / "big.yaml"
     deep = "[" * MAX_NESTING + "]" * MAX_NESTING
