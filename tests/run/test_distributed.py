@@ -5,6 +5,7 @@ plain, in DDP, sharded by FSDP2 and by FSDP1) in each (``distributed_ranks.py``)
 from __future__ import annotations
 
 import json
+import multiprocessing
 import socket
 import warnings
 from pathlib import Path
@@ -25,6 +26,19 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _start_ranks(world: int, work: Path, hf_dir: Path) -> None:
+    """Start ``world`` fresh rank processes and wait for them (``run_rank``).
+
+    They are forked from one forkserver process that imported torch, open_clip and
+    transformers once (not from this test process, whose state they would inherit), instead
+    of each rank importing them anew as ``mp.spawn`` does: ~12 s of CPU saved per rank."""
+    import torch.multiprocessing as mp
+
+    multiprocessing.set_forkserver_preload(["torch", "open_clip", "transformers"])
+    args = (world, _free_port(), str(work), str(hf_dir))
+    mp.start_processes(run_rank, args=args, nprocs=world, start_method="forkserver")
+
+
 @pytest.fixture(scope="module", params=[2, 3], ids=["2-ranks", "3-ranks"])
 def ranks(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
     """What each rank saw, one spawn per world size."""
@@ -35,7 +49,7 @@ def ranks(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     write_checklist(work)
     hf_dir = build_hf_clip(work / "hf")
     try:
-        mp.spawn(run_rank, args=(world, _free_port(), str(work), str(hf_dir)), nprocs=world)
+        _start_ranks(world, work, hf_dir)
     except mp.ProcessExitedException as crash:
         # A rank killed by a signal (a native abort: glibc once reported a corrupt heap in
         # rank 0 beside a loaded xdist worker, not reproduced alone) is retried once, loudly;
@@ -45,7 +59,7 @@ def ranks(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         warnings.warn(f"{world} ranks: {crash}; spawning them again", stacklevel=1)
         work = tmp_path_factory.mktemp(f"world{world}-again")  # no cache or report kept
         write_checklist(work)
-        mp.spawn(run_rank, args=(world, _free_port(), str(work), str(hf_dir)), nprocs=world)
+        _start_ranks(world, work, hf_dir)
     return [json.loads((work / f"rank{r}.json").read_text()) for r in range(world)]
 
 
