@@ -3,7 +3,7 @@ rank 0's line, without gloo's source path, within ``distributed_timeout`` (a few
 here); ``distributed`` and ``distributed_timeout`` are checked on any machine; a mismatch
 names the argument that differs; ``CollectiveError`` is the package's.
 
-Two gloo ranks on the CPU, spawned as in ``test_distributed.py``; the model is a ``py:``
+Two gloo ranks on the CPU, started as in ``test_distributed.py``; the model is a ``py:``
 scorer whose rank 1 kills itself or sleeps in its first forward call.
 """
 
@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from helpers.checklist_text import BLUE, RED, checklist
 from helpers.colour_scorer import SOURCE
+from helpers.distributed_ranks import preloaded_forkserver
 from PIL import Image
 
 from pytest_vlcheck import CollectiveError, SettingsError, evaluate
@@ -90,9 +91,9 @@ def _ranks(work: Path, fault: str) -> dict[str, Any]:
                   extra="    threshold: 0.0\n")
     )  # fmt: skip
     (work / "faulty_model.py").write_text(SOURCE.replace("def make():", "def _make():") + FAULTY)
-    spawn = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context(preloaded_forkserver())
     port = _free_port()
-    ranks = [spawn.Process(target=_rank, args=(r, port, str(work), fault)) for r in (0, 1)]
+    ranks = [context.Process(target=_rank, args=(r, port, str(work), fault)) for r in (0, 1)]
     for process in ranks:
         process.start()
     try:

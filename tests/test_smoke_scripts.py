@@ -72,7 +72,8 @@ def test_the_training_command_runs_a_few_steps(tmp_path: Path) -> None:
         [
             "-m",
             "tiny_training.train",
-            *("--steps", "2", "--batch-size", "4", "--eval-size", "1", "--out", str(tmp_path)),
+            *("--steps", "2", "--batch-size", "4", "--eval-size", "1", "--bn-batches", "1"),
+            *("--out", str(tmp_path)),
         ]
     )
     assert (tmp_path / "tiny.safetensors").stat().st_size > 0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_vlcheck.checklist.bundled import bundled_checklists_dir
 from pytest_vlcheck.images.scenes import SHAPE_PLURALS, SHAPES
 from pytest_vlcheck.tiny import TINY_CONFIG, TINY_SPEC, TINY_WEIGHTS
 from tiny_training.data import HELD_OUT_PAIRS, TRAIN_CANVAS, TrainingSampler, scene_key
@@ -184,7 +185,10 @@ def test_training_smoke_run(tmp_path: Path) -> None:
     from tiny_training.train import parse_args, train
 
     settings = parse_args(
-        ["--steps", "2", "--batch-size", "6", "--eval-size", "1", "--out", str(tmp_path)]
+        [
+            *("--steps", "2", "--batch-size", "6", "--eval-size", "1", "--bn-batches", "1"),
+            *("--out", str(tmp_path)),
+        ]
     )
     log = train(settings, echo=lambda _: None)
     assert len(log.losses) == 2 and all(math.isfinite(x) for x in log.losses)
@@ -204,6 +208,7 @@ def test_in_loop_evaluation_leaves_the_weights_bit_for_bit(tmp_path: Path) -> No
     train(parse_args([*base, "--out", str(tmp_path / "plain")]), echo=lambda _: None)
     log = tmp_path / "curve.jsonl"
     argv = [*base, "--out", str(tmp_path / "probed"), "--eval-every", "1"]
+    argv += ["--eval-checklists", *_small_bundled_copies(tmp_path, "attribute", "counting")]
     argv += ["--eval-select", "color", "number", "--log", f"jsonl:{log}"]
     lines: list[str] = []
     train(parse_args(argv), echo=lines.append, evaluation=parse_eval_args(argv))
@@ -221,10 +226,23 @@ def test_in_loop_evaluation_leaves_the_weights_bit_for_bit(tmp_path: Path) -> No
     assert "| test | 0 | 1 | 2 |" in curves and "| `counting::number` |" in curves
 
 
+def _small_bundled_copies(folder: Path, *names: str) -> list[str]:
+    """The bundled checklists ``names`` with 18 generated examples per test instead of 240
+    (three evaluations of the full tests cost ~45 s of CPU and show nothing more)."""
+    paths = []
+    for name in names:
+        text = (bundled_checklists_dir() / f"{name}.yaml").read_text(encoding="utf-8")
+        assert "      n: 240\n" in text
+        paths.append(folder / f"{name}.yaml")
+        paths[-1].write_text(text.replace("      n: 240\n", "      n: 18\n"), encoding="utf-8")
+    return [str(path) for path in paths]
+
+
 def test_a_bad_evaluation_option_stops_before_training(tmp_path: Path, capsys) -> None:
     from tiny_training.train import main
 
-    argv = ["--steps", "2", "--batch-size", "6", "--out", str(tmp_path), "--eval-every", "1"]
+    argv = ["--steps", "2", "--batch-size", "6", "--bn-batches", "1", "--eval-every", "1"]
+    argv += ["--out", str(tmp_path)]
     assert main([*argv, "--eval-select", "object/count"]) == 2
     err = capsys.readouterr().err
     assert "select: 'object/count' is neither a test id nor a capability" in err

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.distributed_ranks import TIMEOUT, run_rank, write_checklist
+from helpers.distributed_ranks import TIMEOUT, preloaded_forkserver, run_rank, write_checklist
 from helpers.model_builders import build_hf_clip
 
 from pytest_vlcheck.run.distributed.collective import NOT_COLLECTIVE
@@ -25,6 +25,14 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _start_ranks(world: int, work: Path, hf_dir: Path) -> None:
+    """Start ``world`` rank processes (``run_rank``) and wait for them."""
+    import torch.multiprocessing as mp
+
+    args = (world, _free_port(), str(work), str(hf_dir))
+    mp.start_processes(run_rank, args=args, nprocs=world, start_method=preloaded_forkserver())
+
+
 @pytest.fixture(scope="module", params=[2, 3], ids=["2-ranks", "3-ranks"])
 def ranks(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
     """What each rank saw, one spawn per world size."""
@@ -35,7 +43,7 @@ def ranks(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     write_checklist(work)
     hf_dir = build_hf_clip(work / "hf")
     try:
-        mp.spawn(run_rank, args=(world, _free_port(), str(work), str(hf_dir)), nprocs=world)
+        _start_ranks(world, work, hf_dir)
     except mp.ProcessExitedException as crash:
         # A rank killed by a signal (a native abort: glibc once reported a corrupt heap in
         # rank 0 beside a loaded xdist worker, not reproduced alone) is retried once, loudly;
@@ -45,7 +53,7 @@ def ranks(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         warnings.warn(f"{world} ranks: {crash}; spawning them again", stacklevel=1)
         work = tmp_path_factory.mktemp(f"world{world}-again")  # no cache or report kept
         write_checklist(work)
-        mp.spawn(run_rank, args=(world, _free_port(), str(work), str(hf_dir)), nprocs=world)
+        _start_ranks(world, work, hf_dir)
     return [json.loads((work / f"rank{r}.json").read_text()) for r in range(world)]
 
 

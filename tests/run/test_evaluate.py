@@ -4,7 +4,6 @@ one line each."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -58,37 +57,18 @@ def test_a_scorer_object_measures_what_its_spec_does(project: pytest.Pytester) -
     assert by_object.to_json()["models"][0]["spec"] == "<ColourScorer object>"
 
 
-EVALUATE_OPEN_CLIP = """
-import json
-from pathlib import Path
-from helpers.model_builders import build_open_clip
-from pytest_vlcheck import evaluate
-
-config, weights = build_open_clip(Path("oc"))
-spec = f"oc=open_clip:{config}@{weights}"
-run = evaluate(spec, ".", no_cache=True, report_dir="api")
-Path("evaluated.json").write_text(json.dumps({"spec": spec, "matrix": run.to_json()}))
-"""
-
-
 def test_a_tiny_open_clip_model_equals_the_pytest_report(project: pytest.Pytester) -> None:
-    # Both sides in subprocesses: torch cannot be imported twice in one process, and
-    # pytester's restoring of sys.modules after a test would make this one import it again.
-    tests_dir = str(Path(__file__).parents[1])
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")]),
-    }
-    subprocess.run(
-        [sys.executable, "-c", EVALUATE_OPEN_CLIP], cwd=project.path, env=env, check=True
-    )
-    evaluated = json.loads((project.path / "evaluated.json").read_text())
-    result = project.runpytest_subprocess(
-        f"--vl-model={evaluated['spec']}", "--vl-report=rep", "--vl-no-cache"
-    )
+    # evaluate here (torch and open_clip stay imported in the test process: tests/conftest.py),
+    # pytest in a process of its own
+    from helpers.model_builders import build_open_clip
+
+    config, weights = build_open_clip(Path("oc"))
+    spec = f"oc=open_clip:{config}@{weights}"
+    evaluated = evaluate(spec, ".", no_cache=True, report_dir="api").to_json()
+    result = project.runpytest_subprocess(f"--vl-model={spec}", "--vl-report=rep", "--vl-no-cache")
     result.assert_outcomes(failed=5)
     expected = json.loads((project.path / "rep" / "matrix.json").read_text())
-    assert evaluated["matrix"] == expected
+    assert evaluated == expected
     assert {r["model"] for r in expected["results"]} == {"oc"}
 
 
