@@ -31,7 +31,9 @@ def test_training_smoke_run(tmp_path: Path) -> None:
     log = train(settings, echo=lambda _: None, exclude=frozenset())
     assert len(log.losses) == 2 and all(math.isfinite(x) for x in log.losses)
     assert len(log.tower_losses) == 2 and all(math.isfinite(x) for x in log.tower_losses)
-    assert "| `steps` | 2 |" in (tmp_path / "TRAINING.md").read_text(encoding="utf-8")
+    written = (tmp_path / "TRAINING.md").read_text(encoding="utf-8")
+    assert "| `steps` | 2 |" in written and "| `tower-steps` | 2 |" in written
+    assert "## Stage 1: the vision tower alone" in written
     assert [r.n for r in log.results] == [1] * len(KINDS)
     scorer = load(str(tmp_path), ModelOptions(device="cpu"))
     image = render_scene(_one("circle", "red"))
