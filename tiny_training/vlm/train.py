@@ -15,7 +15,7 @@ computed once). At the end the saved fp16 weights are reloaded and probed
 Not shipped yet. Measured on the shared 2-core machine (one thread): stage 1 learns the
 colours (held-out colour sets exact 0% -> 76% in 1,200 steps, patch colours 58%) but not yet
 the shapes or counts; and stage 2 stays at the answers' prior (about 0.53 mean cross-entropy
-over answer token and ``</s>``, the best a model blind to the image can do) for 600 steps even
+over answer token and ``</s>``, the best a model blind to the image can do) for 1,600 steps even
 when the tower's features are replaced by the scenes' exact per-patch truth, so the decoder's
 reading of the image, not the tower, is what does not learn in this budget.
 """
