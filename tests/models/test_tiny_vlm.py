@@ -26,10 +26,14 @@ def test_training_smoke_run(tmp_path: Path) -> None:
     from tiny_training.vlm.train import parse_args, train
 
     argv = ["--steps", "2", "--batch-size", "4", "--pool-size", "40", "--probe-size", "1"]
+    argv += ["--tower-steps", "2", "--tower-batch-size", "4"]
     settings = parse_args([*argv, "--out", str(tmp_path)])
     log = train(settings, echo=lambda _: None, exclude=frozenset())
     assert len(log.losses) == 2 and all(math.isfinite(x) for x in log.losses)
-    assert "| `steps` | 2 |" in (tmp_path / "TRAINING.md").read_text(encoding="utf-8")
+    assert len(log.tower_losses) == 2 and all(math.isfinite(x) for x in log.tower_losses)
+    written = (tmp_path / "TRAINING.md").read_text(encoding="utf-8")
+    assert "| `steps` | 2 |" in written and "| `tower-steps` | 2 |" in written
+    assert "## Stage 1: the vision tower alone" in written
     assert [r.n for r in log.results] == [1] * len(KINDS)
     scorer = load(str(tmp_path), ModelOptions(device="cpu"))
     image = render_scene(_one("circle", "red"))
@@ -37,6 +41,36 @@ def test_training_smoke_run(tmp_path: Path) -> None:
     assert scores.shape == (1,) and scores[0] < 0
     (said,) = scorer.generate([image], ["What color is the circle?"], 2)
     assert isinstance(said, str)
+
+
+def test_stage_one_targets_are_the_scene_truth() -> None:
+    """A red circle centred in the top-left patch and two blue stars in the bottom-right one
+    (a 2 x 2 grid): the global and per-patch 0/1 targets, index by index."""
+    from pytest_vlcheck.images.scenes import OBJECT_COLORS, SHAPES
+    from tiny_training.vlm.pretrain import MAX_COUNT, scene_targets
+
+    colors, shapes = list(OBJECT_COLORS), list(SHAPES)
+    objects = [
+        ("circle", "red", [0.2, 0.3]),
+        ("star", "blue", [0.7, 0.9]),
+        ("star", "blue", [0.9, 0.6]),
+    ]
+    scene = {"objects": [{"shape": s, "color": c, "size": 0.1, "position": p} for s, c, p in objects]}  # fmt: skip
+    whole, patches = scene_targets(scene, 2)
+    red, blue = colors.index("red"), colors.index("blue")
+    circle, star = shapes.index("circle"), shapes.index("star")
+    pairs, counts = len(colors), len(colors) + len(colors) * len(shapes)
+    expected = {red, blue, pairs + red * len(shapes) + circle, pairs + blue * len(shapes) + star}
+    expected |= {
+        counts + circle * MAX_COUNT,
+        counts + star * MAX_COUNT,
+        counts + star * MAX_COUNT + 1,
+    }
+    assert set(whole.nonzero()[0]) == expected
+    assert patches.shape == (4, len(colors) + len(shapes))
+    assert set(patches[0].nonzero()[0]) == {red, len(colors) + circle}
+    assert set(patches[3].nonzero()[0]) == {blue, len(colors) + star}
+    assert not patches[1].any() and not patches[2].any()
 
 
 @pytest.fixture(scope="module")

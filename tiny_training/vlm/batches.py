@@ -71,6 +71,10 @@ class Collator:
 
     def __call__(self, images: np.ndarray, questions: Sequence[Question]) -> dict[str, Any]:
         """``input_ids``, ``attention_mask``, ``labels`` and ``pixel_values`` for one batch."""
+        return {**self.texts(questions), "pixel_values": self.pixels(images)}
+
+    def texts(self, questions: Sequence[Question]) -> dict[str, Any]:
+        """``input_ids``, ``attention_mask`` and ``labels`` for one batch."""
         import torch
 
         rows, labels = [], []
@@ -89,5 +93,4 @@ class Collator:
             "input_ids": ids,
             "attention_mask": mask,
             "labels": target,
-            "pixel_values": self.pixels(images),
         }

@@ -1,7 +1,7 @@
 """``tiny-vlm``'s architecture, tokenizer and processor: stock transformers classes only, so the
 saved folder loads with ``AutoModelForImageTextToText`` / ``AutoProcessor`` like any LLaVA.
 
-A ``LlavaForConditionalGeneration``: a small CLIP ViT (96 px, 24-px patches: 16 image tokens)
+A ``LlavaForConditionalGeneration``: a small CLIP ViT (96 px, 16-px patches: 36 image tokens)
 whose last layer's patch features go through LLaVA's two-layer projector into a small Llama
 decoder. The tokenizer is word-level (``tokenizers`` WordLevel, split on whitespace and
 punctuation), its vocabulary the words of the training texts, so every trained word is one
@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 IMAGE_SIZE = 96
-PATCH = 24
 SPECIALS = ("<pad>", "<s>", "</s>", "<unk>", "<image>")
 CHAT_TEMPLATE = (
     "{% for message in messages %}{% if message['role'] == 'user' %}USER: "
@@ -40,6 +39,12 @@ class Sizes:
     text_width: int = 128
     text_layers: int = 3
     heads: int = 4
+    patch: int = 16
+
+    @property
+    def grid(self) -> int:
+        """Patches per side (the image tokens are ``grid`` squared)."""
+        return IMAGE_SIZE // self.patch
 
 
 def word_split(text: str) -> list[str]:
@@ -114,7 +119,7 @@ def build(words: Iterable[str], sizes: Sizes = Sizes()) -> tuple[Any, Any]:
         num_hidden_layers=sizes.vision_layers,
         num_attention_heads=sizes.heads,
         image_size=IMAGE_SIZE,
-        patch_size=PATCH,
+        patch_size=sizes.patch,
         projection_dim=sizes.vision_width,
     )
     config = LlavaConfig(
@@ -132,7 +137,7 @@ def build(words: Iterable[str], sizes: Sizes = Sizes()) -> tuple[Any, Any]:
     processor = LlavaProcessor(
         image_processor=image_processor,
         tokenizer=tokenizer,
-        patch_size=PATCH,
+        patch_size=sizes.patch,
         vision_feature_select_strategy="default",
         num_additional_image_tokens=1,
         chat_template=CHAT_TEMPLATE,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from tiny_training.data import HELD_OUT_PAIRS
 from tiny_training.train import loss_table
-from tiny_training.vlm.model import IMAGE_SIZE, PATCH, Sizes
+from tiny_training.vlm.model import IMAGE_SIZE, Sizes
 from tiny_training.vlm.pool import KIND_ODDS
 
 if TYPE_CHECKING:
@@ -21,6 +21,7 @@ PROBE_HEADER = "| probe | n | accuracy | chance |"
 def render_log(log: RunLog) -> str:
     """The whole ``TRAINING.md``."""
     s = log.settings
+    a = log.tower_accuracy
     sizes = Sizes()
     shown = asdict(s)
     shown.pop("out")
@@ -35,7 +36,8 @@ def render_log(log: RunLog) -> str:
         "python -m tiny_training.vlm.train",
         "```",
         "",
-        "`--steps 0 --out DIR` writes its random twin (the same init, untrained) and probes it.",
+        "`--tower-steps 0 --steps 0 --out DIR` writes its random twin (the same init, untrained)"
+        " and probes it.",
         "Defaults = this run's settings (flags of the same names override them):",
         "",
         "| setting | value |",
@@ -45,7 +47,7 @@ def render_log(log: RunLog) -> str:
         "Architecture (`tiny_training/vlm/model.py`): transformers"
         f" `LlavaForConditionalGeneration`; vision: CLIP ViT {sizes.vision_layers} layers x"
         f" {sizes.vision_width}, {IMAGE_SIZE} px,"
-        f" {PATCH}-px patches ({(IMAGE_SIZE // PATCH) ** 2} image tokens, last layer, no CLS);"
+        f" {sizes.patch}-px patches ({sizes.grid**2} image tokens, last layer, no CLS);"
         f" LLaVA's two-layer GELU projector; text: Llama {sizes.text_layers} layers x"
         f" {sizes.text_width}, tied embeddings; word-level tokenizer, {log.vocabulary} tokens.",
         f"Parameters: {log.n_params:,}; weights file {log.weights_bytes / 1e6:.1f} MB (fp16"
@@ -66,7 +68,22 @@ def render_log(log: RunLog) -> str:
         f" training ({s.steps / max(log.train_seconds, 1e-9):.2f} steps/s), torch threads"
         f" {s.threads}, {platform.machine()} CPU, shared with other work.",
         "",
-        "## Loss (answer tokens' cross-entropy; window means)",
+        "## Stage 1: the vision tower alone (`tiny_training/vlm/pretrain.py`)",
+        "",
+        f"{s.tower_steps} Adam steps (batch {s.tower_batch_size}, lr {s.tower_lr}) of the"
+        " tower and two linear heads on the pool scenes' truth: per scene the colours, the"
+        " colour-shape pairs and each shape's count (at least 1..4), from the mean patch"
+        " feature; per patch the colours and shapes of the objects centred in it. Then the"
+        " tower is frozen.",
+        f"Held-out scenes ({_percent(a.colors)} colour sets exact, {_percent(a.pairs)} pair sets"
+        f" exact, {_percent(a.counts)} shape counts right, {_percent(a.patches)} of occupied"
+        f" patches all right, {_percent(a.patch_colors)} of their colours right).",
+        "",
+        "| steps | mean loss |",
+        "|---|---|",
+        *[f"| {a}-{b} | {v:.3f} |" for a, b, v in loss_table(log.tower_losses)],
+        "",
+        "## Stage 2 loss (projector and decoder; answer tokens' cross-entropy; window means)",
         "",
         "| steps | mean loss |",
         "|---|---|",
@@ -87,6 +104,10 @@ def render_log(log: RunLog) -> str:
         *[f"| {r.kind} | {r.n} | {r.accuracy:.1%} | {r.chance:.1%} |" for r in log.results],
     ]
     return "\n".join(lines) + "\n"
+
+
+def _percent(x: float) -> str:
+    return f"{x:.1%}"
 
 
 def probe_table(path: Path) -> dict[str, float]:

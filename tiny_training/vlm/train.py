@@ -2,19 +2,22 @@
 (weights, processor, ``TRAINING.md``), loadable as ``--vl-model=vqa:tiny-vlm``::
 
     python -m tiny_training.vlm.train                 # into ./tiny-vlm
-    python -m tiny_training.vlm.train --steps 0 --out random-vlm   # its random twin
+    python -m tiny_training.vlm.train --tower-steps 0 --steps 0 --out random-vlm  # random twin
 
-Every step asks ``batch_size`` new questions (``tiny_training.vlm.pool``) of a seeded pool of
-rendered scenes; the loss is the cross-entropy of the answer's tokens and ``</s>`` only. At the
-end the saved fp16 weights are reloaded and probed (``tiny_training.vlm.probes``). Same seed and
-thread count, same weights.
+Two stages. Stage 1 (``tiny_training.vlm.pretrain``) trains the vision tower alone on the
+pool scenes' truth (colours, colour-shape pairs, counts, and per patch what is centred there);
+stage 2 freezes it and trains the projector and decoder: every step asks ``batch_size`` new
+questions (``tiny_training.vlm.pool``) of a seeded pool of rendered scenes, the loss the
+cross-entropy of the answer's tokens and ``</s>`` only (the tower's features of the pool are
+computed once). At the end the saved fp16 weights are reloaded and probed
+(``tiny_training.vlm.probes``). Same seed and thread count, same weights.
 
-Not shipped yet: on this project's shared 2-core machine, a run of 575 steps (16-px patches)
-and one of 400 (24-px patches, the defaults here) stayed at the answers' prior (about 0.55
-mean cross-entropy over answer token and ``</s>``: the best a model blind to the image can
-do) from step 150 on; an auxiliary scene-truth loss on the mean image token (tried in the
-second run) did not move the vision tower either. A longer run, or a pre-trained vision
-tower, is the next step.
+Not shipped yet. Measured on the shared 2-core machine (one thread): stage 1 learns the
+colours (held-out colour sets exact 0% -> 76% in 1,200 steps, patch colours 58%) but not yet
+the shapes or counts; and stage 2 stays at the answers' prior (about 0.53 mean cross-entropy
+over answer token and ``</s>``, the best a model blind to the image can do) for 1,600 steps even
+when the tower's features are replaced by the scenes' exact per-patch truth, so the decoder's
+reading of the image, not the tower, is what does not learn in this budget.
 """
 
 from __future__ import annotations
@@ -29,9 +32,12 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from tiny_training.vlm.batches import Collator
 from tiny_training.vlm.model import Sizes, build, save, word_split
 from tiny_training.vlm.pool import ScenePool, training_stream
+from tiny_training.vlm.pretrain import Accuracy, features, pretrain_tower
 from tiny_training.vlm.probes import ProbeResult, probe_questions, run_probes
 from tiny_training.vlm.questions import KINDS
 
@@ -41,6 +47,9 @@ class Settings:
     """The run's settings. One torch thread: on the shared 2-core machine a step took a fifth
     of the time it took with two (measured side by side under the same load)."""
 
+    tower_steps: int = 1200
+    tower_batch_size: int = 64
+    tower_lr: float = 1e-3
     steps: int = 800
     batch_size: int = 32
     lr: float = 2e-3
@@ -59,6 +68,8 @@ class RunLog:
     """What ``TRAINING.md`` reports about a run."""
 
     settings: Settings
+    tower_losses: list[float]
+    tower_accuracy: Accuracy
     losses: list[float]
     wall_seconds: float
     train_seconds: float
@@ -133,7 +144,25 @@ def train(
     collate = Collator(processor)
     n_params = sum(p.numel() for p in model.parameters())
     echo(f"{n_params:,} parameters, vocabulary {len(processor.tokenizer)}")
-    losses = _fit(model, collate, pool, s, echo)
+    tower = model.model.vision_tower
+    layer = model.config.vision_feature_layer
+    tower_losses, tower_accuracy = pretrain_tower(
+        tower,
+        lambda idx: collate.pixels(pool.pixels[np.asarray(idx)]),
+        pool.scenes,
+        s.tower_steps,
+        layer=layer,
+        grid=Sizes().grid,
+        batch_size=s.tower_batch_size,
+        lr=s.tower_lr,
+        seed=s.seed,
+        echo=echo,
+        log_every=s.log_every,
+    )
+    echo(f"stage 1: {tower_accuracy}")
+    tower.requires_grad_(False)
+    cached = _tower_features(tower, collate, pool, layer)
+    losses = _fit(model, collate, pool, cached, s, echo)
     train_seconds = time.perf_counter() - wall0
     out = Path(s.out)
     save(model, processor, out)
@@ -144,6 +173,8 @@ def train(
         echo(f"probe {r.kind}: {r.accuracy:.1%} of {r.n} (chance {r.chance:.1%})")
     log = RunLog(
         s,
+        tower_losses,
+        tower_accuracy,
         losses,
         time.perf_counter() - wall0,
         train_seconds,
@@ -159,15 +190,48 @@ def train(
     return log
 
 
-def _fit(
-    model: Any, collate: Collator, pool: ScenePool, s: Settings, echo: Callable[[str], None]
-) -> list[float]:
-    """``s.steps`` AdamW steps on the answer tokens' cross-entropy; the loss of each."""
-    import numpy as np
+def _tower_features(tower: Any, collate: Collator, pool: ScenePool, layer: int) -> Any:
+    """The frozen tower's patch features of every pool scene (what the projector reads), so
+    that stage 2 never runs the tower."""
     import torch
 
-    decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "embed" not in n]
-    rest = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "embed" not in n)]
+    tower.eval()
+    with torch.no_grad():
+        return torch.cat(
+            [
+                features(tower, collate.pixels(pool.pixels[i : i + 256]), layer)
+                for i in range(0, pool.size, 256)
+            ]
+        )
+
+
+def answer_loss(model: Any, batch: dict[str, Any], image_features: Any) -> Any:
+    """The model's loss on ``batch`` with the tower's features given (LLaVA's own forward,
+    the projector applied and its outputs put in place of the image tokens)."""
+    embeds = model.get_input_embeddings()(batch["input_ids"])
+    projected = model.model.multi_modal_projector(image_features)
+    where = (batch["input_ids"] == model.config.image_token_id).unsqueeze(-1)
+    embeds = embeds.masked_scatter(where, projected.to(embeds.dtype))
+    return model(
+        inputs_embeds=embeds, attention_mask=batch["attention_mask"], labels=batch["labels"]
+    ).loss
+
+
+def _fit(
+    model: Any,
+    collate: Collator,
+    pool: ScenePool,
+    cached: Any,
+    s: Settings,
+    echo: Callable[[str], None],
+) -> list[float]:
+    """``s.steps`` AdamW steps of the projector and decoder on the answer tokens'
+    cross-entropy (the tower frozen, its features ``cached``); the loss of each."""
+    import torch
+
+    trained = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    decay = [p for n, p in trained if p.ndim >= 2 and "embed" not in n]
+    rest = [p for n, p in trained if not (p.ndim >= 2 and "embed" not in n)]
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": s.weight_decay}, {"params": rest, "weight_decay": 0.0}],
         lr=s.lr,
@@ -179,13 +243,13 @@ def _fit(
     t0 = time.perf_counter()
     for step in range(s.steps):
         drawn = [next(stream) for _ in range(s.batch_size)]
-        batch = collate(np.stack([pool.pixels[i] for i, _ in drawn]), [q for _, q in drawn])
+        batch = collate.texts([q for _, q in drawn])
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, s)
-        loss = model(**batch).loss
+        loss = answer_loss(model, batch, cached[[i for i, _ in drawn]])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_([p for _, p in trained], 1.0)
         optimizer.step()
         losses.append(float(loss.detach()))
         if (step + 1) % s.log_every == 0:

@@ -1,0 +1,154 @@
+"""Stage 1 of ``tiny-vlm``'s training: the vision tower alone learns the scenes' truth.
+
+Trained from scratch *through* a randomly initialised decoder, the vision tower gets almost no
+signal (the decoder first learns the answers' prior, blind to the image, and stays there). So
+the tower is first taught, with small linear heads on the features the projector reads, what
+the questions ask about:
+
+- per scene (mean of the patch features): which colours and which colour-shape pairs are
+  present, and for every shape whether it is there at least 1, 2, 3, 4 times;
+- per patch: the colours and shapes of the objects whose centre lies in that patch, so that
+  the features keep *where* things are (relations, and which colour belongs to which shape).
+
+The heads are thrown away; the tower's weights are kept for stage 2 (``train.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pytest_vlcheck.images.scenes import OBJECT_COLORS, SHAPES
+from tiny_training.vlm.questions import shape_counts
+
+COLORS = tuple(OBJECT_COLORS)
+MAX_COUNT = 4
+GLOBAL_TARGETS = len(COLORS) + len(COLORS) * len(SHAPES) + len(SHAPES) * MAX_COUNT
+PATCH_TARGETS = len(COLORS) + len(SHAPES)
+
+
+def scene_targets(scene: Mapping[str, Any], grid: int) -> tuple[np.ndarray, np.ndarray]:
+    """(global [GLOBAL_TARGETS], per patch [grid * grid, PATCH_TARGETS]) 0/1 targets of a scene
+    (patches in the vision tower's row-major order)."""
+    objects = list(scene["objects"])
+    whole = np.zeros(GLOBAL_TARGETS, dtype=np.float32)
+    patches = np.zeros((grid * grid, PATCH_TARGETS), dtype=np.float32)
+    pairs = len(COLORS)
+    counts = pairs + len(COLORS) * len(SHAPES)
+    for o in objects:
+        c, s = COLORS.index(o["color"]), SHAPES.index(o["shape"])
+        whole[c] = 1
+        whole[pairs + c * len(SHAPES) + s] = 1
+        x, y = (min(grid - 1, max(0, int(float(v) * grid))) for v in o["position"])
+        patches[y * grid + x, c] = 1
+        patches[y * grid + x, len(COLORS) + s] = 1
+    for shape, n in shape_counts(objects).items():
+        s = SHAPES.index(shape)
+        whole[counts + s * MAX_COUNT : counts + s * MAX_COUNT + min(n, MAX_COUNT)] = 1
+    return whole, patches
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """Held-out accuracy of the stage-1 heads: exact-match rate of the scene's colour set,
+    of its colour-shape pair set, of every shape's count (0-4+), and per-patch label accuracy
+    on patches that hold an object centre."""
+
+    colors: float
+    pairs: float
+    counts: float
+    patches: float
+    patch_colors: float
+
+
+def features(tower: Any, pixel_values: Any, layer: int) -> Any:
+    """The patch features LLaVA's projector reads (hidden state ``layer``, CLS dropped)."""
+    out = tower(pixel_values, output_hidden_states=True)
+    return out.hidden_states[layer][:, 1:]
+
+
+class Heads:
+    """The two linear heads (global on the mean patch feature, and per patch)."""
+
+    def __init__(self, width: int) -> None:
+        import torch
+
+        self.whole = torch.nn.Linear(width, GLOBAL_TARGETS)
+        self.patch = torch.nn.Linear(width, PATCH_TARGETS)
+
+    def parameters(self) -> list[Any]:
+        return [*self.whole.parameters(), *self.patch.parameters()]
+
+    def logits(self, feats: Any) -> tuple[Any, Any]:
+        return self.whole(feats.mean(dim=1)), self.patch(feats)
+
+
+def accuracy(whole: Any, patch: Any, t_whole: Any, t_patch: Any) -> Accuracy:
+    """Exact-match rates of the logits' 0/1 decisions against the targets."""
+    pw, pp = (whole > 0).float(), (patch > 0).float()
+    c, pairs = len(COLORS), len(COLORS) * len(SHAPES)
+    ok = pw == t_whole
+    counts = ok[:, c + pairs :].view(len(ok), len(SHAPES), MAX_COUNT).all(dim=-1)
+    occupied = t_patch.sum(dim=-1) > 0
+    return Accuracy(
+        float(ok[:, :c].all(dim=1).float().mean()),
+        float(ok[:, c : c + pairs].all(dim=1).float().mean()),
+        float(counts.float().mean()),
+        float((pp == t_patch).all(dim=-1)[occupied].float().mean()),
+        float((pp == t_patch)[..., :c].all(dim=-1)[occupied].float().mean()),
+    )
+
+
+def pretrain_tower(
+    tower: Any,
+    pixels: Callable[[Sequence[int]], Any],
+    scenes: Sequence[Mapping[str, Any]],
+    steps: int,
+    *,
+    layer: int = -1,
+    grid: int = 4,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    seed: int = 0,
+    held_out: int = 256,
+    echo: Callable[[str], None] = print,
+    log_every: int = 50,
+) -> tuple[list[float], Accuracy]:
+    """Train ``tower`` (in place) on the scene targets of ``scenes``; ``pixels(indices)`` gives
+    their normalised pixel values. The last ``held_out`` scenes (at most a quarter) are never
+    trained on: the accuracy is theirs."""
+    import torch
+    import torch.nn.functional as F
+
+    targets = [scene_targets(s, grid) for s in scenes]
+    t_whole = torch.from_numpy(np.stack([t[0] for t in targets]))
+    t_patch = torch.from_numpy(np.stack([t[1] for t in targets]))
+    n_train = len(scenes) - min(held_out, len(scenes) // 4)
+    held = list(range(n_train, len(scenes)))
+    heads = Heads(tower.config.hidden_size)
+    optimizer = torch.optim.Adam([*tower.parameters(), *heads.parameters()], lr=lr)
+    rng = np.random.default_rng(seed)
+    losses: list[float] = []
+    tower.train()
+    for step in range(steps):
+        idx = rng.choice(n_train, size=min(batch_size, n_train), replace=False)
+        whole, patch = heads.logits(features(tower, pixels(idx), layer))
+        loss = F.binary_cross_entropy_with_logits(
+            whole, t_whole[idx]
+        ) + F.binary_cross_entropy_with_logits(patch, t_patch[idx])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+        if (step + 1) % log_every == 0:
+            with torch.no_grad():
+                w, p = heads.logits(features(tower, pixels(held), layer))
+            now = accuracy(w, p, t_whole[held], t_patch[held])
+            echo(f"stage 1 step {step + 1}/{steps} loss {np.mean(losses[-log_every:]):.4f} {now}")
+    tower.eval()
+    with torch.no_grad():
+        whole, patch = heads.logits(features(tower, pixels(held), layer))
+    return losses, accuracy(whole, patch, t_whole[held], t_patch[held])
