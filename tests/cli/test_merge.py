@@ -103,7 +103,7 @@ def test_bad_inputs_are_one_message(runs: Path, capsys: pytest.CaptureFixture[st
 
 def _edit(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
     """Change a report file by hand, its folder's manifest dropped (else the folder is refused
-    as a mix of runs: tests/test_reliability_round5_report_folder.py)."""
+    as a mix of runs: tests/report/test_report_folder_sets.py)."""
     doc = json.loads(path.read_text())
     change(doc)
     path.write_text(json.dumps(doc))

@@ -76,7 +76,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def _start(project: Path, *args: str, **environ: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), **environ}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2]), **environ}
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "checks.yaml", *args],
         cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -90,7 +90,7 @@ def _run(project: Path, *args: str) -> tuple[int, str]:
 
 
 def _vlcheck(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     return subprocess.run(
         [sys.executable, "-m", "pytest_vlcheck.cli", *args],
         cwd=project, env=env, capture_output=True, text=True, timeout=120,

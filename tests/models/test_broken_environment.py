@@ -30,7 +30,7 @@ def test_a_torchvision_that_cannot_load_is_one_line_once_per_model(tmp_path: Pat
     Image.new("RGB", (8, 8), (220, 20, 20)).save(tmp_path / "red.png")
     (tmp_path / "checks.yaml").write_text(CHECKLIST)
     (tmp_path / "colour_model.py").write_text(SOURCE)
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'env'}:{Path(__file__).parents[1]}"}
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'env'}:{Path(__file__).parents[2]}"}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "checks.yaml",
          "--vl-model=tiny", "--vl-model=py:colour_model:make"],
