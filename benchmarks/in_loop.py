@@ -29,6 +29,7 @@ import json
 import statistics
 import tempfile
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +70,10 @@ def _model(arch: str, device: str) -> tuple[Any, Any, Any]:
 
 
 class _InsideTimer:
-    """Seconds spent inside the model's ``encode_image`` / ``encode_text`` (instance
-    attributes wrapping the methods: the model's repr, weights and class stay as they are)."""
+    """Seconds spent inside the model's ``encode_image`` / ``encode_text``: bound-method
+    instance attributes wrapping the class's methods (the model's repr, weights and class stay
+    as they are). Bound to the model, a deep copy of it (``precision=`` below fp32 runs on a
+    cast copy) is timed too and runs its own weights, not the caller's."""
 
     def __init__(self, model: Any, device: str) -> None:
         import torch
@@ -78,17 +81,16 @@ class _InsideTimer:
         self.seconds = 0.0
         sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
         for name in ("encode_image", "encode_text"):
-            inner = getattr(model, name)
 
-            def timed(*args: Any, _inner: Any = inner, **kwargs: Any) -> Any:
+            def timed(owner: Any, *args: Any, _name: str = name, **kwargs: Any) -> Any:
                 sync()
                 started = time.perf_counter()
-                out = _inner(*args, **kwargs)
+                out = getattr(type(owner), _name)(owner, *args, **kwargs)
                 sync()
                 self.seconds += time.perf_counter() - started
                 return out
 
-            setattr(model, name, timed)
+            setattr(model, name, types.MethodType(timed, model))
 
 
 def _call(model: Any, preprocess: Any, tokenizer: Any, timer: _InsideTimer, args: Any) -> tuple:
@@ -141,6 +143,13 @@ def main() -> None:
         updated = _call(model, preprocess, tokenizer, timer, args)
         for label, (seconds, inside, _) in zip(rows, (first, unchanged, updated), strict=True):
             rows[label].append((seconds, inside))
+        errors = [
+            r.message
+            for _, _, run in (first, unchanged, updated)
+            for r in run.results
+            if r.status == "error"
+        ]
+        assert not errors, f"the timed calls errored: {errors[0]}"
         rates = [[r.pass_rate for r in run.results] for run in (first[2], unchanged[2])]
         assert rates[0] == rates[1], "an unchanged model measured differently"
         stats = updated[2].stats["model"]
