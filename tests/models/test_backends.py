@@ -146,7 +146,31 @@ def test_precision_names_and_cpu_fp16_fallback():
     with pytest.warns(UserWarning, match="fp16 is not supported on the CPU"):
         assert effective_precision("fp16", "cpu") == "fp32"
     assert effective_precision("fp16", "cuda:0") == "fp16"
-    assert effective_precision("bf16", "cpu") == "bf16"
+
+
+@pytest.mark.parametrize(
+    ("machine", "avx512_bf16", "amx", "warns"),
+    [
+        ("x86_64", False, False, True),  # AVX2 only: emulated
+        ("x86_64", True, False, False),
+        ("x86_64", False, True, False),
+        ("aarch64", False, False, False),  # not probed
+    ],
+)
+def test_bf16_stays_on_the_cpu_with_a_warning_where_it_is_emulated(
+    monkeypatch, machine, avx512_bf16, amx, warns
+):
+    import platform
+    import warnings
+
+    monkeypatch.setattr(platform, "machine", lambda: machine)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert effective_precision("bf16", "cpu") == "bf16"
+    messages = [str(w.message) for w in caught]
+    assert any("bf16 on this CPU runs about 50-70x slower" in m for m in messages) == warns
 
 
 def test_auto_batch_size_follows_the_device():
