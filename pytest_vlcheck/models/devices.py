@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -143,8 +144,11 @@ def warn_emulated_bf16() -> None:
 
     if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686"):
         return
-    probes = [getattr(torch.cpu, name, None) for name in _NATIVE_BF16_PROBES]
-    if any(probe is None for probe in probes) or any(probe() for probe in probes):
+    probes: list[Callable[[], bool] | None] = [
+        getattr(torch.cpu, name, None) for name in _NATIVE_BF16_PROBES
+    ]
+    native = [probe() for probe in probes if probe is not None]
+    if len(native) < len(probes) or any(native):
         return  # a torch that cannot tell, or a CPU that computes in bf16
     warnings.warn(
         "precision bf16 on this CPU runs about 50-70x slower than fp32: it has no bfloat16 "
