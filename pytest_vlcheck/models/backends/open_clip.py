@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     import numpy as np
     from PIL.Image import Image
 
+    from pytest_vlcheck.models.live.token_memo import TokenMemo
     from pytest_vlcheck.models.protocol import ModelOptions
 
 SCHEMA_PREFIXES = ("hf-hub:", "local-dir:")
@@ -100,6 +101,7 @@ class OpenClipScorer(EmbeddingOutputs):
         input_dtype: Any,
         batch_size: int,
         forward_context: ForwardContext | None = None,
+        token_memo: TokenMemo | None = None,
     ) -> None:
         self.name = name
         self.fingerprint = fingerprint
@@ -116,6 +118,7 @@ class OpenClipScorer(EmbeddingOutputs):
         self.forward_context = forward_context or inference_context
         self.compact = split_transform(preprocess)
         self.host_batch = HostBatch()
+        self.token_memo = token_memo  # a live model's, kept across its calls
 
     def encode_images(self, images: list[Image]) -> np.ndarray:
         """Raw fp32 image embeddings [N, D] through the model's eval transform."""
@@ -165,12 +168,32 @@ class OpenClipScorer(EmbeddingOutputs):
 
         def forward(batch: Sequence[str]) -> Any:
             """The device tensor: fetched after the next batch is tokenised and launched."""
-            tokens = self.tokenizer([*batch, ""])  # the empty text shows the padding
-            self._check_truncation(list(batch), tokens)
-            return self.model.encode_text(tokens[:-1].to(self.device, non_blocking=True))
+            tokens = self._tokens(list(batch))
+            return self.model.encode_text(tokens.to(self.device, non_blocking=True))
 
         with self.forward_context():
             return run_in_batches(texts, self, forward)
+
+    def _tokens(self, texts: list[str]) -> Any:
+        """Token ids [len(texts), context]: those the memo keeps (a live model's), the rest
+        tokenised now (a kept text that was cut is reported again, to this scorer's log)."""
+        import torch
+
+        memo = self.token_memo
+        if memo is None:
+            return self._tokenised(texts)
+        todo = memo.missing(texts)
+        fresh = dict(zip(todo, self._tokenised(todo), strict=True)) if todo else {}
+        memo.keep(fresh, self.truncation.texts)
+        for text in memo.cut.intersection(texts):
+            self.truncation.report(text, self._count_tokens(text), self.context_length)
+        return torch.stack([fresh[t] if t in fresh else memo.rows[t] for t in texts])
+
+    def _tokenised(self, texts: list[str]) -> Any:
+        """``texts`` through the tokenizer, their truncation checked."""
+        tokens = self.tokenizer([*texts, ""])  # the empty text shows the padding
+        self._check_truncation(texts, tokens)
+        return tokens[:-1]
 
     def _check_truncation(self, texts: list[str], tokens: Any) -> None:
         """Warn about texts the tokenizer cut. ``tokens`` holds the texts' tokens at the

@@ -20,6 +20,7 @@ from pytest_vlcheck.errors import VlcheckUserError
 from pytest_vlcheck.models.batching import calibrated_sigmoid, sigmoid_calibration_of
 from pytest_vlcheck.models.live.identity import live_fingerprint, live_identity
 from pytest_vlcheck.models.live.placement import place
+from pytest_vlcheck.models.live.token_memo import token_memo
 from pytest_vlcheck.models.protocol import (
     DualEncoder,
     ModelOptions,
@@ -187,6 +188,7 @@ def _open_clip_scorer(
         preprocess=preprocess,
         tokenizer=tokenizer,
         input_dtype=placement.dtype,
+        token_memo=token_memo(tokenizer),
     )
     identity = live_identity(model, placement.precision, preprocess, tokenizer)
     wrapper = LiveScorer if sigmoid_calibration_of(model) is None else LiveSigmoidScorer
