@@ -58,10 +58,11 @@ def run_forked(
     logs: Path,
     timeout: float,
     env: dict[str, str] | None = None,
+    status: int = 0,
 ) -> str:
     """Run ``target`` (a script's path, or ``-m MODULE``) with ``args`` and ``env`` (this
     process's environment if None), its output kept in the folder ``logs``; its stdout. It
-    must exit with status 0 within ``timeout`` seconds: the assertion's message carries
+    must exit with ``status`` within ``timeout`` seconds: the assertion's message carries
     stdout and stderr."""
     logs.mkdir(parents=True, exist_ok=True)
     context = multiprocessing.get_context(preloaded_forkserver())
@@ -77,5 +78,5 @@ def run_forked(
     stdout, stderr = (
         (logs / name).read_text(encoding="utf-8", errors="replace") for name in ("stdout", "stderr")
     )
-    assert child.exitcode == 0, f"exit status {child.exitcode}:\n{stdout}\n{stderr}"
+    assert child.exitcode == status, f"exit status {child.exitcode}:\n{stdout}\n{stderr}"
     return stdout
