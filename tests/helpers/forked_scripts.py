@@ -51,6 +51,30 @@ def _main(target: str, args: list[str], cwd: str, env: dict[str, str], logs: str
         runpy.run_path(target, run_name="__main__")
 
 
+def start_forked(
+    target: str, args: list[str], cwd: Path, logs: Path, env: dict[str, str] | None = None
+) -> multiprocessing.process.BaseProcess:
+    """Start ``target`` (a script's path, or ``-m MODULE``) with ``args`` and ``env`` (this
+    process's environment if None), its stdout and stderr written to the folder ``logs``
+    (``output(logs)`` reads them); the started process."""
+    logs.mkdir(parents=True, exist_ok=True)
+    context = multiprocessing.get_context(preloaded_forkserver())
+    child = context.Process(
+        target=_main,
+        args=(target, args, str(cwd), dict(os.environ if env is None else env), str(logs)),
+    )
+    child.start()
+    return child
+
+
+def output(logs: Path) -> tuple[str, str]:
+    """The stdout and stderr a process of ``start_forked`` wrote so far."""
+    stdout, stderr = (
+        (logs / name).read_text(encoding="utf-8", errors="replace") for name in ("stdout", "stderr")
+    )
+    return stdout, stderr
+
+
 def run_forked(
     target: str,
     args: list[str],
@@ -60,23 +84,13 @@ def run_forked(
     env: dict[str, str] | None = None,
     status: int = 0,
 ) -> str:
-    """Run ``target`` (a script's path, or ``-m MODULE``) with ``args`` and ``env`` (this
-    process's environment if None), its output kept in the folder ``logs``; its stdout. It
-    must exit with ``status`` within ``timeout`` seconds: the assertion's message carries
-    stdout and stderr."""
-    logs.mkdir(parents=True, exist_ok=True)
-    context = multiprocessing.get_context(preloaded_forkserver())
-    child = context.Process(
-        target=_main,
-        args=(target, args, str(cwd), dict(os.environ if env is None else env), str(logs)),
-    )
-    child.start()
+    """Run ``target`` as ``start_forked`` does; its stdout. It must exit with ``status`` within
+    ``timeout`` seconds: the assertion's message carries stdout and stderr."""
+    child = start_forked(target, args, cwd, logs, env)
     child.join(timeout)
     if child.is_alive():
         child.kill()
         child.join()
-    stdout, stderr = (
-        (logs / name).read_text(encoding="utf-8", errors="replace") for name in ("stdout", "stderr")
-    )
+    stdout, stderr = output(logs)
     assert child.exitcode == status, f"exit status {child.exitcode}:\n{stdout}\n{stderr}"
     return stdout
