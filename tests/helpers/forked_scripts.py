@@ -1,33 +1,43 @@
 """Run a script or ``-m`` module as ``python SCRIPT ARGS`` would, in a fresh process forked from
 the preloaded forkserver of ``distributed_ranks.preloaded_forkserver``: the same ``__main__``
-run, argv, working directory, environment and exit status, without importing torch, open_clip
+run, argv, sys.path, working directory, environment and exit status, without importing torch, open_clip
 and transformers again (~12 s of CPU per script). The processes a script starts itself (a
 pytest run, a worker pool) start as they would for a user."""
 
 from __future__ import annotations
 
+import functools
+import json
 import multiprocessing
 import os
 import runpy
+import subprocess
 import sys
 from pathlib import Path
 
 from helpers.distributed_ranks import preloaded_forkserver
 
-TESTS = Path(__file__).resolve().parent.parent
-TEST_PATHS = {TESTS, TESTS.parent}
-"""What pyproject's ``pythonpath`` adds to the test process's sys.path, not a user's."""
+
+@functools.cache
+def _fresh_path(environ: tuple[tuple[str, str], ...], cwd: str) -> tuple[str, ...]:
+    """sys.path of a fresh interpreter started in ``cwd`` with the environment ``environ``,
+    less its first entry (the script's folder, or the working directory for ``-m``): not the
+    test process's, to which pyproject's ``pythonpath`` adds tests/ and the repository root."""
+    code = "import json, sys; print(json.dumps(sys.path[1:]))"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env=dict(environ),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return tuple(json.loads(done.stdout))
 
 
-def _drop_the_test_paths(pythonpath: str) -> None:
-    """sys.path as a fresh interpreter would have it: without ``TEST_PATHS`` unless the
-    environment's PYTHONPATH names them."""
-    kept = {Path(entry).resolve() for entry in pythonpath.split(os.pathsep) if entry}
-    dropped = TEST_PATHS - kept
-    sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() not in dropped]
-
-
-def _main(target: str, args: list[str], cwd: str, env: dict[str, str], logs: str) -> None:
+def _main(
+    target: str, args: list[str], cwd: str, env: dict[str, str], path: list[str], logs: str
+) -> None:
     """The child's body: stdout and stderr to files in ``logs`` (fds 1 and 2, so a script's
     own subprocesses write there too), then the script or module run as ``__main__``."""
     for fd, name in ((1, "stdout"), (2, "stderr")):
@@ -39,15 +49,14 @@ def _main(target: str, args: list[str], cwd: str, env: dict[str, str], logs: str
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
-    _drop_the_test_paths(env.get("PYTHONPATH", ""))
     if target.startswith("-m "):
         module = target.removeprefix("-m ")
         sys.argv = [module, *args]
-        sys.path.insert(0, cwd)
+        sys.path[:] = [cwd, *path]
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     else:
         sys.argv = [target, *args]
-        sys.path.insert(0, str(Path(target).parent))
+        sys.path[:] = [str(Path(target).resolve().parent), *path]
         runpy.run_path(target, run_name="__main__")
 
 
@@ -58,11 +67,10 @@ def start_forked(
     process's environment if None), its stdout and stderr written to the folder ``logs``
     (``output(logs)`` reads them); the started process."""
     logs.mkdir(parents=True, exist_ok=True)
+    environ = dict(os.environ if env is None else env)
+    path = list(_fresh_path(tuple(sorted(environ.items())), str(cwd)))
     context = multiprocessing.get_context(preloaded_forkserver())
-    child = context.Process(
-        target=_main,
-        args=(target, args, str(cwd), dict(os.environ if env is None else env), str(logs)),
-    )
+    child = context.Process(target=_main, args=(target, args, str(cwd), environ, path, str(logs)))
     child.start()
     return child
 
