@@ -76,9 +76,13 @@ def start_forked(
 
 
 def output(logs: Path) -> tuple[str, str]:
-    """The stdout and stderr a process of ``start_forked`` wrote so far."""
+    """The stdout and stderr a process of ``start_forked`` wrote so far (empty before it
+    opened them: a child that failed to start says why in this process's stderr)."""
     stdout, stderr = (
-        (logs / name).read_text(encoding="utf-8", errors="replace") for name in ("stdout", "stderr")
+        (logs / name).read_text(encoding="utf-8", errors="replace")
+        if (logs / name).exists()
+        else ""
+        for name in ("stdout", "stderr")
     )
     return stdout, stderr
 
