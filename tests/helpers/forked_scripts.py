@@ -49,6 +49,8 @@ def _main(
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
+    for name in [name for name in sys.modules if name.partition(".")[0] == "helpers"]:
+        del sys.modules[name]  # imported to unpickle this function: not a user's to import
     if target.startswith("-m "):
         module = target.removeprefix("-m ")
         sys.argv = [module, *args]
