@@ -3,8 +3,9 @@ written, every relative link lands on a page (and heading) that exists, and the 
 publish the baseline after a failed gate.
 
 A runnable example is a fenced ``python`` block right after a ``<!-- runnable -->`` line. It
-runs in a fresh interpreter, in an empty folder where ``checklists/`` is the repository's
-(so paths read as they do from a clone), offline. A ``print(...)  # TEXT`` line of one says
+runs as ``python example.py`` would (in a fresh process forked from a server that has imported
+torch and open_clip once: helpers/forked_scripts.py), in an empty folder where ``checklists/``
+is the repository's (so paths read as they do from a clone), offline. A ``print(...)  # TEXT`` line of one says
 what it prints: the example fails when it prints anything else (``TEXT ...``: what the
 printed line starts with).
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers.forked_scripts import run_forked
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -91,15 +93,7 @@ def test_a_runnable_example_runs_as_written(where: str, code: str, tmp_path: Pat
     (tmp_path / "example.py").write_text(_checked(code), encoding="utf-8")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    done = subprocess.run(
-        [sys.executable, "example.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert done.returncode == 0, f"{where}:\n{done.stdout}\n{done.stderr}"
+    run_forked(str(tmp_path / "example.py"), [], tmp_path, tmp_path / "logs", 300, env)
 
 
 def _slug(heading: str) -> str:

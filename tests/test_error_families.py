@@ -2,8 +2,9 @@
 traceback of vlcheck's, the exit code, and an earlier report and baseline left intact when the
 run is refused (usage errors), or a report that records the errors when collection fails.
 
-One good run per module writes the report and baseline every case starts from; cases that
-need torch (model files, devices) run pytest in a subprocess, the rest in-process.
+One good run per module writes the report and baseline every case starts from; every case
+runs pytest in-process (torch and open_clip are imported once per test process:
+tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -136,13 +137,12 @@ def words():
 class Case:
     """One mistake: files to write (text, bytes, or a function of the project root), the
     pytest arguments, the exit code and the lines that must appear (``{root}`` is the
-    project); ``subprocess`` for cases that load torch."""
+    project)."""
 
     args: tuple[str, ...]
     ret: int
     lines: tuple[str, ...]
     files: dict[str, str | bytes | Callable[[Path], object]] = field(default_factory=dict)
-    subprocess: bool = False
     user_traceback: bool = False
 
 
@@ -336,7 +336,6 @@ CASES: dict[str, Case] = {
             "(--vl-device) requested but CUDA is not available on this machine; expected one "
             "of: auto, cpu",
         ),
-        subprocess=True,
     ),
     "precision ini": Case(
         (GOOD[0],),
@@ -510,9 +509,8 @@ def test_error_family(
     _write(root, case.files)
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", Image.MAX_IMAGE_PIXELS)
     pytester.syspathinsert()
-    run = pytester.runpytest_subprocess if case.subprocess else pytester.runpytest
     # no embedding cache: each mistake must be met while decoding, as on a first run
-    result = run("-p", "no:cacheprovider", "--vl-no-cache", *GOOD[1:], *case.args)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--vl-no-cache", *GOOD[1:], *case.args)
     output = result.stdout.lines + result.stderr.lines
     text = "\n".join(output)
     assert result.ret == case.ret, text

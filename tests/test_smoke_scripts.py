@@ -1,27 +1,23 @@
 """The scripts beside the package still run: every benchmark and the tiny model's training
-entry points, each at a few examples or steps, as a user would start them (a subprocess from
-the repository root). They import the package's internals, so a move inside the package that
-forgets them fails here rather than on the next person who measures something."""
+entry points, each at a few examples or steps, as a user would start them from the repository
+root (each in a fresh process, forked from a server that has imported torch and open_clip
+once: helpers/forked_scripts.py). They import the package's internals, so a move inside the
+package that forgets them fails here rather than on the next person who measures something."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.forked_scripts import run_forked
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_ATTRIBUTE = ROOT / "checklists" / "attribute.yaml"
 TINY_CONFIG = ROOT / "pytest_vlcheck" / "tiny" / "tiny.json"
 
 
-def _run(args: list[str], cwd: Path = ROOT) -> str:
-    done = subprocess.run(
-        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
+def _run(target: str, args: list[str], logs: Path) -> str:
+    return run_forked(target, args, cwd=ROOT, logs=logs / "logs", timeout=300)
 
 
 @pytest.mark.parametrize(
@@ -62,24 +58,26 @@ def _run(args: list[str], cwd: Path = ROOT) -> str:
         ),
     ],
 )
-def test_each_benchmark_runs_at_a_small_size(script: str, args: list[str], expected: str) -> None:
-    out = _run([str(ROOT / "benchmarks" / script), *args])
+def test_each_benchmark_runs_at_a_small_size(
+    script: str, args: list[str], expected: str, tmp_path: Path
+) -> None:
+    out = _run(str(ROOT / "benchmarks" / script), args, tmp_path)
     assert expected in out.lower()
 
 
 def test_the_training_command_runs_a_few_steps(tmp_path: Path) -> None:
     _run(
+        "-m tiny_training.train",
         [
-            "-m",
-            "tiny_training.train",
             *("--steps", "2", "--batch-size", "4", "--eval-size", "1", "--bn-batches", "1"),
             *("--out", str(tmp_path)),
-        ]
+        ],
+        tmp_path,
     )
     assert (tmp_path / "tiny.safetensors").stat().st_size > 0
     assert "| `steps` | 2 |" in (tmp_path / "TRAINING.md").read_text(encoding="utf-8")
 
 
 def test_the_random_twin_command_writes_weights(tmp_path: Path) -> None:
-    _run(["-m", "tiny_training.random_twin", str(tmp_path / "random.safetensors")])
+    _run("-m tiny_training.random_twin", [str(tmp_path / "random.safetensors")], tmp_path)
     assert (tmp_path / "random.safetensors").stat().st_size > 1_000_000

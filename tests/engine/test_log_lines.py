@@ -91,7 +91,10 @@ def test_a_model_that_fails_to_load_is_its_own_exit_status(project: pytest.Pytes
 
 
 def test_under_xdist_too(project: pytest.Pytester) -> None:
-    _broken(project)
-    result = project.runpytest_subprocess(BROKEN, "-n", "2", "-p", "no:cacheprovider")
+    # the workers' load failures reach the controller whatever the backend: a ``py:`` factory
+    # that does not exist fails to load without importing open_clip in each worker (~14 s of
+    # CPU apiece); the open_clip failure itself is the test above
+    broken = "--vl-model=broken=py:colour_model:missing"
+    result = project.runpytest_subprocess(broken, "-n", "2", "-p", "no:cacheprovider")
     assert result.ret == MODEL_NOT_LOADED
     result.stdout.fnmatch_lines(["vlcheck: model 'broken' failed to load, so its items errored*"])

@@ -6,12 +6,10 @@ after an in-place update equals pytest on the same weights saved to a file."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.forked_scripts import run_forked
 from helpers.model_builders import write_colour_squares
 
 from pytest_vlcheck.tiny import live_model
@@ -78,19 +76,17 @@ def _snapshot(model) -> dict:
 
 
 def _pytest_matrix(project: Path, weights: Path | str) -> dict:
-    """``matrix.json`` of pytest on ``checks.yaml``: the tiny architecture with ``weights``
+    """``matrix.json`` of pytest on ``checks.yaml``, run in a process of its own (forked from
+    the preloaded server: helpers/forked_scripts.py): the tiny architecture with ``weights``
     (a file), or a whole ``--vl-model`` spec (a string)."""
     from pytest_vlcheck.tiny import TINY_CONFIG
 
     spec = weights if isinstance(weights, str) else f"open_clip:{TINY_CONFIG}@{weights}"
     args = [
-        *("-m", "pytest", "checks.yaml", "-q", "-p", "no:cacheprovider", "--vl-no-cache"),
+        *("checks.yaml", "-q", "-p", "no:cacheprovider", "--vl-no-cache"),
         *(f"--vl-model=m={spec}", "--vl-report=rep"),
     ]
-    done = subprocess.run(
-        [sys.executable, *args], cwd=project, capture_output=True, text=True, env=os.environ
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    run_forked("-m pytest", args, project, project / "logs", 300)
     return json.loads((project / "rep" / "matrix.json").read_text())
 
 

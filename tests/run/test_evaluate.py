@@ -59,14 +59,16 @@ def test_a_scorer_object_measures_what_its_spec_does(project: pytest.Pytester) -
 
 def test_a_tiny_open_clip_model_equals_the_pytest_report(project: pytest.Pytester) -> None:
     # evaluate here (torch and open_clip stay imported in the test process: tests/conftest.py),
-    # pytest in a process of its own
+    # pytest in a process of its own (forked from the preloaded server: helpers/forked_scripts.py)
+    from helpers.forked_scripts import run_forked
     from helpers.model_builders import build_open_clip
 
     config, weights = build_open_clip(Path("oc"))
     spec = f"oc=open_clip:{config}@{weights}"
     evaluated = evaluate(spec, ".", no_cache=True, report_dir="api").to_json()
-    result = project.runpytest_subprocess(f"--vl-model={spec}", "--vl-report=rep", "--vl-no-cache")
-    result.assert_outcomes(failed=5)
+    args = [f"--vl-model={spec}", "--vl-report=rep", "--vl-no-cache", "-p", "no:cacheprovider"]
+    out = run_forked("-m pytest", args, project.path, project.path / "logs", 300, status=1)
+    pytest.RunResult(1, out.splitlines(), [], 0).assert_outcomes(failed=5)
     expected = json.loads((project.path / "rep" / "matrix.json").read_text())
     assert evaluated == expected
     assert {r["model"] for r in expected["results"]} == {"oc"}

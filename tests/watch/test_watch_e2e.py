@@ -10,14 +10,14 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from helpers.forked_scripts import output, start_forked
 
 from pytest_vlcheck import evaluate
 from pytest_vlcheck.tiny import TINY_CONFIG, TINY_WEIGHTS
@@ -73,25 +73,25 @@ def _settled(folder: Path) -> list[str]:
     return [c["file"] for c in _state(folder)["checkpoints"]]
 
 
-def _wait(process: subprocess.Popen[str], ready: Any) -> None:
+def _wait(process: BaseProcess, logs: Path, ready: Any) -> None:
     deadline = time.monotonic() + 120
     while not ready():
-        assert process.poll() is None, process.communicate()
+        assert process.is_alive(), output(logs)
         assert time.monotonic() < deadline, "the watcher did not get there in 120 s"
         time.sleep(0.02)
 
 
-def _watch(folder: Path, *extra: str) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "pytest_vlcheck.cli", "watch", SPEC, "checks.yaml"]
+def _watch(folder: Path, logs: Path, *extra: str) -> BaseProcess:
+    """``python -m pytest_vlcheck.cli watch ...`` in ``folder``, in a process of its own
+    (forked from the preloaded server: helpers/forked_scripts.py), its output in ``logs``."""
     options = ["--out", "w", "--poll", "0.05", "--device", "cpu", "--no-cache"]
     options += ["--log", "jsonl:log.jsonl", *extra]
-    return subprocess.Popen(
-        [*command, *options],
-        cwd=folder,
+    return start_forked(
+        "-m pytest_vlcheck.cli",
+        ["watch", SPEC, "checks.yaml", *options],
+        folder,
+        logs,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
     )
 
 
@@ -102,29 +102,40 @@ def test_checkpoints_dropped_while_watching_are_gated_once_and_resume_after_sigk
     (tmp_path / "checks.yaml").write_text(CHECKLIST)
     (tmp_path / "ck").mkdir()
     _perturbed(tmp_path / "perturbed.safetensors")
-    watcher = _watch(tmp_path)
+    logs = tmp_path / "logs"
+    watcher = _watch(tmp_path, logs / "first")
     try:
         _drop(TINY_WEIGHTS, tmp_path / "ck" / "epoch_1.safetensors")
-        _wait(watcher, lambda: len(_settled(tmp_path)) == 1)
+        _wait(watcher, logs / "first", lambda: len(_settled(tmp_path)) == 1)
         shutil.copy(TINY_WEIGHTS, tmp_path / "ck" / "epoch_2.tmp")
         os.replace(tmp_path / "ck" / "epoch_2.tmp", tmp_path / "ck" / "epoch_2.safetensors")
-        _wait(watcher, lambda: len(_settled(tmp_path)) == 2)
+        _wait(watcher, logs / "first", lambda: len(_settled(tmp_path)) == 2)
         _drop(tmp_path / "perturbed.safetensors", tmp_path / "ck" / "epoch_3.safetensors")
-        _wait(watcher, lambda: _state(tmp_path).get("evaluating") == "ck/epoch_3.safetensors")
-        watcher.send_signal(signal.SIGKILL)
-        first, _ = watcher.communicate(timeout=60)
+        _wait(
+            watcher,
+            logs / "first",
+            lambda: _state(tmp_path).get("evaluating") == "ck/epoch_3.safetensors",
+        )
+        watcher.kill()  # SIGKILL
+        watcher.join(60)
+        first, _ = output(logs / "first")
     finally:
-        if watcher.poll() is None:
+        if watcher.is_alive():
             watcher.kill()
+    assert watcher.exitcode == -signal.SIGKILL
     assert _settled(tmp_path) == ["ck/epoch_1.safetensors", "ck/epoch_2.safetensors"]
     assert first.splitlines() == [
         "epoch_1.safetensors passed (no reference)",
         "epoch_2.safetensors passed against epoch_1.safetensors",
     ]
 
-    restarted = _watch(tmp_path, "--idle-exit", "0.5")
-    second, errors = restarted.communicate(timeout=300)
-    assert restarted.returncode == 1, second + errors
+    restarted = _watch(tmp_path, logs / "second", "--idle-exit", "0.5")
+    restarted.join(300)
+    if restarted.is_alive():
+        restarted.kill()
+        restarted.join()
+    second, errors = output(logs / "second")
+    assert restarted.exitcode == 1, second + errors
     (line,) = second.splitlines()  # the first two are not evaluated again
     assert line.startswith(
         "epoch_3.safetensors regressed against epoch_2.safetensors: attribute/color (color) "
