@@ -152,3 +152,39 @@ def test_prompt_tokens_are_a_prefix_and_every_answer_is_one_token() -> None:
         ids = tokenizer(prompt + " " + answer)["input_ids"]
         assert ids[:-1] == tokenizer(prompt)["input_ids"]
         assert ids[-1] != tokenizer.unk_token_id
+
+
+def test_cached_features_reach_each_rows_image_tokens(pool: ScenePool) -> None:
+    """Stage 2 feeds cached tower features: row i's image tokens must hold the projection of
+    row i's own patches, in order, and the loss must be LLaVA's own forward's."""
+    import torch
+
+    from tiny_training.vlm.batches import Collator
+    from tiny_training.vlm.model import Sizes, build, word_split
+    from tiny_training.vlm.pretrain import features
+    from tiny_training.vlm.train import answer_loss
+
+    rng = random.Random(3)
+    asked = [pool.question(kind, rng) for kind in ("color", "count", "relation")]
+    words = [w for _, q in asked for w in word_split(q.prompt + " " + q.answer)]
+    torch.manual_seed(0)
+    sizes = Sizes(vision_width=16, vision_layers=1, text_width=16, text_layers=1, heads=2)
+    model, processor = build(words, sizes)
+    collate = Collator(processor)
+    batch = collate(pool.pixels[[i for i, _ in asked]], [q for _, q in asked])
+    with torch.no_grad():
+        patches = features(model.model.vision_tower, batch["pixel_values"], -1)
+        projected = model.model.multi_modal_projector(patches)
+        stock = model(**batch).loss
+        ours = answer_loss(model, batch, patches)
+        hooked: list[torch.Tensor] = []
+        handle = model.model.language_model.register_forward_pre_hook(
+            lambda _, args, kwargs: hooked.append(kwargs["inputs_embeds"]), with_kwargs=True
+        )
+        model(**batch)
+        handle.remove()
+    assert patches.shape[1] == sizes.grid**2
+    image = batch["input_ids"] == model.config.image_token_id
+    for row in range(len(asked)):
+        assert torch.equal(hooked[0][row][image[row]], projected[row])
+    assert torch.allclose(ours, stock, atol=1e-6)
