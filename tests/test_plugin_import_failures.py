@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from helpers.checklist_text import checklist
 from helpers.colour_scorer import SOURCE
+from helpers.installed_plugins import install_distribution
 from PIL import Image
 
 from pytest_vlcheck.checklist import load_checklist
@@ -45,10 +46,7 @@ def broken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A package whose four plug-ins share a module that raises on import, on ``sys.path``
     (also for subprocesses, through PYTHONPATH); the project folder beside it."""
     site = tmp_path / "site"
-    dist = site / "vlcheck_broken-1.0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vlcheck_broken\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text(BROKEN)
+    install_distribution(site, BROKEN, "vlcheck_broken")
     (site / "vlcheck_broken.py").write_text(
         "import os\nraise RuntimeError('operator torchvision::nms does not exist')\n"
     )

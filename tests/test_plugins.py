@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.installed_plugins import install_distribution
 from PIL import Image
 
 from pytest_vlcheck import evaluate
@@ -45,20 +46,10 @@ colour = vlcheck_demo:load_colour
 """
 
 
-def _install(site: Path, entry_points: str, module: str = "vlcheck_demo") -> None:
-    """A package as ``importlib.metadata`` sees an installed one: its dist-info and module."""
-    dist = site / f"{module}-1.0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n", encoding="utf-8"
-    )
-    (dist / "entry_points.txt").write_text(entry_points, encoding="utf-8")
-
-
 @pytest.fixture
 def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     site = tmp_path / "site"
-    _install(site, ENTRY_POINTS)
+    install_distribution(site, ENTRY_POINTS, "vlcheck_demo")
     shutil.copy(PLUGIN, site / "vlcheck_demo.py")
     monkeypatch.syspath_prepend(str(site))
     yield tmp_path
@@ -186,7 +177,9 @@ FOLDER = Folder()
 @pytest.fixture
 def folder_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     site = tmp_path / "site"
-    _install(site, "[pytest_vlcheck.models]\nfolder = folder_backend:FOLDER\n", "folder_backend")
+    install_distribution(
+        site, "[pytest_vlcheck.models]\nfolder = folder_backend:FOLDER\n", "folder_backend"
+    )
     (site / "folder_backend.py").write_text(FILE_BACKEND, encoding="utf-8")
     monkeypatch.syspath_prepend(str(site))
     yield tmp_path
@@ -215,7 +208,7 @@ def test_a_plugin_backend_with_missing_files_is_one_usage_error(
 
 def test_a_plugin_that_is_not_its_kind_is_one_message(tmp_path: Path, monkeypatch) -> None:
     site = tmp_path / "site"
-    _install(site, "[pytest_vlcheck.tasks]\nhalf = half_kind:HALF\n", "half_kind")
+    install_distribution(site, "[pytest_vlcheck.tasks]\nhalf = half_kind:HALF\n", "half_kind")
     (site / "half_kind.py").write_text(
         "class Half:\n    name = 'half'\n    example_keys = ()\nHALF = Half()\n", encoding="utf-8"
     )
@@ -229,7 +222,9 @@ def test_a_plugin_that_is_not_its_kind_is_one_message(tmp_path: Path, monkeypatc
 
 def test_a_plugin_whose_import_fails_is_the_third_partys_error(tmp_path: Path, monkeypatch) -> None:
     site = tmp_path / "site"
-    _install(site, "[pytest_vlcheck.loggers]\nbroken = broken_logger:KIND\n", "broken_logger")
+    install_distribution(
+        site, "[pytest_vlcheck.loggers]\nbroken = broken_logger:KIND\n", "broken_logger"
+    )
     (site / "broken_logger.py").write_text("raise RuntimeError('no config')\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(site))
     with pytest.raises(UserCodeError, match=r"loading the logger 'broken' .* raised RuntimeError"):
@@ -239,7 +234,7 @@ def test_a_plugin_whose_import_fails_is_the_third_partys_error(tmp_path: Path, m
 
 def test_a_builtin_name_wins_over_a_plugin_of_the_same_name(tmp_path: Path, monkeypatch) -> None:
     site = tmp_path / "site"
-    _install(site, "[pytest_vlcheck.tasks]\ncaption = nowhere:NOTHING\n", "shadow")
+    install_distribution(site, "[pytest_vlcheck.tasks]\ncaption = nowhere:NOTHING\n", "shadow")
     monkeypatch.syspath_prepend(str(site))
     assert TASKS.is_builtin("caption") and get_task("caption").name == "caption"
     assert list(TASKS).count("caption") == 1
