@@ -51,7 +51,9 @@ def test_every_testcase_carries_its_verdict_and_no_none(cases: list[ET.Element])
 def test_the_scoring_pass_is_shared_out_by_examples(cases: list[ET.Element]) -> None:
     times = {case.get("name"): float(case.get("time", "0")) for case in cases}
     total = sum(times.values())
-    assert total > 0.5  # 13 distinct texts at 0.05 s each, encoded in one pass
+    # 9 distinct texts at 0.05 s each, encoded in one pass: at least 0.45 s, less each
+    # testcase's rounding to milliseconds
+    assert total > 0.44, times
     # color (3 examples of 10 in the plan) paid for the pass; it books about its share
     assert times["color[make]"] < 0.5 * total, times
     assert times["itm[make]"] > 0.15 * total, times  # 3 of 10 examples: its share
