@@ -89,3 +89,18 @@ def test_every_lazy_name_is_typed_from_the_module_that_resolves_it() -> None:
         name = ".".join(init.parent.relative_to(ROOT).parts)
         exports = dict(importlib.import_module(name)._EXPORTS)
         assert _typed_names(init) == exports, init
+
+
+def test_collecting_a_checklist_imports_no_numpy(tmp_path: Path) -> None:
+    """Collection reads, validates and lists every kind's settings but scores nothing: the
+    task kinds and their metrics take numpy on first use (at 100,000 examples its import was
+    a tenth of ``--collect-only``)."""
+    (tmp_path / "checks.yaml").write_text(
+        "vlcheck: 1\ntests:\n  - id: big\n    capability: attribute/color\n    task: caption\n"
+        "    threshold: 0.5\n    examples:\n      - {image: a.png, caption: a red cat, "
+        "negatives: [a blue cat]}\n",
+        encoding="utf-8",
+    )
+    out = _run(tmp_path, "--collect-only", "--vl-model=tiny", "checks.yaml")
+    assert out["code"] == 0 and out["plugin"]
+    assert "numpy" not in out["heavy"], out

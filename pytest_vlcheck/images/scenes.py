@@ -29,11 +29,14 @@ import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 from PIL import Image
+
+from pytest_vlcheck.lazy import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 Scene = Mapping[str, Any]
 """A scene spec as a checklist writes it (``validate_scene`` says its keys)."""

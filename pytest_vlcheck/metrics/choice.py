@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, TypeAlias
 
-import numpy as np
-import numpy.typing as npt
+from pytest_vlcheck.lazy import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 Z95 = 1.959963984540054
 """The two-sided 95% normal quantile used for the Wilson interval."""
@@ -52,8 +55,8 @@ def wilson_interval_at(p: float, n: float, z: float = Z95) -> tuple[float, float
     return low, high
 
 
-ScoreRow = Sequence[float] | np.ndarray
-"""One example's scores: a list or a row of a grid."""
+ScoreRow: TypeAlias = "Sequence[float] | np.ndarray"
+"""One example's scores: a list or a row of a grid (a string: numpy is imported on first use)."""
 
 
 def pad_rows(rows: Sequence[ScoreRow]) -> np.ndarray:

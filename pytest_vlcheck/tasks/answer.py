@@ -15,9 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from pytest_vlcheck.images.refs import ImageRef
+from pytest_vlcheck.lazy import numpy as np
 from pytest_vlcheck.metrics.answers import COMPARES, answer_matches, extract_answer
 from pytest_vlcheck.parsing.example_fields import ParseContext, image_at
 from pytest_vlcheck.parsing.fields import Fields

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
+from pytest_vlcheck.lazy import numpy as np
 from pytest_vlcheck.tasks.asking import refuse_grid
 from pytest_vlcheck.tasks.base import BaseTask, image_cluster
 from pytest_vlcheck.tasks.protocol import Judgement, ScoreScale

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from pytest_vlcheck import metrics
 from pytest_vlcheck.images.refs import ImageRef
+from pytest_vlcheck.lazy import numpy as np
 from pytest_vlcheck.metrics.choice import ScoreRow
 from pytest_vlcheck.parsing.example_fields import ParseContext
 from pytest_vlcheck.parsing.fields import Fields

@@ -12,10 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-
 from pytest_vlcheck import metrics
 from pytest_vlcheck.images.refs import ImageRef
+from pytest_vlcheck.lazy import numpy as np
 from pytest_vlcheck.parsing.example_fields import ParseContext, image_list
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.base import BaseTask, image_cluster

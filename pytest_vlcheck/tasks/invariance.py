@@ -22,10 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from pytest_vlcheck.images.perturb import KINDS, derive_seed, make_perturbation
 from pytest_vlcheck.images.refs import ImageRef
+from pytest_vlcheck.lazy import numpy as np
 from pytest_vlcheck.parsing.errors import ChecklistError
 from pytest_vlcheck.parsing.example_fields import ParseContext, image_at
 from pytest_vlcheck.parsing.fields import Fields, type_name

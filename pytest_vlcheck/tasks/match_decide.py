@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from pytest_vlcheck import metrics
+from pytest_vlcheck.lazy import numpy as np
 from pytest_vlcheck.metrics.answers import yes_no_metrics
 from pytest_vlcheck.tasks.asking import Ask, Reply
 from pytest_vlcheck.tasks.protocol import Judgement

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
+from pytest_vlcheck.lazy import numpy as np
 
 if TYPE_CHECKING:
     from pytest_vlcheck.images.refs import ImageRef

@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from pytest_vlcheck import metrics
 from pytest_vlcheck.images.refs import ImageRef
+from pytest_vlcheck.lazy import numpy as np
 from pytest_vlcheck.parsing.example_fields import ParseContext, image_at
 from pytest_vlcheck.parsing.fields import Fields
 from pytest_vlcheck.tasks.base import (
