@@ -1,11 +1,15 @@
 """Ctrl-C while a slow scorer is inside its forward pass, on a loaded machine: the run stops
-within 3 s, exits as interrupted, and leaves the earlier report and baseline byte-identical.
+inside the pass, not after it, exits as interrupted, and leaves the earlier report and
+baseline byte-identical.
 
 The forward pass is a Python sleep loop (Python delivers SIGINT between bytecodes; a long
-native call would finish first), eight calls of 4 s each: a run that ignored the signal would
-take half a minute and replace the report. A busy-loop process beside it takes a core, as a
-CI machine's other jobs do. Its own xdist group: it times a run, so it should not share a
-worker with other heavy tests (``-n 2 --dist loadgroup``).
+native call would finish first), eight calls of a minute each: a run that waited for the pass
+to end would take a minute, one that ignored the signal eight, and replace the report. So the
+bound on the stop only has to catch that minute, not measure speed: 20 s, which a CI worker
+sharing two cores meets however loaded (``benchmarks/interrupt.py`` measures the stop time
+itself: under 1 s). A busy-loop process beside it takes a core, as a CI machine's other jobs
+do. Its own xdist group: it should not share a worker with other heavy tests (``-n 2 --dist
+loadgroup``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from helpers.file_snapshot import files_under
 from PIL import Image
 
 IMAGES = 8
+PASS_SECONDS = 60
 CHECKLIST = "vlcheck: 1\ntests:\n  - id: shades\n    capability: attribute/color\n" + (
     "    task: caption\n    threshold: 0.0\n    examples:\n"
     + "".join(
@@ -38,12 +43,12 @@ import os, time
 
 class Slow(ColourScorer):
     """Scores like ColourScorer; with a file named 'block' present each forward pass is a
-    4 s Python loop, and the first says it has started."""
+    PASS_SECONDS s Python loop, and the first says it has started."""
 
     def encode_images(self, images):
         if os.path.exists("block"):
             open("scoring", "a").close()
-            deadline = time.monotonic() + 4
+            deadline = time.monotonic() + PASS_SECONDS
             while time.monotonic() < deadline:
                 time.sleep(0.01)
         return super().encode_images(images)
@@ -52,7 +57,7 @@ class Slow(ColourScorer):
 def slow():
     return Slow()
 '''
-)
+).replace("PASS_SECONDS", str(PASS_SECONDS))
 ARGS = (
     "-p",
     "no:cacheprovider",
@@ -65,7 +70,7 @@ ARGS = (
 
 
 @pytest.mark.xdist_group("interrupt")
-def test_ctrl_c_inside_a_slow_forward_pass_stops_within_3_s(tmp_path: Path) -> None:
+def test_ctrl_c_inside_a_slow_forward_pass_stops_inside_it(tmp_path: Path) -> None:
     for i in range(IMAGES):
         Image.new("RGB", (8, 8), (200 + i, 20, 20)).save(tmp_path / f"red{i}.png")
     (tmp_path / "slow_model.py").write_text(SLOW)
@@ -89,7 +94,7 @@ def test_ctrl_c_inside_a_slow_forward_pass_stops_within_3_s(tmp_path: Path) -> N
         time.sleep(0.5)  # well inside the first forward pass
         interrupted = time.monotonic()
         run.send_signal(signal.SIGINT)
-        output, _ = run.communicate(timeout=60)
+        output, _ = run.communicate(timeout=PASS_SECONDS + 30)
         stopped = time.monotonic() - interrupted
     finally:
         for process in (run, busy):
@@ -98,7 +103,7 @@ def test_ctrl_c_inside_a_slow_forward_pass_stops_within_3_s(tmp_path: Path) -> N
                 process.wait()
     assert run.returncode == 2, output  # pytest's "interrupted"
     assert "KeyboardInterrupt" in output
-    assert stopped < 3, f"{stopped:.1f} s to stop"
+    assert stopped < PASS_SECONDS / 3, f"{stopped:.1f} s to stop"  # not the pass's minute
     after = files_under(tmp_path)
     assert after.pop("scoring") == b""
     assert after == before  # report and baseline byte-identical, nothing new anywhere

@@ -52,8 +52,11 @@ def test_the_scoring_pass_is_shared_out_by_examples(cases: list[ET.Element]) -> 
     times = {case.get("name"): float(case.get("time", "0")) for case in cases}
     total = sum(times.values())
     # 9 distinct texts at 0.05 s each, encoded in one pass: at least 0.45 s, less each
-    # testcase's rounding to milliseconds
+    # testcase's rounding to milliseconds; the lower bounds hold however loaded the machine
     assert total > 0.44, times
-    # color (3 examples of 10 in the plan) paid for the pass; it books about its share
-    assert times["color[make]"] < 0.5 * total, times
-    assert times["itm[make]"] > 0.15 * total, times  # 3 of 10 examples: its share
+    # color (3 examples of 10 in the plan) paid for the pass; itm (3 of 10) books its share
+    # of it, at least 0.3 x 0.45 s, where a pass booked on the payer would leave it ~0
+    assert times["itm[make]"] > 0.3 * 0.45 - 0.001, times
+    # the payer keeps its share only, not the pass besides: what it books beyond itm's is
+    # its own work, well under the pass's 0.45 s unless the machine stalls it that long
+    assert times["color[make]"] - times["itm[make]"] < 0.45, times

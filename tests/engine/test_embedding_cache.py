@@ -213,6 +213,7 @@ def test_a_changed_file_at_the_same_path_is_rekeyed(tmp_path: Path) -> None:
 def test_a_freshly_written_file_is_not_indexed(tmp_path: Path) -> None:
     image = tmp_path / "fresh.jpg"
     image.write_bytes(b"x")
+    _age(image, -60)  # stamped a minute ahead: racy however long opening the cache takes
     cache = EmbeddingCache(tmp_path / "c")
     cache.file_digest(image)
     with sqlite3.connect(tmp_path / "c" / DB_NAME) as db:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -189,16 +188,29 @@ def test_a_forked_child_lets_go_of_the_workers(tmp_path: Path) -> None:
     processes = shared_processes(2, None)
     assert processes is not None
     ref = _refs(tmp_path)[0]
+    ours = [worker.process for worker in processes._workers]
+    checked, release = os.pipe(), os.pipe()
     child = os.fork()
-    if child == 0:  # the child: its own workers work, then it leaves without cleanup
+    if child == 0:  # the child: its own workers work; it lives on until the parent closed
         code = 0
         try:
+            os.close(release[1])
             mine = shared_processes(2, None)
             code = int(mine is None or mine is processes or mine(ref).size != (64, 48))
+            os.write(checked[1], b"x")
+            os.read(release[0], 1)  # the end of the pipe: the parent has closed its workers
         finally:
             os._exit(code)
-    _, status = os.waitpid(child, 0)
+    os.close(checked[1])
+    os.close(release[0])
+    try:
+        if os.read(checked[0], 1) == b"x":  # else the child failed: its status says so
+            close_shared()  # while the child lives, holding what it did not let go of
+    finally:
+        os.close(checked[0])
+        os.close(release[1])
+        _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    started = time.monotonic()
-    close_shared()
-    assert time.monotonic() - started < 2  # no worker waited out its 5 s
+    # each worker saw the end of its input and left: none waited out END_SECONDS and was
+    # killed, which a pipe still open in the child would have made it do (a status of -9)
+    assert [process.returncode for process in ours] == [0, 0]

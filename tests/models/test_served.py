@@ -247,9 +247,9 @@ def _free_port() -> int:
         ("{server}/key/v1#qwen", {}, r"refused GET /models \(HTTP 401: invalid API key\)"),
         (
             "{server}/slow/v1#qwen@r",
-            {"request_timeout": 0.5},
+            {"request_timeout": 1.5},  # /slow sleeps 3 s; GET /models gets 1.5 s on a loaded CI
             r"server http://127\.0\.0\.1:\d+/slow/v1 did not answer POST /chat/completions "
-            r"within 0\.5 s",
+            r"within 1\.5 s",
         ),
         ("{server}/key/v1#qwen", {"api_key_env": "VLCHECK_NOT_SET"}, r"VLCHECK_NOT_SET, which is"),
     ],

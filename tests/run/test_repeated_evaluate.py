@@ -20,16 +20,18 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return colour_project(pytester, CHECKLIST)
 
 
-def _settled(path: Path) -> None:
-    """Modified 10 s ago: past the racy window in which a parse is not kept."""
-    past = time.time_ns() - 10**10
-    os.utime(path, ns=(past, past))
+def _modified(path: Path, seconds_ago: int) -> None:
+    """Move the file's modification time: 10 s ago is past the racy window in which a parse
+    is not kept; a minute ahead is inside it however long this process is paused."""
+    when = time.time_ns() - seconds_ago * 10**9
+    os.utime(path, ns=(when, when))
 
 
 def test_a_checklist_is_parsed_again_only_when_its_file_changed(project: pytest.Pytester) -> None:
     checks = Path("checks.yaml")
-    assert load_tests([checks], None)[0] is not load_tests([checks], None)[0]  # just written
-    _settled(checks)
+    _modified(checks, -60)  # as if just written
+    assert load_tests([checks], None)[0] is not load_tests([checks], None)[0]
+    _modified(checks, 10)
     first = load_tests([checks], None)
     assert all(a is b for a, b in zip(first, load_tests([checks], None), strict=True))
 

@@ -64,6 +64,12 @@ def _drop(source: Path, target: Path) -> None:
         stream.write(data[len(data) // 2 :])
 
 
+def _replace(path: Path, text: str) -> None:
+    """Write ``path`` whole at once: the watcher never reads half of it."""
+    path.with_suffix(".tmp").write_text(text)
+    os.replace(path.with_suffix(".tmp"), path)
+
+
 def _state(folder: Path) -> dict[str, Any]:
     path = folder / "w" / "watch.json"
     return json.loads(path.read_text()) if path.exists() else {"checkpoints": []}
@@ -110,6 +116,10 @@ def test_checkpoints_dropped_while_watching_are_gated_once_and_resume_after_sigk
         shutil.copy(TINY_WEIGHTS, tmp_path / "ck" / "epoch_2.tmp")
         os.replace(tmp_path / "ck" / "epoch_2.tmp", tmp_path / "ck" / "epoch_2.safetensors")
         _wait(watcher, logs / "first", lambda: len(_settled(tmp_path)) == 2)
+        # epoch_3's evaluation reads a checklist of 2,400 scenes: it lasts far longer than any
+        # pause of this process on a loaded machine, so the kill below lands inside it (the
+        # restart reads the 24 again)
+        _replace(tmp_path / "checks.yaml", CHECKLIST.replace("n: 24", "n: 2400"))
         _drop(tmp_path / "perturbed.safetensors", tmp_path / "ck" / "epoch_3.safetensors")
         _wait(
             watcher,
@@ -129,6 +139,7 @@ def test_checkpoints_dropped_while_watching_are_gated_once_and_resume_after_sigk
         "epoch_2.safetensors passed against epoch_1.safetensors",
     ]
 
+    _replace(tmp_path / "checks.yaml", CHECKLIST)
     restarted = _watch(tmp_path, logs / "second", "--idle-exit", "0.5")
     restarted.join(300)
     if restarted.is_alive():
