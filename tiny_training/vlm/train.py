@@ -47,13 +47,14 @@ class Settings:
     """The run's settings. One torch thread: on the shared 2-core machine a step took a fifth
     of the time it took with two (measured side by side under the same load)."""
 
-    tower_steps: int = 1200
+    tower_steps: int = 1500
     tower_batch_size: int = 64
-    tower_lr: float = 1e-3
-    steps: int = 800
+    tower_lr: float = 2e-3
+    tower_pos_weight: float = 8.0
+    steps: int = 3000
     batch_size: int = 32
     lr: float = 2e-3
-    warmup: int = 50
+    warmup: int = 200
     weight_decay: float = 0.05
     seed: int = 0
     threads: int = 1
@@ -155,6 +156,7 @@ def train(
         grid=Sizes().grid,
         batch_size=s.tower_batch_size,
         lr=s.tower_lr,
+        pos_weight=s.tower_pos_weight,
         seed=s.seed,
         echo=echo,
         log_every=s.log_every,
