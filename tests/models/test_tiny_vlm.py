@@ -78,6 +78,38 @@ def pool() -> ScenePool:
     return ScenePool(7, 80, 96)
 
 
+def test_stage_one_weights_the_positive_targets(pool: ScenePool) -> None:
+    """The first step's loss from the same init: positives weighted 8 times weigh more, and
+    the unweighted loss is the plain binary cross-entropy (about log 2 per head at init)."""
+    import numpy as np
+    import torch
+    from transformers import CLIPVisionConfig, CLIPVisionModel
+
+    from tiny_training.vlm.pretrain import pretrain_tower
+
+    config = CLIPVisionConfig(
+        hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+        image_size=96, patch_size=16,
+    )  # fmt: skip
+    pixels = torch.from_numpy(pool.pixels).permute(0, 3, 1, 2).float() / 255.0
+    first = {}
+    for weight in (1.0, 8.0):
+        torch.manual_seed(0)
+        losses, _ = pretrain_tower(
+            CLIPVisionModel(config),
+            lambda idx: pixels[np.asarray(idx)],
+            pool.scenes,
+            1,
+            grid=6,
+            batch_size=8,
+            echo=lambda _: None,
+            pos_weight=weight,
+        )
+        first[weight] = losses[0]
+    assert 2 * 0.5 < first[1.0] < 2 * 0.9  # two heads, each near log 2 at init
+    assert first[8.0] > first[1.0] + 0.05
+
+
 def test_every_question_is_answered_from_the_scene_truth(pool: ScenePool) -> None:
     rng = random.Random(0)
     for kind in KINDS:

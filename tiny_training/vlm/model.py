@@ -37,7 +37,7 @@ class Sizes:
     vision_width: int = 96
     vision_layers: int = 3
     text_width: int = 128
-    text_layers: int = 3
+    text_layers: int = 2
     heads: int = 4
     patch: int = 16
 

@@ -116,10 +116,13 @@ def pretrain_tower(
     held_out: int = 256,
     echo: Callable[[str], None] = print,
     log_every: int = 50,
+    pos_weight: float = 1.0,
 ) -> tuple[list[float], Accuracy]:
     """Train ``tower`` (in place) on the scene targets of ``scenes``; ``pixels(indices)`` gives
     their normalised pixel values. The last ``held_out`` scenes (at most a quarter) are never
-    trained on: the accuracy is theirs."""
+    trained on: the accuracy is theirs. ``pos_weight`` multiplies the loss of every positive
+    target: almost all targets are 0 (most patches are empty), and unweighted the tower sits
+    at the all-zero answer for hundreds of steps."""
     import torch
     import torch.nn.functional as F
 
@@ -128,6 +131,7 @@ def pretrain_tower(
     t_patch = torch.from_numpy(np.stack([t[1] for t in targets]))
     n_train = len(scenes) - min(held_out, len(scenes) // 4)
     held = list(range(n_train, len(scenes)))
+    weight = torch.tensor(pos_weight)
     heads = Heads(tower.config.hidden_size)
     optimizer = torch.optim.Adam([*tower.parameters(), *heads.parameters()], lr=lr)
     rng = np.random.default_rng(seed)
@@ -137,8 +141,8 @@ def pretrain_tower(
         idx = rng.choice(n_train, size=min(batch_size, n_train), replace=False)
         whole, patch = heads.logits(features(tower, pixels(idx), layer))
         loss = F.binary_cross_entropy_with_logits(
-            whole, t_whole[idx]
-        ) + F.binary_cross_entropy_with_logits(patch, t_patch[idx])
+            whole, t_whole[idx], pos_weight=weight
+        ) + F.binary_cross_entropy_with_logits(patch, t_patch[idx], pos_weight=weight)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
