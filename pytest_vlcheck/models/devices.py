@@ -6,6 +6,7 @@ torch is imported inside the functions that need it, so importing this module st
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Callable
@@ -138,25 +139,31 @@ def warn_emulated_bf16() -> None:
     bfloat16 arithmetic, and torch widens every operand instead (a 512x512 matmul ran 66x
     slower than in fp32, a 224-px ViT's forward passes about 70x, on this project's AVX2
     machine). Other CPUs (Arm) are not probed."""
+    if _bf16_emulated():
+        warnings.warn(
+            "precision bf16 on this CPU runs about 50-70x slower than fp32: it has no bfloat16 "
+            "instructions (AVX512-BF16 or AMX), so torch emulates them; expected fp32 here, or "
+            "bf16 on a GPU",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+@functools.cache
+def _bf16_emulated() -> bool:
+    """Whether this x86 CPU lacks the bfloat16 instructions, probed once per process (a
+    training loop's ``evaluate`` asks at every call); False where torch cannot tell."""
     import platform
 
     import torch
 
     if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686"):
-        return
+        return False
     probes: list[Callable[[], bool] | None] = [
         getattr(torch.cpu, name, None) for name in _NATIVE_BF16_PROBES
     ]
     native = [probe() for probe in probes if probe is not None]
-    if len(native) < len(probes) or any(native):
-        return  # a torch that cannot tell, or a CPU that computes in bf16
-    warnings.warn(
-        "precision bf16 on this CPU runs about 50-70x slower than fp32: it has no bfloat16 "
-        "instructions (AVX512-BF16 or AMX), so torch emulates them; expected fp32 here, or "
-        "bf16 on a GPU",
-        UserWarning,
-        stacklevel=3,
-    )
+    return len(native) == len(probes) and not any(native)
 
 
 _NATIVE_BF16_PROBES = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")

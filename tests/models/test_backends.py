@@ -33,7 +33,12 @@ from pytest_vlcheck.models.batching import (
     device_batch_size,
     run_in_batches,
 )
-from pytest_vlcheck.models.devices import effective_precision, resolve_device, torch_dtype
+from pytest_vlcheck.models.devices import (
+    _bf16_emulated,
+    effective_precision,
+    resolve_device,
+    torch_dtype,
+)
 from pytest_vlcheck.models.hashing import fingerprint_path
 from pytest_vlcheck.models.protocol import ModelOptions
 
@@ -166,9 +171,13 @@ def test_bf16_stays_on_the_cpu_with_a_warning_where_it_is_emulated(
     monkeypatch.setattr(platform, "machine", lambda: machine)
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert effective_precision("bf16", "cpu") == "bf16"
+    _bf16_emulated.cache_clear()  # probed once per process: here, of the patched CPU
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert effective_precision("bf16", "cpu") == "bf16"
+    finally:
+        _bf16_emulated.cache_clear()
     messages = [str(w.message) for w in caught]
     assert any("bf16 on this CPU runs about 50-70x slower" in m for m in messages) == warns
 

@@ -176,7 +176,8 @@ class OpenClipScorer(EmbeddingOutputs):
 
     def _tokens(self, texts: list[str]) -> Any:
         """Token ids [len(texts), context]: those the memo keeps (a live model's), the rest
-        tokenised now (a kept text that was cut is reported again, to this scorer's log)."""
+        tokenised now (a kept text that was cut is reported to this scorer's log once; its
+        tokens are counted again only then)."""
         import torch
 
         memo = self.token_memo
@@ -185,7 +186,7 @@ class OpenClipScorer(EmbeddingOutputs):
         todo = memo.missing(texts)
         fresh = dict(zip(todo, self._tokenised(todo), strict=True)) if todo else {}
         memo.keep(fresh, self.truncation.texts)
-        for text in memo.cut.intersection(texts):
+        for text in memo.cut.intersection(texts) - self.truncation.texts:
             self.truncation.report(text, self._count_tokens(text), self.context_length)
         return torch.stack([fresh[t] if t in fresh else memo.rows[t] for t in texts])
 
