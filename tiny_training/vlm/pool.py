@@ -5,7 +5,9 @@ Rendering is the cost a CPU run can save: the pool renders each scene of
 checklists' 224 px for the probes) and every batch asks new questions of pool scenes. Which
 scene a question is about is chosen per kind so that answers are balanced: a count's answer
 is uniform over 1-4 (scenes are indexed by the counts they hold), relations come from scenes
-with a clear relation.
+with a clear relation, and a colour question is asked of a scene of two or more colours (in a
+scene of one colour the answer is that colour wherever the named shape is: the question would
+not need the shape at all).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class ScenePool:
     rejected: int = field(init=False)
     _by_count: dict[int, list[int]] = field(init=False)
     _related: list[int] = field(init=False)
+    _colorful: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
         sampler = TrainingSampler(self.seed, exclude=self.exclude, canvas=self.canvas)
@@ -59,7 +62,10 @@ class ScenePool:
         self.pixels = np.stack([np.asarray(render_scene(s)) for s in self.scenes])
         self._by_count = {k: [] for k in COUNTS}
         self._related = []
+        self._colorful = []
         for i, scene in enumerate(self.scenes):
+            if len({o["color"] for o in scene["objects"]}) > 1:
+                self._colorful.append(i)
             for k in set(shape_counts(scene["objects"]).values()) & set(COUNTS):
                 self._by_count[k].append(i)
             if pair_relations(scene["objects"]):
@@ -74,6 +80,8 @@ class ScenePool:
                 index = rng.choice(self._by_count[given["count"]])
             elif kind == "relation":
                 index = rng.choice(self._related)
+            elif kind in ("color", "color_choice"):
+                index = rng.choice(self._colorful)
             else:
                 index = rng.randrange(self.size)
             given["caption"] = self.captions[index]
@@ -82,9 +90,22 @@ class ScenePool:
                 return index, found
 
 
-def training_stream(pool: ScenePool, seed: int) -> Any:
-    """An endless seeded stream of (scene index, question), kinds drawn by ``KIND_ODDS``."""
+LOOKUP_KIND = "color"
+"""The kind asked alone first (``training_stream``'s ``lookup``)."""
+
+
+def training_stream(pool: ScenePool, seed: int, lookup: int = 0) -> Any:
+    """An endless seeded stream of (scene index, question): the first ``lookup`` questions all
+    ``LOOKUP_KIND``, then kinds drawn by ``KIND_ODDS``.
+
+    Why colour first: every kind but colour needs the decoder to find the patches of the shape
+    a question names and to judge what it finds, and from a random start it learns neither
+    (existence stays at 50% for thousands of steps). A colour question about a scene of two or
+    more colours rewards finding the named shape's patch directly, since reading the colour
+    there is the answer; once that lookup is learnt, the other kinds build on it."""
     rng = random.Random(seed)
     kinds, odds = list(KIND_ODDS), list(KIND_ODDS.values())
+    for _ in range(lookup):
+        yield pool.question(LOOKUP_KIND, rng)
     while True:
         yield pool.question(rng.choices(kinds, weights=odds)[0], rng)

@@ -51,6 +51,7 @@ class Settings:
     tower_lr: float = 2e-3
     tower_pos_weight: float = 8.0
     steps: int = 3000
+    lookup_steps: int = 800
     batch_size: int = 32
     lr: float = 2e-3
     warmup: int = 200
@@ -238,7 +239,7 @@ def _fit(
         lr=s.lr,
         betas=(0.9, 0.98),
     )
-    stream = training_stream(pool, s.seed + 2)
+    stream = training_stream(pool, s.seed + 2, s.lookup_steps * s.batch_size)
     losses: list[float] = []
     model.train()
     t0 = time.perf_counter()
