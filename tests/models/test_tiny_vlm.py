@@ -150,11 +150,12 @@ def test_answers_are_balanced(pool: ScenePool) -> None:
 
 
 def test_colour_is_asked_of_scenes_of_two_colours_and_first_alone(pool: ScenePool) -> None:
-    """The lookup phase: the stream's first questions are colour questions, each about a scene
-    whose colours differ (so the named shape decides the answer); then every kind comes."""
+    """The curriculum: the stream's first questions are colour questions, each about a scene
+    whose colours differ (so the named shape decides the answer); then colour and existence;
+    then every kind."""
     from tiny_training.vlm.pool import training_stream
 
-    stream = training_stream(pool, 3, lookup=50)
+    stream = training_stream(pool, 3, (50, 200))
     first = [next(stream) for _ in range(50)]
     assert {q.kind for _, q in first} == {"color"}
     for i, q in first:
@@ -163,6 +164,7 @@ def test_colour_is_asked_of_scenes_of_two_colours_and_first_alone(pool: ScenePoo
         shape = q.prompt.removeprefix("What color is the ").removesuffix("?")
         (named,) = [o for o in objects if o["shape"] == shape]
         assert q.answer == named["color"]
+    assert {q.kind for _, q in (next(stream) for _ in range(200))} == {"color", "existence"}
     assert {q.kind for _, q in (next(stream) for _ in range(400))} == set(KINDS)
     rng = random.Random(4)
     for _ in range(40):

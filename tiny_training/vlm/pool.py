@@ -13,7 +13,7 @@ not need the shape at all).
 from __future__ import annotations
 
 import random
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,22 +90,26 @@ class ScenePool:
                 return index, found
 
 
-LOOKUP_KIND = "color"
-"""The kind asked alone first (``training_stream``'s ``lookup``)."""
+CURRICULUM = (("color",), ("color", "existence"))
+"""The kinds asked in the first phases of training, before every kind (``training_stream``)."""
 
 
-def training_stream(pool: ScenePool, seed: int, lookup: int = 0) -> Any:
-    """An endless seeded stream of (scene index, question): the first ``lookup`` questions all
-    ``LOOKUP_KIND``, then kinds drawn by ``KIND_ODDS``.
+def training_stream(pool: ScenePool, seed: int, phases: Sequence[int] = ()) -> Any:
+    """An endless seeded stream of (scene index, question). The first ``phases[0]`` questions
+    are of the kinds ``CURRICULUM[0]``, the next ``phases[1]`` of ``CURRICULUM[1]``, and so on;
+    then every kind. Kinds are drawn by ``KIND_ODDS`` throughout.
 
-    Why colour first: every kind but colour needs the decoder to find the patches of the shape
+    Why a curriculum: every kind but colour needs the decoder to find the patches of the shape
     a question names and to judge what it finds, and from a random start it learns neither
-    (existence stays at 50% for thousands of steps). A colour question about a scene of two or
-    more colours rewards finding the named shape's patch directly, since reading the colour
-    there is the answer; once that lookup is learnt, the other kinds build on it."""
+    (existence stays at 50% for thousands of steps, alone or among all kinds). A colour question
+    about a scene of two or more colours rewards finding the named shape's patch directly, since
+    the colour there is the answer; with that lookup learnt, existence learns to judge what it
+    finds when it is asked beside colour alone; the other kinds build on both."""
     rng = random.Random(seed)
-    kinds, odds = list(KIND_ODDS), list(KIND_ODDS.values())
-    for _ in range(lookup):
-        yield pool.question(LOOKUP_KIND, rng)
-    while True:
-        yield pool.question(rng.choices(kinds, weights=odds)[0], rng)
+    schedule = [*zip(CURRICULUM, phases, strict=False), (tuple(KIND_ODDS), None)]
+    for kinds, questions in schedule:
+        odds = [KIND_ODDS[k] for k in kinds]
+        drawn = 0
+        while questions is None or drawn < questions:
+            yield pool.question(rng.choices(kinds, weights=odds)[0], rng)
+            drawn += 1

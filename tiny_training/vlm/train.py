@@ -52,6 +52,7 @@ class Settings:
     tower_pos_weight: float = 8.0
     steps: int = 3000
     lookup_steps: int = 800
+    existence_steps: int = 1000
     batch_size: int = 32
     lr: float = 2e-3
     warmup: int = 200
@@ -239,7 +240,8 @@ def _fit(
         lr=s.lr,
         betas=(0.9, 0.98),
     )
-    stream = training_stream(pool, s.seed + 2, s.lookup_steps * s.batch_size)
+    phases = (s.lookup_steps * s.batch_size, s.existence_steps * s.batch_size)
+    stream = training_stream(pool, s.seed + 2, phases)
     losses: list[float] = []
     model.train()
     t0 = time.perf_counter()
