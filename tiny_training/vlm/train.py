@@ -50,13 +50,13 @@ class Settings:
     tower_batch_size: int = 64
     tower_lr: float = 2e-3
     tower_pos_weight: float = 8.0
-    steps: int = 3000
+    steps: int = 3800
     lookup_steps: int = 800
     existence_steps: int = 1000
     batch_size: int = 32
-    lr: float = 2e-3
+    lr: float = 1e-3
     warmup: int = 200
-    weight_decay: float = 0.05
+    weight_decay: float = 0.0
     seed: int = 0
     threads: int = 1
     pool_size: int = 6000
