@@ -149,6 +149,29 @@ def test_answers_are_balanced(pool: ScenePool) -> None:
         assert max(shares) - min(shares) < 0.15, (kind, shares)
 
 
+def test_colour_is_asked_of_scenes_of_two_colours_and_first_alone(pool: ScenePool) -> None:
+    """The curriculum: the stream's first questions are colour questions, each about a scene
+    whose colours differ (so the named shape decides the answer); then colour and existence;
+    then every kind."""
+    from tiny_training.vlm.pool import training_stream
+
+    stream = training_stream(pool, 3, (50, 200))
+    first = [next(stream) for _ in range(50)]
+    assert {q.kind for _, q in first} == {"color"}
+    for i, q in first:
+        objects = pool.scenes[i]["objects"]
+        assert len({o["color"] for o in objects}) > 1
+        shape = q.prompt.removeprefix("What color is the ").removesuffix("?")
+        (named,) = [o for o in objects if o["shape"] == shape]
+        assert q.answer == named["color"]
+    assert {q.kind for _, q in (next(stream) for _ in range(200))} == {"color", "existence"}
+    assert {q.kind for _, q in (next(stream) for _ in range(400))} == set(KINDS)
+    rng = random.Random(4)
+    for _ in range(40):
+        i, _q = pool.question("color_choice", rng)
+        assert len({o["color"] for o in pool.scenes[i]["objects"]}) > 1
+
+
 def test_a_falsified_caption_names_what_the_scene_lacks() -> None:
     scene = {"objects": [{"shape": "circle", "color": "red", "size": 0.2, "position": [0.3, 0.5]},
                          {"shape": "star", "color": "blue", "size": 0.2, "position": [0.7, 0.5]}]}  # fmt: skip

@@ -5,13 +5,15 @@ Rendering is the cost a CPU run can save: the pool renders each scene of
 checklists' 224 px for the probes) and every batch asks new questions of pool scenes. Which
 scene a question is about is chosen per kind so that answers are balanced: a count's answer
 is uniform over 1-4 (scenes are indexed by the counts they hold), relations come from scenes
-with a clear relation.
+with a clear relation, and a colour question is asked of a scene of two or more colours (in a
+scene of one colour the answer is that colour wherever the named shape is: the question would
+not need the shape at all).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +51,7 @@ class ScenePool:
     rejected: int = field(init=False)
     _by_count: dict[int, list[int]] = field(init=False)
     _related: list[int] = field(init=False)
+    _colorful: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
         sampler = TrainingSampler(self.seed, exclude=self.exclude, canvas=self.canvas)
@@ -59,7 +62,10 @@ class ScenePool:
         self.pixels = np.stack([np.asarray(render_scene(s)) for s in self.scenes])
         self._by_count = {k: [] for k in COUNTS}
         self._related = []
+        self._colorful = []
         for i, scene in enumerate(self.scenes):
+            if len({o["color"] for o in scene["objects"]}) > 1:
+                self._colorful.append(i)
             for k in set(shape_counts(scene["objects"]).values()) & set(COUNTS):
                 self._by_count[k].append(i)
             if pair_relations(scene["objects"]):
@@ -74,6 +80,8 @@ class ScenePool:
                 index = rng.choice(self._by_count[given["count"]])
             elif kind == "relation":
                 index = rng.choice(self._related)
+            elif kind in ("color", "color_choice"):
+                index = rng.choice(self._colorful)
             else:
                 index = rng.randrange(self.size)
             given["caption"] = self.captions[index]
@@ -82,9 +90,26 @@ class ScenePool:
                 return index, found
 
 
-def training_stream(pool: ScenePool, seed: int) -> Any:
-    """An endless seeded stream of (scene index, question), kinds drawn by ``KIND_ODDS``."""
+CURRICULUM = (("color",), ("color", "existence"))
+"""The kinds asked in the first phases of training, before every kind (``training_stream``)."""
+
+
+def training_stream(pool: ScenePool, seed: int, phases: Sequence[int] = ()) -> Any:
+    """An endless seeded stream of (scene index, question). The first ``phases[0]`` questions
+    are of the kinds ``CURRICULUM[0]``, the next ``phases[1]`` of ``CURRICULUM[1]``, and so on;
+    then every kind. Kinds are drawn by ``KIND_ODDS`` throughout.
+
+    Why a curriculum: every kind but colour needs the decoder to find the patches of the shape
+    a question names and to judge what it finds, and from a random start it learns neither
+    (existence stays at 50% for thousands of steps, alone or among all kinds). A colour question
+    about a scene of two or more colours rewards finding the named shape's patch directly, since
+    the colour there is the answer; with that lookup learnt, existence learns to judge what it
+    finds when it is asked beside colour alone; the other kinds build on both."""
     rng = random.Random(seed)
-    kinds, odds = list(KIND_ODDS), list(KIND_ODDS.values())
-    while True:
-        yield pool.question(rng.choices(kinds, weights=odds)[0], rng)
+    schedule = [*zip(CURRICULUM, phases, strict=False), (tuple(KIND_ODDS), None)]
+    for kinds, questions in schedule:
+        odds = [KIND_ODDS[k] for k in kinds]
+        drawn = 0
+        while questions is None or drawn < questions:
+            yield pool.question(rng.choices(kinds, weights=odds)[0], rng)
+            drawn += 1

@@ -58,7 +58,10 @@ def render_log(log: RunLog) -> str:
         f"Data: a pool of {s.pool_size} scenes of `tiny_training.data.TrainingSampler` rendered"
         f" once at {IMAGE_SIZE} px (seed {s.seed}); every step asks {s.batch_size} new questions"
         f" of pool scenes (`tiny_training/vlm/questions.py`, the phrasing of"
-        f" `checklists_generative/`), kinds in these odds: {odds}.",
+        f" `checklists_generative/`): the first {s.lookup_steps} steps colour questions only"
+        " (the lookup of a named shape's patch, which every other kind needs), the next"
+        f" {s.existence_steps} colour and existence, then every kind; kinds in these odds:"
+        f" {odds}. Colour questions are asked of scenes of two or more colours.",
         f"Colour+shape pairs never drawn (as for `tiny`): {held}.",
         f"Scenes of the bundled suites (`checklists/`, `checklists_generative/`) excluded:"
         f" {log.excluded_scenes} distinct scenes;"
