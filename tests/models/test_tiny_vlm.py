@@ -73,6 +73,34 @@ def test_stage_one_targets_are_the_scene_truth() -> None:
     assert not patches[1].any() and not patches[2].any()
 
 
+def test_stage_one_accuracy_reads_shapes_apart() -> None:
+    """Three occupied patches of a 2 x 2 grid, colours all right: the first wholly right; the
+    second holds a star and a square and ranks the square first (shape right, but the star is
+    missed); the third's heart is ranked below a circle (shape wrong). Empty patches and
+    scene-level targets do not count towards the patch rates."""
+    import torch
+
+    from pytest_vlcheck.images.scenes import OBJECT_COLORS, SHAPES
+    from tiny_training.vlm.pretrain import GLOBAL_TARGETS, PATCH_TARGETS, accuracy
+
+    c = len(OBJECT_COLORS)
+    red, blue, green = (list(OBJECT_COLORS).index(n) for n in ("red", "blue", "green"))
+    circle, star, square, heart = (c + list(SHAPES).index(n) for n in ("circle", "star", "square", "heart"))  # fmt: skip
+    t_patch = torch.zeros(1, 4, PATCH_TARGETS)
+    for patch, labels in enumerate([(red, circle), (blue, red, star, square), (green, heart)]):
+        t_patch[0, patch, list(labels)] = 1
+    logits = 2 * t_patch - 1
+    logits[0, 1, star] = -1.0
+    logits[0, 2, circle] = 3.0
+    logits[0, 3, heart] = 5.0  # an empty patch's guesses are not scored
+    t_whole = torch.zeros(1, GLOBAL_TARGETS)
+    got = accuracy(-torch.ones(1, GLOBAL_TARGETS), logits, t_whole, t_patch)
+    assert (got.colors, got.pairs, got.counts) == (1.0, 1.0, 1.0)
+    assert got.patch_colors == 1.0
+    assert got.patches == pytest.approx(1 / 3)
+    assert got.patch_shapes == pytest.approx(2 / 3)
+
+
 @pytest.fixture(scope="module")
 def pool() -> ScenePool:
     return ScenePool(7, 80, 96)

@@ -54,14 +54,16 @@ def scene_targets(scene: Mapping[str, Any], grid: int) -> tuple[np.ndarray, np.n
 @dataclass(frozen=True)
 class Accuracy:
     """Held-out accuracy of the stage-1 heads: exact-match rate of the scene's colour set,
-    of its colour-shape pair set, of every shape's count (0-4+), and per-patch label accuracy
-    on patches that hold an object centre."""
+    of its colour-shape pair set, of every shape's count (0-4+), and per-patch accuracy on
+    patches that hold an object centre: all labels right, the colour labels right, and the
+    patch's top-scoring shape one of its shapes (what a shape question needs)."""
 
     colors: float
     pairs: float
     counts: float
     patches: float
     patch_colors: float
+    patch_shapes: float
 
 
 def features(tower: Any, pixel_values: Any, layer: int) -> Any:
@@ -93,12 +95,15 @@ def accuracy(whole: Any, patch: Any, t_whole: Any, t_patch: Any) -> Accuracy:
     ok = pw == t_whole
     counts = ok[:, c + pairs :].view(len(ok), len(SHAPES), MAX_COUNT).all(dim=-1)
     occupied = t_patch.sum(dim=-1) > 0
+    top = patch[..., c:].argmax(dim=-1, keepdim=True)
+    shape_right = t_patch[..., c:].gather(-1, top).squeeze(-1) > 0
     return Accuracy(
         float(ok[:, :c].all(dim=1).float().mean()),
         float(ok[:, c : c + pairs].all(dim=1).float().mean()),
         float(counts.float().mean()),
         float((pp == t_patch).all(dim=-1)[occupied].float().mean()),
         float((pp == t_patch)[..., :c].all(dim=-1)[occupied].float().mean()),
+        float(shape_right[occupied].float().mean()),
     )
 
 

@@ -77,7 +77,8 @@ def render_log(log: RunLog) -> str:
         f" cross-entropy, positives weighted {s.tower_pos_weight:g}). Then the tower is frozen.",
         f"Held-out scenes ({_percent(a.colors)} colour sets exact, {_percent(a.pairs)} pair sets"
         f" exact, {_percent(a.counts)} shape counts right, {_percent(a.patches)} of occupied"
-        f" patches all right, {_percent(a.patch_colors)} of their colours right).",
+        f" patches all right, {_percent(a.patch_colors)} of their colours right,"
+        f" {_percent(a.patch_shapes)} of their shapes right).",
         "",
         "| steps | mean loss |",
         "|---|---|",
