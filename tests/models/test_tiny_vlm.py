@@ -45,7 +45,8 @@ def test_training_smoke_run(tmp_path: Path) -> None:
 
 def test_stage_one_targets_are_the_scene_truth() -> None:
     """A red circle centred in the top-left patch and two blue stars in the bottom-right one
-    (a 2 x 2 grid): the global and per-patch 0/1 targets, index by index."""
+    (a 2 x 2 grid): the global and per-patch 0/1 targets, index by index, and the per-patch
+    shape choice."""
     from pytest_vlcheck.images.scenes import OBJECT_COLORS, SHAPES
     from tiny_training.vlm.pretrain import MAX_COUNT, scene_targets
 
@@ -56,7 +57,7 @@ def test_stage_one_targets_are_the_scene_truth() -> None:
         ("star", "blue", [0.9, 0.6]),
     ]
     scene = {"objects": [{"shape": s, "color": c, "size": 0.1, "position": p} for s, c, p in objects]}  # fmt: skip
-    whole, patches = scene_targets(scene, 2)
+    whole, patches, choice = scene_targets(scene, 2)
     red, blue = colors.index("red"), colors.index("blue")
     circle, star = shapes.index("circle"), shapes.index("star")
     pairs, counts = len(colors), len(colors) + len(colors) * len(shapes)
@@ -71,17 +72,19 @@ def test_stage_one_targets_are_the_scene_truth() -> None:
     assert set(patches[0].nonzero()[0]) == {red, len(colors) + circle}
     assert set(patches[3].nonzero()[0]) == {blue, len(colors) + star}
     assert not patches[1].any() and not patches[2].any()
+    assert choice.tolist() == [1 + circle, 0, 0, 1 + star]  # 0: nothing centred there
 
 
 def test_stage_one_accuracy_reads_shapes_apart() -> None:
     """Three occupied patches of a 2 x 2 grid, colours all right: the first wholly right; the
-    second holds a star and a square and ranks the square first (shape right, but the star is
-    missed); the third's heart is ranked below a circle (shape wrong). Empty patches and
-    scene-level targets do not count towards the patch rates."""
+    second holds a star and a square, and its 0/1 head misses the star (not all right) while
+    its shape choice is the square (right); the third's 0/1 labels are all right but its shape
+    choice is a circle, not its heart (wrong: the choice is read, not the 0/1 head). Empty patches and scene-level targets do not count towards the patch
+    rates."""
     import torch
 
     from pytest_vlcheck.images.scenes import OBJECT_COLORS, SHAPES
-    from tiny_training.vlm.pretrain import GLOBAL_TARGETS, PATCH_TARGETS, accuracy
+    from tiny_training.vlm.pretrain import GLOBAL_TARGETS, PATCH_TARGETS, SHAPE_CLASSES, accuracy
 
     c = len(OBJECT_COLORS)
     red, blue, green = (list(OBJECT_COLORS).index(n) for n in ("red", "blue", "green"))
@@ -91,14 +94,38 @@ def test_stage_one_accuracy_reads_shapes_apart() -> None:
         t_patch[0, patch, list(labels)] = 1
     logits = 2 * t_patch - 1
     logits[0, 1, star] = -1.0
-    logits[0, 2, circle] = 3.0
-    logits[0, 3, heart] = 5.0  # an empty patch's guesses are not scored
+    choice = torch.zeros(1, 4, SHAPE_CLASSES)
+    for patch, shape in enumerate([circle, square, circle, heart]):  # the empty one not scored
+        choice[0, patch, 1 + shape - c] = 1.0
     t_whole = torch.zeros(1, GLOBAL_TARGETS)
-    got = accuracy(-torch.ones(1, GLOBAL_TARGETS), logits, t_whole, t_patch)
+    got = accuracy(-torch.ones(1, GLOBAL_TARGETS), logits, choice, t_whole, t_patch)
     assert (got.colors, got.pairs, got.counts) == (1.0, 1.0, 1.0)
     assert got.patch_colors == 1.0
-    assert got.patches == pytest.approx(1 / 3)
+    assert got.patches == pytest.approx(2 / 3)
     assert got.patch_shapes == pytest.approx(2 / 3)
+
+
+def test_stage_one_mirrors_the_patch_targets_with_the_pixels() -> None:
+    """A 2 x 3 grid's rows are reversed left to right, for 0/1 targets and choices alike."""
+    import torch
+
+    from tiny_training.vlm.pretrain import mirrored
+
+    ids = torch.arange(9).view(1, 9)
+    (flipped,) = mirrored(3, ids)
+    assert flipped.tolist() == [[2, 1, 0, 5, 4, 3, 8, 7, 6]]
+    labels = torch.arange(18.0).view(1, 9, 2)
+    (flipped,) = mirrored(3, labels)
+    assert flipped[0, 0].tolist() == [4.0, 5.0] and flipped[0, 4].tolist() == [8.0, 9.0]
+
+
+def test_stage_one_lr_warms_up_then_decays_to_a_tenth() -> None:
+    from tiny_training.vlm.pretrain import warmup_cosine
+
+    got = [warmup_cosine(step, 6, 2, 1.0) for step in range(7)]
+    assert got[:3] == pytest.approx([0.5, 1.0, 1.0])
+    assert got[4] == pytest.approx(0.55)  # half way: the mean of the peak and a tenth
+    assert got[6] == pytest.approx(0.1)
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +135,8 @@ def pool() -> ScenePool:
 
 def test_stage_one_weights_the_positive_targets(pool: ScenePool) -> None:
     """The first step's loss from the same init: positives weighted 8 times weigh more, and
-    the unweighted loss is the plain binary cross-entropy (about log 2 per head at init)."""
+    the unweighted loss is the plain binary cross-entropy (about log 2 per head at init) plus
+    the shape choice's cross-entropy (about log 9 at init)."""
     import numpy as np
     import torch
     from transformers import CLIPVisionConfig, CLIPVisionModel
@@ -134,7 +162,7 @@ def test_stage_one_weights_the_positive_targets(pool: ScenePool) -> None:
             pos_weight=weight,
         )
         first[weight] = losses[0]
-    assert 2 * 0.5 < first[1.0] < 2 * 0.9  # two heads, each near log 2 at init
+    assert 2 * 0.5 + 0.8 * math.log(9) < first[1.0] < 2 * 0.9 + 1.2 * math.log(9)
     assert first[8.0] > first[1.0] + 0.05
 
 
