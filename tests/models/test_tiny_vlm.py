@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,6 +129,17 @@ def test_stage_one_lr_warms_up_then_decays_to_a_tenth() -> None:
     assert got[6] == pytest.approx(0.1)
 
 
+def small_tower() -> Any:
+    """A one-layer 16-wide CLIP ViT at 96 px, 16-px patches (seeded by the caller)."""
+    from transformers import CLIPVisionConfig, CLIPVisionModel
+
+    config = CLIPVisionConfig(
+        hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+        image_size=96, patch_size=16,
+    )  # fmt: skip
+    return CLIPVisionModel(config)
+
+
 @pytest.fixture(scope="module")
 def pool() -> ScenePool:
     return ScenePool(7, 80, 96)
@@ -139,20 +151,15 @@ def test_stage_one_weights_the_positive_targets(pool: ScenePool) -> None:
     the shape choice's cross-entropy (about log 9 at init)."""
     import numpy as np
     import torch
-    from transformers import CLIPVisionConfig, CLIPVisionModel
 
     from tiny_training.vlm.pretrain import pretrain_tower
 
-    config = CLIPVisionConfig(
-        hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-        image_size=96, patch_size=16,
-    )  # fmt: skip
     pixels = torch.from_numpy(pool.pixels).permute(0, 3, 1, 2).float() / 255.0
     first = {}
     for weight in (1.0, 8.0):
         torch.manual_seed(0)
         losses, _ = pretrain_tower(
-            CLIPVisionModel(config),
+            small_tower(),
             lambda idx: pixels[np.asarray(idx)],
             pool.scenes,
             1,
@@ -164,6 +171,60 @@ def test_stage_one_weights_the_positive_targets(pool: ScenePool) -> None:
         first[weight] = losses[0]
     assert 2 * 0.5 + 0.8 * math.log(9) < first[1.0] < 2 * 0.9 + 1.2 * math.log(9)
     assert first[8.0] > first[1.0] + 0.05
+
+
+def test_stage_one_teacher_maps_are_tiny_resnet_patches(pool: ScenePool) -> None:
+    """tiny's third- and fourth-stage maps per 16-px patch (the fourth's 3 x 3 cells each
+    cover 2 x 2 patches), of the image and of its mirror, standardised by the trained scenes
+    only."""
+    import numpy as np
+    import torch
+
+    from pytest_vlcheck.tiny import live_model
+    from tiny_training.vlm.teacher import TEACHER_WIDTH, feature_maps, teacher_targets
+
+    pixels = torch.from_numpy(pool.pixels[:6]).permute(0, 3, 1, 2).float() / 255.0
+    got = teacher_targets(lambda idx: pixels[np.asarray(idx)], 6, 6, 4, batch=4)
+    assert got.shape == (6, 2, 36, TEACHER_WIDTH) and got.dtype == torch.float16
+    seen = got[:4].float().flatten(0, 2)
+    assert seen.mean(dim=0).abs().max() < 1e-2
+    spread = seen.std(dim=0)
+    assert abs(float(spread.median()) - 1) < 1e-2 and float(spread.max()) < 1.01  # some never fire
+    visual = live_model()[0].visual.eval()
+    with torch.no_grad():
+        raw = torch.stack([feature_maps(visual, p, 6) for p in (pixels, pixels.flip(-1))], dim=1)
+    assert raw.shape == (6, 2, 36, TEACHER_WIDTH)
+    fourth = raw[0, 0, :, 256:].view(6, 6, 512)
+    assert torch.equal(fourth[0, 0], fourth[1, 1]) and not torch.equal(fourth[0, 0], fourth[2, 2])
+    trained = raw[:4].flatten(0, 2)
+    expected = (raw - trained.mean(dim=0)) / (trained.std(dim=0) + 1e-5)
+    assert torch.allclose(got.float(), expected, rtol=1e-2, atol=2e-2)  # fp16 storage
+
+
+def test_stage_one_regresses_the_teacher(pool: ScenePool) -> None:
+    """The first step's loss from the same init grows by about 3 squared when every teacher
+    target is 3 rather than 0 (the linear map starts near 0)."""
+    import numpy as np
+    import torch
+
+    from tiny_training.vlm.pretrain import pretrain_tower
+
+    pixels = torch.from_numpy(pool.pixels).permute(0, 3, 1, 2).float() / 255.0
+    first = {}
+    for value in (0.0, 3.0):
+        torch.manual_seed(0)
+        losses, _ = pretrain_tower(
+            small_tower(),
+            lambda idx: pixels[np.asarray(idx)],
+            pool.scenes,
+            1,
+            grid=6,
+            batch_size=8,
+            echo=lambda _: None,
+            teacher=torch.full((len(pool.scenes), 2, 36, 4), value, dtype=torch.float16),
+        )
+        first[value] = losses[0]
+    assert 8 < first[3.0] - first[0.0] < 10
 
 
 def test_every_question_is_answered_from_the_scene_truth(pool: ScenePool) -> None:

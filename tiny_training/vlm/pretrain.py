@@ -37,6 +37,7 @@ COLORS = tuple(OBJECT_COLORS)
 MAX_COUNT = 4
 GLOBAL_TARGETS = len(COLORS) + len(COLORS) * len(SHAPES) + len(SHAPES) * MAX_COUNT
 PATCH_TARGETS = len(COLORS) + len(SHAPES)
+HELD_OUT = 256
 SHAPE_CLASSES = 1 + len(SHAPES)
 """Per-patch shape choice: 0 no object centred there, 1 + the index in ``SHAPES`` otherwise."""
 
@@ -63,6 +64,12 @@ def scene_targets(scene: Mapping[str, Any], grid: int) -> tuple[np.ndarray, np.n
         s = SHAPES.index(shape)
         whole[counts + s * MAX_COUNT : counts + s * MAX_COUNT + min(n, MAX_COUNT)] = 1
     return whole, patches, shapes
+
+
+def trained_count(n: int, held_out: int = HELD_OUT) -> int:
+    """How many of ``n`` scenes stage 1 trains on: all but the last ``held_out`` (at most a
+    quarter), which it is measured on."""
+    return n - min(held_out, n // 4)
 
 
 def warmup_cosine(step: int, steps: int, warmup: int, peak: float) -> float:
@@ -104,17 +111,19 @@ def features(tower: Any, pixel_values: Any, layer: int) -> Any:
 
 class Heads:
     """The linear heads: global on the mean patch feature, and per patch (the 0/1 targets, and
-    the shape choice)."""
+    the shape choice; and, given a teacher, its per-patch features)."""
 
-    def __init__(self, width: int) -> None:
+    def __init__(self, width: int, teacher_width: int = 0) -> None:
         import torch
 
         self.whole = torch.nn.Linear(width, GLOBAL_TARGETS)
         self.patch = torch.nn.Linear(width, PATCH_TARGETS)
         self.shape = torch.nn.Linear(width, SHAPE_CLASSES)
+        self.teacher = torch.nn.Linear(width, teacher_width) if teacher_width else None
 
     def parameters(self) -> list[Any]:
-        return [*self.whole.parameters(), *self.patch.parameters(), *self.shape.parameters()]
+        found = [*self.whole.parameters(), *self.patch.parameters(), *self.shape.parameters()]
+        return found + ([*self.teacher.parameters()] if self.teacher is not None else [])
 
     def logits(self, feats: Any) -> tuple[Any, Any, Any]:
         return self.whole(feats.mean(dim=1)), self.patch(feats), self.shape(feats)
@@ -154,11 +163,12 @@ def pretrain_tower(
     batch_size: int = 64,
     lr: float = 1e-3,
     seed: int = 0,
-    held_out: int = 256,
+    held_out: int = HELD_OUT,
     echo: Callable[[str], None] = print,
     log_every: int = 50,
     pos_weight: float = 1.0,
     warmup: int = 0,
+    teacher: Any = None,
 ) -> tuple[list[float], Accuracy]:
     """Train ``tower`` (in place) on the scene targets of ``scenes``; ``pixels(indices)`` gives
     their normalised pixel values. The last ``held_out`` scenes (at most a quarter) are never
@@ -166,7 +176,10 @@ def pretrain_tower(
     target: almost all targets are 0 (most patches are empty), and unweighted the tower sits
     at the all-zero answer for hundreds of steps (the shape choice's "none" is weighted
     ``1 / pos_weight`` for the same reason). The lr warms up for ``warmup`` steps, then decays
-    (``warmup_cosine``); a random half of every batch is mirrored left-right."""
+    (``warmup_cosine``); a random half of every batch is mirrored left-right. ``teacher``
+    ([len(scenes), 2, patches, width]: per scene, of the image and of its mirror; see
+    ``teacher.teacher_targets``) adds the mean squared error of a linear map of the patch
+    features to it."""
     import torch
     import torch.nn.functional as F
 
@@ -174,11 +187,11 @@ def pretrain_tower(
     t_whole = torch.from_numpy(np.stack([t[0] for t in targets]))
     t_patch = torch.from_numpy(np.stack([t[1] for t in targets]))
     t_shape = torch.from_numpy(np.stack([t[2] for t in targets]))
-    n_train = len(scenes) - min(held_out, len(scenes) // 4)
+    n_train = trained_count(len(scenes), held_out)
     held = list(range(n_train, len(scenes)))
     weight = torch.tensor(pos_weight)
     class_weight = torch.tensor([1 / pos_weight] + [1.0] * len(SHAPES))
-    heads = Heads(tower.config.hidden_size)
+    heads = Heads(tower.config.hidden_size, 0 if teacher is None else teacher.shape[-1])
     optimizer = torch.optim.Adam([*tower.parameters(), *heads.parameters()], lr=lr)
     rng = np.random.default_rng(seed)
     losses: list[float] = []
@@ -194,12 +207,16 @@ def pretrain_tower(
         ts = torch.where(flip.view(-1, 1), ms, ts)
         for group in optimizer.param_groups:
             group["lr"] = warmup_cosine(step, steps, warmup, lr)
-        whole, patch, shape = heads.logits(features(tower, px, layer))
+        feats = features(tower, px, layer)
+        whole, patch, shape = heads.logits(feats)
         loss = (
             F.binary_cross_entropy_with_logits(whole, t_whole[idx], pos_weight=weight)
             + F.binary_cross_entropy_with_logits(patch, tp, pos_weight=weight)
             + F.cross_entropy(shape.flatten(0, 1), ts.flatten(), weight=class_weight)
         )
+        if heads.teacher is not None:
+            taught = teacher[torch.from_numpy(idx), flip.long()].float()
+            loss = loss + F.mse_loss(heads.teacher(feats), taught)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

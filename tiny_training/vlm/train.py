@@ -35,9 +35,16 @@ import numpy as np
 from tiny_training.vlm.batches import Collator
 from tiny_training.vlm.model import Sizes, build, save, word_split
 from tiny_training.vlm.pool import ScenePool, training_stream
-from tiny_training.vlm.pretrain import Accuracy, features, pretrain_tower, warmup_cosine
+from tiny_training.vlm.pretrain import (
+    Accuracy,
+    features,
+    pretrain_tower,
+    trained_count,
+    warmup_cosine,
+)
 from tiny_training.vlm.probes import ProbeResult, probe_questions, run_probes
 from tiny_training.vlm.questions import KINDS
+from tiny_training.vlm.teacher import teacher_targets
 
 
 @dataclass(frozen=True)
@@ -45,11 +52,12 @@ class Settings:
     """The run's settings. One torch thread: on the shared 2-core machine a step took a fifth
     of the time it took with two (measured side by side under the same load)."""
 
-    tower_steps: int = 3000
+    tower_steps: int = 4000
     tower_batch_size: int = 64
     tower_lr: float = 2e-3
     tower_pos_weight: float = 8.0
     tower_warmup: int = 100
+    tower_teacher: int = 1
     steps: int = 3000
     batch_size: int = 32
     lr: float = 2e-3
@@ -143,9 +151,13 @@ def train(
     echo(f"{n_params:,} parameters, vocabulary {len(processor.tokenizer)}")
     tower = model.model.vision_tower
     layer = model.config.vision_feature_layer
+    pixels = lambda idx: collate.pixels(pool.pixels[np.asarray(idx)])  # noqa: E731
+    teacher = None
+    if s.tower_teacher and s.tower_steps:  # 1: regress tiny's ResNet maps too (teacher.py)
+        teacher = teacher_targets(pixels, pool.size, Sizes().grid, trained_count(pool.size))
     tower_losses, tower_accuracy = pretrain_tower(
         tower,
-        lambda idx: collate.pixels(pool.pixels[np.asarray(idx)]),
+        pixels,
         pool.scenes,
         s.tower_steps,
         layer=layer,
@@ -154,6 +166,7 @@ def train(
         lr=s.tower_lr,
         pos_weight=s.tower_pos_weight,
         warmup=s.tower_warmup,
+        teacher=teacher,
         seed=s.seed,
         echo=echo,
         log_every=s.log_every,
