@@ -9,9 +9,13 @@ the questions ask about:
   present, and for every shape whether it is there at least 1, 2, 3, 4 times;
 - per patch: the colours and shapes of the objects whose centre lies in that patch, so that
   the features keep *where* things are (relations, and which colour belongs to which shape);
-  and, as one choice among the shapes and "none", the shape centred there (a softmax makes the
-  shapes compete, where the binary targets let the tower learn colours and leave shapes at
-  chance).
+  and, as one choice among the shapes and "none", the shape centred there (a softmax over
+  the shapes: the choice a shape question needs; with the binary targets alone, 1,500
+  constant-lr steps left 2% of occupied patches wholly right).
+
+And, given a teacher (``teacher.py``: ``tiny``'s trained ResNet, which knows shapes), its
+feature maps per patch, regressed from the patch features by a linear map: with it, at 3,000
+steps held-out per-patch shapes were 63% right and colours 73%, without it 57% and 63%.
 
 Half of every batch is mirrored left-right (pixels and per-patch targets; every shape is
 left-right symmetric, so the scene targets stand). The lr warms up linearly, then decays by a

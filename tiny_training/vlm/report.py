@@ -77,7 +77,14 @@ def render_log(log: RunLog) -> str:
         " from the mean patch feature; per patch the colours and shapes of the objects centred"
         f" in it (binary cross-entropy, positives weighted {s.tower_pos_weight:g}) and the shape"
         " centred there as one choice among the shapes and none (cross-entropy, none weighted"
-        f" 1/{s.tower_pos_weight:g}). Then the tower is frozen.",
+        f" 1/{s.tower_pos_weight:g})"
+        + (
+            "; and `tiny`'s ResNet feature maps per patch (third and fourth stage, standardised;"
+            " mean squared error of a linear map, `tiny_training/vlm/teacher.py`)"
+            if s.tower_teacher
+            else ""
+        )
+        + ". Then the tower is frozen.",
         f"Held-out scenes ({_percent(a.colors)} colour sets exact, {_percent(a.pairs)} pair sets"
         f" exact, {_percent(a.counts)} shape counts right, {_percent(a.patches)} of occupied"
         f" patches all right, {_percent(a.patch_colors)} of their colours right,"

@@ -5,8 +5,8 @@
     python -m tiny_training.vlm.train --tower-steps 0 --steps 0 --out random-vlm  # random twin
 
 Two stages. Stage 1 (``tiny_training.vlm.pretrain``) trains the vision tower alone on the
-pool scenes' truth (colours, colour-shape pairs, counts, and per patch what is centred there);
-stage 2 freezes it and trains the projector and decoder: every step asks ``batch_size`` new
+pool scenes' truth (colours, colour-shape pairs, counts, and per patch what is centred there)
+and on ``tiny``'s ResNet feature maps (``tiny_training.vlm.teacher``); stage 2 freezes it and trains the projector and decoder: every step asks ``batch_size`` new
 questions (``tiny_training.vlm.pool``) of a seeded pool of rendered scenes, the loss the
 cross-entropy of the answer's tokens and ``</s>`` only (the tower's features of the pool are
 computed once). At the end the saved fp16 weights are reloaded and probed
