@@ -140,6 +140,28 @@ def small_tower() -> Any:
     return CLIPVisionModel(config)
 
 
+def first_loss(pool: ScenePool, **options: Any) -> float:
+    """The loss of one stage-1 step (batch 8) of a seed-0 ``small_tower`` on ``pool``."""
+    import numpy as np
+    import torch
+
+    from tiny_training.vlm.pretrain import pretrain_tower
+
+    pixels = torch.from_numpy(pool.pixels).permute(0, 3, 1, 2).float() / 255.0
+    torch.manual_seed(0)
+    losses, _ = pretrain_tower(
+        small_tower(),
+        lambda idx: pixels[np.asarray(idx)],
+        pool.scenes,
+        1,
+        grid=6,
+        batch_size=8,
+        echo=lambda _: None,
+        **options,
+    )
+    return losses[0]
+
+
 @pytest.fixture(scope="module")
 def pool() -> ScenePool:
     return ScenePool(7, 80, 96)
@@ -149,26 +171,7 @@ def test_stage_one_weights_the_positive_targets(pool: ScenePool) -> None:
     """The first step's loss from the same init: positives weighted 8 times weigh more, and
     the unweighted loss is the plain binary cross-entropy (about log 2 per head at init) plus
     the shape choice's cross-entropy (about log 9 at init)."""
-    import numpy as np
-    import torch
-
-    from tiny_training.vlm.pretrain import pretrain_tower
-
-    pixels = torch.from_numpy(pool.pixels).permute(0, 3, 1, 2).float() / 255.0
-    first = {}
-    for weight in (1.0, 8.0):
-        torch.manual_seed(0)
-        losses, _ = pretrain_tower(
-            small_tower(),
-            lambda idx: pixels[np.asarray(idx)],
-            pool.scenes,
-            1,
-            grid=6,
-            batch_size=8,
-            echo=lambda _: None,
-            pos_weight=weight,
-        )
-        first[weight] = losses[0]
+    first = {weight: first_loss(pool, pos_weight=weight) for weight in (1.0, 8.0)}
     assert 2 * 0.5 + 0.8 * math.log(9) < first[1.0] < 2 * 0.9 + 1.2 * math.log(9)
     assert first[8.0] > first[1.0] + 0.05
 
@@ -204,26 +207,10 @@ def test_stage_one_teacher_maps_are_tiny_resnet_patches(pool: ScenePool) -> None
 def test_stage_one_regresses_the_teacher(pool: ScenePool) -> None:
     """The first step's loss from the same init grows by about 3 squared when every teacher
     target is 3 rather than 0 (the linear map starts near 0)."""
-    import numpy as np
     import torch
 
-    from tiny_training.vlm.pretrain import pretrain_tower
-
-    pixels = torch.from_numpy(pool.pixels).permute(0, 3, 1, 2).float() / 255.0
-    first = {}
-    for value in (0.0, 3.0):
-        torch.manual_seed(0)
-        losses, _ = pretrain_tower(
-            small_tower(),
-            lambda idx: pixels[np.asarray(idx)],
-            pool.scenes,
-            1,
-            grid=6,
-            batch_size=8,
-            echo=lambda _: None,
-            teacher=torch.full((len(pool.scenes), 2, 36, 4), value, dtype=torch.float16),
-        )
-        first[value] = losses[0]
+    shape = (len(pool.scenes), 2, 36, 4)
+    first = {v: first_loss(pool, teacher=torch.full(shape, v, dtype=torch.float16)) for v in (0.0, 3.0)}  # fmt: skip
     assert 8 < first[3.0] - first[0.0] < 10
 
 

@@ -6,10 +6,11 @@
 
 Two stages. Stage 1 (``tiny_training.vlm.pretrain``) trains the vision tower alone on the
 pool scenes' truth (colours, colour-shape pairs, counts, and per patch what is centred there)
-and on ``tiny``'s ResNet feature maps (``tiny_training.vlm.teacher``); stage 2 freezes it and trains the projector and decoder: every step asks ``batch_size`` new
-questions (``tiny_training.vlm.pool``) of a seeded pool of rendered scenes, the loss the
-cross-entropy of the answer's tokens and ``</s>`` only (the tower's features of the pool are
-computed once). At the end the saved fp16 weights are reloaded and probed
+and on ``tiny``'s ResNet feature maps (``tiny_training.vlm.teacher``); stage 2 freezes it
+and trains the projector and decoder: every step asks ``batch_size`` new questions
+(``tiny_training.vlm.pool``) of a seeded pool of rendered scenes, the loss the cross-entropy
+of the answer's tokens and ``</s>`` only (the tower's features of the pool are computed
+once). At the end the saved fp16 weights are reloaded and probed
 (``tiny_training.vlm.probes``). Same seed and thread count, same weights.
 
 Not shipped yet. Measured on the shared 2-core machine (one thread, defaults, 1,909 s in all):
