@@ -154,7 +154,10 @@ def train(
     echo(f"{n_params:,} parameters, vocabulary {len(processor.tokenizer)}")
     tower = model.model.vision_tower
     layer = model.config.vision_feature_layer
-    pixels = lambda idx: collate.pixels(pool.pixels[np.asarray(idx)])  # noqa: E731
+
+    def pixels(idx: Sequence[int]) -> Any:
+        return collate.pixels(pool.pixels[np.asarray(idx)])
+
     teacher = None
     if s.tower_teacher and s.tower_steps:  # 1: regress tiny's ResNet maps too (teacher.py)
         teacher = teacher_targets(pixels, pool.size, Sizes().grid, trained_count(pool.size))
