@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,7 +46,8 @@ def test_training_smoke_run(tmp_path: Path) -> None:
 
 def test_stage_one_targets_are_the_scene_truth() -> None:
     """A red circle centred in the top-left patch and two blue stars in the bottom-right one
-    (a 2 x 2 grid): the global and per-patch 0/1 targets, index by index."""
+    (a 2 x 2 grid): the global and per-patch 0/1 targets, index by index, and the per-patch
+    shape choice."""
     from pytest_vlcheck.images.scenes import OBJECT_COLORS, SHAPES
     from tiny_training.vlm.pretrain import MAX_COUNT, scene_targets
 
@@ -56,7 +58,7 @@ def test_stage_one_targets_are_the_scene_truth() -> None:
         ("star", "blue", [0.9, 0.6]),
     ]
     scene = {"objects": [{"shape": s, "color": c, "size": 0.1, "position": p} for s, c, p in objects]}  # fmt: skip
-    whole, patches = scene_targets(scene, 2)
+    whole, patches, choice = scene_targets(scene, 2)
     red, blue = colors.index("red"), colors.index("blue")
     circle, star = shapes.index("circle"), shapes.index("star")
     pairs, counts = len(colors), len(colors) + len(colors) * len(shapes)
@@ -71,6 +73,93 @@ def test_stage_one_targets_are_the_scene_truth() -> None:
     assert set(patches[0].nonzero()[0]) == {red, len(colors) + circle}
     assert set(patches[3].nonzero()[0]) == {blue, len(colors) + star}
     assert not patches[1].any() and not patches[2].any()
+    assert choice.tolist() == [1 + circle, 0, 0, 1 + star]  # 0: nothing centred there
+
+
+def test_stage_one_accuracy_reads_shapes_apart() -> None:
+    """Three occupied patches of a 2 x 2 grid, colours all right: the first wholly right; the
+    second holds a star and a square, and its 0/1 head misses the star (not all right) while
+    its shape choice is the square (right); the third's 0/1 labels are all right but its shape
+    choice is a circle, not its heart (wrong: the choice is read, not the 0/1 head). Empty patches and scene-level targets do not count towards the patch
+    rates."""
+    import torch
+
+    from pytest_vlcheck.images.scenes import OBJECT_COLORS, SHAPES
+    from tiny_training.vlm.pretrain import GLOBAL_TARGETS, PATCH_TARGETS, SHAPE_CLASSES, accuracy
+
+    c = len(OBJECT_COLORS)
+    red, blue, green = (list(OBJECT_COLORS).index(n) for n in ("red", "blue", "green"))
+    circle, star, square, heart = (c + list(SHAPES).index(n) for n in ("circle", "star", "square", "heart"))  # fmt: skip
+    t_patch = torch.zeros(1, 4, PATCH_TARGETS)
+    for patch, labels in enumerate([(red, circle), (blue, red, star, square), (green, heart)]):
+        t_patch[0, patch, list(labels)] = 1
+    logits = 2 * t_patch - 1
+    logits[0, 1, star] = -1.0
+    choice = torch.zeros(1, 4, SHAPE_CLASSES)
+    for patch, shape in enumerate([circle, square, circle, heart]):  # the empty one not scored
+        choice[0, patch, 1 + shape - c] = 1.0
+    t_whole = torch.zeros(1, GLOBAL_TARGETS)
+    got = accuracy(-torch.ones(1, GLOBAL_TARGETS), logits, choice, t_whole, t_patch)
+    assert (got.colors, got.pairs, got.counts) == (1.0, 1.0, 1.0)
+    assert got.patch_colors == 1.0
+    assert got.patches == pytest.approx(2 / 3)
+    assert got.patch_shapes == pytest.approx(2 / 3)
+
+
+def test_stage_one_mirrors_the_patch_targets_with_the_pixels() -> None:
+    """A 2 x 3 grid's rows are reversed left to right, for 0/1 targets and choices alike."""
+    import torch
+
+    from tiny_training.vlm.pretrain import mirrored
+
+    ids = torch.arange(9).view(1, 9)
+    (flipped,) = mirrored(3, ids)
+    assert flipped.tolist() == [[2, 1, 0, 5, 4, 3, 8, 7, 6]]
+    labels = torch.arange(18.0).view(1, 9, 2)
+    (flipped,) = mirrored(3, labels)
+    assert flipped[0, 0].tolist() == [4.0, 5.0] and flipped[0, 4].tolist() == [8.0, 9.0]
+
+
+def test_stage_one_lr_warms_up_then_decays_to_a_tenth() -> None:
+    from tiny_training.vlm.pretrain import warmup_cosine
+
+    got = [warmup_cosine(step, 6, 2, 1.0) for step in range(7)]
+    assert got[:3] == pytest.approx([0.5, 1.0, 1.0])
+    assert got[4] == pytest.approx(0.55)  # half way: the mean of the peak and a tenth
+    assert got[6] == pytest.approx(0.1)
+
+
+def small_tower() -> Any:
+    """A one-layer 16-wide CLIP ViT at 96 px, 16-px patches (seeded by the caller)."""
+    from transformers import CLIPVisionConfig, CLIPVisionModel
+
+    config = CLIPVisionConfig(
+        hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+        image_size=96, patch_size=16,
+    )  # fmt: skip
+    return CLIPVisionModel(config)
+
+
+def first_loss(pool: ScenePool, **options: Any) -> float:
+    """The loss of one stage-1 step (batch 8) of a seed-0 ``small_tower`` on ``pool``."""
+    import numpy as np
+    import torch
+
+    from tiny_training.vlm.pretrain import pretrain_tower
+
+    pixels = torch.from_numpy(pool.pixels).permute(0, 3, 1, 2).float() / 255.0
+    torch.manual_seed(0)
+    losses, _ = pretrain_tower(
+        small_tower(),
+        lambda idx: pixels[np.asarray(idx)],
+        pool.scenes,
+        1,
+        grid=6,
+        batch_size=8,
+        echo=lambda _: None,
+        **options,
+    )
+    return losses[0]
 
 
 @pytest.fixture(scope="module")
@@ -80,34 +169,49 @@ def pool() -> ScenePool:
 
 def test_stage_one_weights_the_positive_targets(pool: ScenePool) -> None:
     """The first step's loss from the same init: positives weighted 8 times weigh more, and
-    the unweighted loss is the plain binary cross-entropy (about log 2 per head at init)."""
+    the unweighted loss is the plain binary cross-entropy (about log 2 per head at init) plus
+    the shape choice's cross-entropy (about log 9 at init)."""
+    first = {weight: first_loss(pool, pos_weight=weight) for weight in (1.0, 8.0)}
+    assert 2 * 0.5 + 0.8 * math.log(9) < first[1.0] < 2 * 0.9 + 1.2 * math.log(9)
+    assert first[8.0] > first[1.0] + 0.05
+
+
+def test_stage_one_teacher_maps_are_tiny_resnet_patches(pool: ScenePool) -> None:
+    """tiny's third- and fourth-stage maps per 16-px patch (the fourth's 3 x 3 cells each
+    cover 2 x 2 patches), of the image and of its mirror, standardised by the trained scenes
+    only."""
     import numpy as np
     import torch
-    from transformers import CLIPVisionConfig, CLIPVisionModel
 
-    from tiny_training.vlm.pretrain import pretrain_tower
+    from pytest_vlcheck.tiny import live_model
+    from tiny_training.vlm.teacher import TEACHER_WIDTH, feature_maps, teacher_targets
 
-    config = CLIPVisionConfig(
-        hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-        image_size=96, patch_size=16,
-    )  # fmt: skip
-    pixels = torch.from_numpy(pool.pixels).permute(0, 3, 1, 2).float() / 255.0
-    first = {}
-    for weight in (1.0, 8.0):
-        torch.manual_seed(0)
-        losses, _ = pretrain_tower(
-            CLIPVisionModel(config),
-            lambda idx: pixels[np.asarray(idx)],
-            pool.scenes,
-            1,
-            grid=6,
-            batch_size=8,
-            echo=lambda _: None,
-            pos_weight=weight,
-        )
-        first[weight] = losses[0]
-    assert 2 * 0.5 < first[1.0] < 2 * 0.9  # two heads, each near log 2 at init
-    assert first[8.0] > first[1.0] + 0.05
+    pixels = torch.from_numpy(pool.pixels[:6]).permute(0, 3, 1, 2).float() / 255.0
+    got = teacher_targets(lambda idx: pixels[np.asarray(idx)], 6, 6, 4, batch=4)
+    assert got.shape == (6, 2, 36, TEACHER_WIDTH) and got.dtype == torch.float16
+    seen = got[:4].float().flatten(0, 2)
+    assert seen.mean(dim=0).abs().max() < 1e-2
+    spread = seen.std(dim=0)
+    assert abs(float(spread.median()) - 1) < 1e-2 and float(spread.max()) < 1.01  # some never fire
+    visual = live_model()[0].visual.eval()
+    with torch.no_grad():
+        raw = torch.stack([feature_maps(visual, p, 6) for p in (pixels, pixels.flip(-1))], dim=1)
+    assert raw.shape == (6, 2, 36, TEACHER_WIDTH)
+    fourth = raw[0, 0, :, 256:].view(6, 6, 512)
+    assert torch.equal(fourth[0, 0], fourth[1, 1]) and not torch.equal(fourth[0, 0], fourth[2, 2])
+    trained = raw[:4].flatten(0, 2)
+    expected = (raw - trained.mean(dim=0)) / (trained.std(dim=0) + 1e-5)
+    assert torch.allclose(got.float(), expected, rtol=1e-2, atol=2e-2)  # fp16 storage
+
+
+def test_stage_one_regresses_the_teacher(pool: ScenePool) -> None:
+    """The first step's loss from the same init grows by about 3 squared when every teacher
+    target is 3 rather than 0 (the linear map starts near 0)."""
+    import torch
+
+    shape = (len(pool.scenes), 2, 36, 4)
+    first = {v: first_loss(pool, teacher=torch.full(shape, v, dtype=torch.float16)) for v in (0.0, 3.0)}  # fmt: skip
+    assert 8 < first[3.0] - first[0.0] < 10
 
 
 def test_every_question_is_answered_from_the_scene_truth(pool: ScenePool) -> None:

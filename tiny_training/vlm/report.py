@@ -73,14 +73,25 @@ def render_log(log: RunLog) -> str:
         "",
         "## Stage 1: the vision tower alone (`tiny_training/vlm/pretrain.py`)",
         "",
-        f"{s.tower_steps} Adam steps (batch {s.tower_batch_size}, lr {s.tower_lr}) of the"
-        " tower and two linear heads on the pool scenes' truth: per scene the colours, the"
-        " colour-shape pairs and each shape's count (at least 1..4), from the mean patch"
-        " feature; per patch the colours and shapes of the objects centred in it (binary"
-        f" cross-entropy, positives weighted {s.tower_pos_weight:g}). Then the tower is frozen.",
+        f"{s.tower_steps} Adam steps (batch {s.tower_batch_size}, lr {s.tower_lr} after a"
+        f" {s.tower_warmup}-step warm-up, cosine decay to a tenth; a random half of every batch"
+        " mirrored left-right) of the tower and linear heads on the pool scenes' truth: per"
+        " scene the colours, the colour-shape pairs and each shape's count (at least 1..4),"
+        " from the mean patch feature; per patch the colours and shapes of the objects centred"
+        f" in it (binary cross-entropy, positives weighted {s.tower_pos_weight:g}) and the shape"
+        " centred there as one choice among the shapes and none (cross-entropy, none weighted"
+        f" 1/{s.tower_pos_weight:g})"
+        + (
+            "; and `tiny`'s ResNet feature maps per patch (third and fourth stage, standardised;"
+            " mean squared error of a linear map, `tiny_training/vlm/teacher.py`)"
+            if s.tower_teacher
+            else ""
+        )
+        + ". Then the tower is frozen.",
         f"Held-out scenes ({_percent(a.colors)} colour sets exact, {_percent(a.pairs)} pair sets"
         f" exact, {_percent(a.counts)} shape counts right, {_percent(a.patches)} of occupied"
-        f" patches all right, {_percent(a.patch_colors)} of their colours right).",
+        f" patches all right, {_percent(a.patch_colors)} of their colours right,"
+        f" {_percent(a.patch_shapes)} of their shapes right).",
         "",
         "| steps | mean loss |",
         "|---|---|",
