@@ -5,9 +5,9 @@ publish the baseline after a failed gate.
 A runnable example is a fenced ``python`` block right after a ``<!-- runnable -->`` line. It
 runs as ``python example.py`` would (in a fresh process forked from a server that has imported
 torch and open_clip once: helpers/forked_scripts.py), in an empty folder where ``checklists/``
-is the repository's (so paths read as they do from a clone), offline. A ``print(...)  # TEXT`` line of one says
-what it prints: the example fails when it prints anything else (``TEXT ...``: what the
-printed line starts with).
+and ``checklists_generative/`` are the repository's (so paths read as they do from a clone),
+offline. A ``print(...)  # TEXT`` line of one says what it prints: the example fails when it
+prints anything else (``TEXT ...``: what the printed line starts with).
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ def test_a_print_comment_is_checked() -> None:
 
 @pytest.mark.parametrize(("where", "code"), RUNNABLE, ids=[where for where, _ in RUNNABLE])
 def test_a_runnable_example_runs_as_written(where: str, code: str, tmp_path: Path) -> None:
-    (tmp_path / "checklists").symlink_to(ROOT / "checklists")
+    for suite in ("checklists", "checklists_generative"):
+        (tmp_path / suite).symlink_to(ROOT / suite)
     (tmp_path / "example.py").write_text(_checked(code), encoding="utf-8")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))

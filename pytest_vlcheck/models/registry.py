@@ -1,9 +1,10 @@
 """Model specs (``--vl-model``): parse them, name them, and load the scorer behind them.
 
-A spec is ``[NAME=]SPEC`` where SPEC is an alias (``clip``, ``tiny``), ``SCHEME:BODY`` for a
-built-in scheme (open_clip, hf, vqa, scores, py), or ``ENTRY[:BODY]`` for a model a third-party
-package registers in the ``pytest_vlcheck.models`` entry-point group (a callable taking
-``(body, options)`` and returning a scorer, or a backend: an object with such a ``load``).
+A spec is ``[NAME=]SPEC`` where SPEC is an alias (``clip``, ``tiny``, ``tiny-vlm``),
+``SCHEME:BODY`` for a built-in scheme (open_clip, hf, vqa, scores, py), or ``ENTRY[:BODY]`` for
+a model a third-party package registers in the ``pytest_vlcheck.models`` entry-point group (a
+callable taking ``(body, options)`` and returning a scorer, or a backend: an object with such a
+``load``).
 ``MODELS`` holds both (``pytest_vlcheck.registry``); backends are imported only when loaded.
 """
 
@@ -81,10 +82,11 @@ MODELS: Registry[Backend] = Registry("model scheme", BACKENDS, ENTRY_POINT_GROUP
 
 
 def aliases() -> dict[str, str]:
-    """Short names for well-known models (``tiny`` is the model shipped in this package)."""
-    from pytest_vlcheck.tiny import TINY_SPEC
+    """Short names for well-known models (``tiny`` and ``tiny-vlm`` are the models shipped in
+    this package)."""
+    from pytest_vlcheck.tiny import TINY_SPEC, TINY_VLM_SPEC
 
-    return {"clip": CLIP_SPEC, "tiny": TINY_SPEC}
+    return {"clip": CLIP_SPEC, "tiny": TINY_SPEC, "tiny-vlm": TINY_VLM_SPEC}
 
 
 def parse_specs(texts: list[str]) -> list[ModelSpec]:

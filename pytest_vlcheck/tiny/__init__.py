@@ -1,9 +1,11 @@
-"""The embedded ``tiny`` model: a small CLIP trained in this repo on synthetic scenes.
+"""The embedded ``tiny`` model: a small CLIP trained in this repo on synthetic scenes; and
+``tiny-vlm``, its generative sibling (a small LLaVA, folder ``vlm/``).
 
 It is a demo and a test fixture, not a contender: it knows shapes and colours of the bundled
 scene vocabulary and little else. ``TINY_SPEC`` is an ordinary ``open_clip:CONFIG@WEIGHTS``
 spec, so ``--vl-model=tiny`` loads through exactly the path a user's own checkpoint takes.
-How the weights were made: ``python -m tiny_training.train`` (see ``TRAINING.md``).
+How the weights were made: ``python -m tiny_training.train`` (see ``TRAINING.md``);
+``tiny-vlm``'s: ``python -m tiny_training.vlm.train`` (see ``vlm/TRAINING.md``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,14 @@ TINY_SPEC = f"open_clip:{TINY_CONFIG}@{TINY_WEIGHTS}"
 CONTEXT_LENGTH = 32
 """The text context tiny was trained with (its config's ``text_cfg.context_length``)."""
 
+TINY_VLM_DIR: Path = _HERE / "vlm"
+"""``tiny-vlm``'s ``save_pretrained`` folder: a transformers LLaVA (fp16 storage) and its
+processor (word-level tokenizer, CLIP image processor, LLaVA-1.5 chat template)."""
+
+TINY_VLM_SPEC = f"vqa:{TINY_VLM_DIR}"
+"""The model spec the ``tiny-vlm`` alias stands for: VQAScore for the CLIP kinds, the
+generative kinds natively."""
+
 
 def live_model(*, trained: bool = True) -> tuple[Any, Any, Any]:
     """``tiny`` as the objects a training loop holds: an open_clip ``CLIP`` (in train mode,
@@ -44,4 +54,38 @@ def live_model(*, trained: bool = True) -> tuple[Any, Any, Any]:
     return model, preprocess, open_clip.tokenizer.SimpleTokenizer(context_length=CONTEXT_LENGTH)
 
 
-__all__ = ["TINY_CONFIG", "TINY_SPEC", "TINY_WEIGHTS", "live_model"]
+def live_vlm(*, trained: bool = True) -> tuple[Any, Any]:
+    """``tiny-vlm`` as a training loop holds it: a transformers ``LlavaForConditionalGeneration``
+    in fp32 and train mode (the shipped weights, or unless ``trained`` the same architecture
+    from transformers' init under ``torch.manual_seed(0)``: its random twin) and its
+    ``AutoProcessor``: what ``pytest_vlcheck.evaluate(model, ..., preprocess=processor)``
+    takes. Imports torch and transformers; offline."""
+    import torch
+    import transformers
+
+    folder = str(TINY_VLM_DIR)
+    processor = transformers.AutoProcessor.from_pretrained(folder)
+    if trained:
+        model = transformers.AutoModelForImageTextToText.from_pretrained(
+            folder, dtype=torch.float32
+        )
+    else:
+        config = transformers.AutoConfig.from_pretrained(folder)
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            model = transformers.AutoModelForImageTextToText.from_config(
+                config, dtype=torch.float32
+            )
+    model.train()
+    return model, processor
+
+
+__all__ = [
+    "TINY_CONFIG",
+    "TINY_SPEC",
+    "TINY_VLM_DIR",
+    "TINY_VLM_SPEC",
+    "TINY_WEIGHTS",
+    "live_model",
+    "live_vlm",
+]

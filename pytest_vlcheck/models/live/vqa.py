@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 class LiveVqaScorer:
-    """A caller's generative model behind the pair-scorer protocol."""
+    """A caller's generative model behind the pair-scorer protocol and the generative methods."""
 
     match_is_exp = True
 
@@ -53,6 +53,24 @@ class LiveVqaScorer:
     def describe_answer(self) -> str:
         """How a pair's answer is scored (``VqaScorer.describe_answer``)."""
         return self.scorer.describe_answer()
+
+    def score_continuations(
+        self, images: list[Image], prompts: list[str], continuations: list[str]
+    ) -> np.ndarray:
+        """The generative kinds' methods (``models.generative``), under the same guard."""
+        return self.scorer.score_continuations(images, prompts, continuations)
+
+    def next_token_logprobs(
+        self, images: list[Image], prompts: list[str], candidates: list[str]
+    ) -> np.ndarray:
+        return self.scorer.next_token_logprobs(images, prompts, candidates)
+
+    def generate(self, images: list[Image], prompts: list[str], max_new_tokens: int) -> list[str]:
+        return self.scorer.generate(images, prompts, max_new_tokens)
+
+    def rendered_prompt(self, prompt: str) -> str:
+        """The prompt as the model reads it (what samples.jsonl records)."""
+        return self.scorer.rendered_prompt(prompt)
 
 
 def live_vqa_scorer(
