@@ -153,7 +153,7 @@ CASES: dict[str, Case] = {
         ("--vl-model=foo:bar",),
         USAGE,
         (
-            "ERROR: --vl-model: unknown model 'foo:bar'; expected one of clip, tiny, "
+            "ERROR: --vl-model: unknown model 'foo:bar'; expected one of clip, tiny, tiny-vlm, "
             "open_clip:..., hf:..., vqa:..., scores:..., py:..., or a model registered in the "
             "'pytest_vlcheck.models' entry-point group",
         ),
