@@ -57,7 +57,8 @@ def live_model(*, trained: bool = True) -> tuple[Any, Any, Any]:
 def live_vlm(*, trained: bool = True) -> tuple[Any, Any]:
     """``tiny-vlm`` as a training loop holds it: a transformers ``LlavaForConditionalGeneration``
     in fp32 and train mode (the shipped weights, or unless ``trained`` the same architecture
-    from transformers' init under ``torch.manual_seed(0)``: its random twin) and its
+    from transformers' init under ``torch.manual_seed(0)``: its random twin, the weights
+    ``python -m tiny_training.vlm.train --tower-steps 0 --steps 0`` stores in fp16) and its
     ``AutoProcessor``: what ``pytest_vlcheck.evaluate(model, ..., preprocess=processor)``
     takes. Imports torch and transformers; offline."""
     import torch
