@@ -139,15 +139,17 @@ def _damaged(folder: Path) -> Path:
 
 
 def test_a_baseline_gate_fires_after_the_weights_are_damaged(tmp_path: Path) -> None:
+    from pytest_vlcheck import evaluate
+
+    suite = REPO / GENERATIVE / "attribute.yaml"
     baseline = tmp_path / "baseline.json"
-    color = [GENERATIVE, "-k", "color and not choice", f"--vl-report={tmp_path / 'r'}"]
-    saved = _pytest(*color, "--vl-model=ckpt=tiny-vlm", f"--vl-save-baseline={baseline}")
-    assert saved.returncode == 0, saved.stdout + saved.stderr
-    damaged = f"--vl-model=ckpt=vqa:{_damaged(tmp_path / 'damaged')}"
-    gated = _pytest(*color, damaged, f"--vl-baseline={baseline}")
-    out = gated.stdout + gated.stderr
-    assert gated.returncode == 1, out
-    assert "REGRESSED attribute/color" in out, out
+    kept = evaluate("ckpt=tiny-vlm", suite, select=["color"], save_baseline=str(baseline))
+    assert kept.passed and not kept.regressions
+    damaged = f"ckpt=vqa:{_damaged(tmp_path / 'damaged')}"
+    gated = evaluate(damaged, suite, select=["color"], baseline=baseline)
+    (regressed,) = gated.regressions
+    assert (regressed.test, regressed.capability) == ("color", "attribute/color")
+    assert regressed.pass_rate is not None and regressed.pass_rate <= 0.25
 
 
 def test_vqascore_is_above_chance_on_a_clip_caption_test(tmp_path: Path) -> None:
