@@ -5,24 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
+
+from helpers.repo_pytest import REPO, repo_pytest
 
 from pytest_vlcheck.checklist.bundled import GENERATIVE, bundled_checklists
 from pytest_vlcheck.checklist.loader import load_checklist
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _pytest(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 def _readme_first_command() -> list[str]:
@@ -38,7 +26,7 @@ def _readme_first_command() -> list[str]:
 def test_readme_first_command_collects_the_clip_suite_alone(tmp_path: Path) -> None:
     args = [a if not a.startswith("--vl-report=") else f"--vl-report={tmp_path}" for a in
             _readme_first_command()]  # fmt: skip
-    done = _pytest(*args, "--collect-only", "-q")
+    done = repo_pytest(*args, "--collect-only", "-q")
     assert done.returncode == 0, done.stdout + done.stderr
     collected = [line for line in done.stdout.splitlines() if "::" in line]
     expected = [
@@ -54,7 +42,7 @@ def test_readme_first_command_collects_the_clip_suite_alone(tmp_path: Path) -> N
 
 def test_a_slice_of_the_suite_runs_on_a_tiny_llava(llava_dir: Path, tmp_path: Path) -> None:
     """A yes/no test and an open one: every example asked exactly as written."""
-    done = _pytest(
+    done = repo_pytest(
         GENERATIVE,
         "-k",
         "existence or number and not choice",

@@ -6,32 +6,20 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from helpers.repo_pytest import REPO, repo_pytest
 
 from pytest_vlcheck.checklist.bundled import GENERATIVE
 from pytest_vlcheck.tiny import TINY_VLM_DIR, TINY_VLM_SPEC
 
-REPO = Path(__file__).resolve().parents[2]
 MAX_WEIGHTS_BYTES = 5 * 1024 * 1024
 LOG = TINY_VLM_DIR / "TRAINING.md"
 PROBE_TOLERANCE = 0.02
 """How far a rerun of the probes may be from TRAINING.md's table (docs/models.md)."""
 COLORS = ("red", "blue", "green", "yellow", "purple", "orange", "pink", "black")
-
-
-def _pytest(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--vl-device=cpu", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 def test_alias_is_vqa_on_the_shipped_folder() -> None:
@@ -118,7 +106,9 @@ def _colour_checklist(path: Path, shift: int) -> Path:
 def test_a_colour_verdict_flips_when_the_images_are_swapped(tmp_path: Path) -> None:
     own = _colour_checklist(tmp_path / "own.yaml", 0)
     swapped = _colour_checklist(tmp_path / "swapped.yaml", 1)
-    done = _pytest(str(own), str(swapped), "--vl-model=tiny-vlm", f"--vl-report={tmp_path}")
+    done = repo_pytest(
+        "--vl-device=cpu", str(own), str(swapped), "--vl-model=tiny-vlm", f"--vl-report={tmp_path}"
+    )
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
     assert "1 passed, 1 failed" in out, out
@@ -207,6 +197,6 @@ def test_readme_shows_the_matrix_its_tiny_vlm_command_prints(tmp_path: Path) -> 
     args = command.split()
     assert args[:2] == ["pytest", GENERATIVE] and "--vl-model=tiny-vlm" in args, args
     args = [a if not a.startswith("--vl-report=") else f"--vl-report={tmp_path}" for a in args]
-    done = _pytest(*args[1:])
+    done = repo_pytest("--vl-device=cpu", *args[1:])
     assert done.returncode == 1, done.stdout + done.stderr
     assert _matrix(done.stdout) == _matrix(output)
