@@ -276,6 +276,24 @@ def test_colour_is_asked_of_scenes_of_two_colours_and_first_alone(pool: ScenePoo
         assert len({o["color"] for o in pool.scenes[i]["objects"]}) > 1
 
 
+def test_the_lookup_phase_asks_only_about_the_first_scenes(pool: ScenePool) -> None:
+    """``lookup_scenes``: the first phase's questions are about the pool's first scenes; the
+    later phases' about any; and the stream is otherwise the unrestricted one's, minus the
+    draws it skipped."""
+    from tiny_training.vlm.pool import training_stream
+
+    first = pool.size // 4
+    stream = training_stream(pool, 3, (60, 100), lookup_scenes=first)
+    lookup = [next(stream) for _ in range(60)]
+    assert {q.kind for _, q in lookup} == {"color"}
+    assert max(i for i, _ in lookup) < first
+    later = [i for i, _ in (next(stream) for _ in range(400))]
+    assert max(later) >= first
+    free = training_stream(pool, 3, (10**6,))
+    drawn = [next(free) for _ in range(400)]
+    assert lookup == [d for d in drawn if d[0] < first][:60]
+
+
 def test_a_falsified_caption_names_what_the_scene_lacks() -> None:
     scene = {"objects": [{"shape": "circle", "color": "red", "size": 0.2, "position": [0.3, 0.5]},
                          {"shape": "star", "color": "blue", "size": 0.2, "position": [0.7, 0.5]}]}  # fmt: skip

@@ -94,22 +94,34 @@ CURRICULUM = (("color",), ("color", "existence"))
 """The kinds asked in the first phases of training, before every kind (``training_stream``)."""
 
 
-def training_stream(pool: ScenePool, seed: int, phases: Sequence[int] = ()) -> Any:
+def training_stream(
+    pool: ScenePool, seed: int, phases: Sequence[int] = (), lookup_scenes: int = 0
+) -> Any:
     """An endless seeded stream of (scene index, question). The first ``phases[0]`` questions
     are of the kinds ``CURRICULUM[0]``, the next ``phases[1]`` of ``CURRICULUM[1]``, and so on;
-    then every kind. Kinds are drawn by ``KIND_ODDS`` throughout.
+    then every kind. Kinds are drawn by ``KIND_ODDS`` throughout. ``lookup_scenes`` (0: all):
+    the first phase asks only about the pool's first ``lookup_scenes`` scenes.
 
     Why a curriculum: every kind but colour needs the decoder to find the patches of the shape
     a question names and to judge what it finds, and from a random start it learns neither
     (existence stays at 50% for thousands of steps, alone or among all kinds). A colour question
     about a scene of two or more colours rewards finding the named shape's patch directly, since
     the colour there is the answer; with that lookup learnt, existence learns to judge what it
-    finds when it is asked beside colour alone; the other kinds build on both."""
+    finds when it is asked beside colour alone; the other kinds build on both.
+
+    Why few scenes first: the lookup is learnt suddenly, and only when the scenes repeat. With
+    exact features (each patch's true colour and shape), 1,000 colour steps took the loss to
+    0.18 and 0.26 (two seeds) over 2,000 scenes but only to 0.40 and 0.38 over 20,000; on the
+    20,000-scene tower's features, asking the first phase about 2,000 of them took held-out
+    colour from 53% to 90% at the same step count."""
     rng = random.Random(seed)
     schedule = [*zip(CURRICULUM, phases, strict=False), (tuple(KIND_ODDS), None)]
-    for kinds, questions in schedule:
+    for phase, (kinds, questions) in enumerate(schedule):
         odds = [KIND_ODDS[k] for k in kinds]
         drawn = 0
         while questions is None or drawn < questions:
-            yield pool.question(rng.choices(kinds, weights=odds)[0], rng)
+            index, question = pool.question(rng.choices(kinds, weights=odds)[0], rng)
+            if phase == 0 and lookup_scenes and index >= lookup_scenes:
+                continue
+            yield index, question
             drawn += 1

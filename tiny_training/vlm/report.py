@@ -59,7 +59,9 @@ def render_log(log: RunLog) -> str:
         f" once at {IMAGE_SIZE} px (seed {s.seed}); every step asks {s.batch_size} new questions"
         f" of pool scenes (`tiny_training/vlm/questions.py`, the phrasing of"
         f" `checklists_generative/`): the first {s.lookup_steps} steps colour questions only"
-        " (the lookup of a named shape's patch, which every other kind needs), the next"
+        + (f", about the pool's first {s.lookup_scenes} scenes" if s.lookup_scenes else "")
+        + " (the lookup of a named shape's patch, which every other kind needs, is learnt"
+        " suddenly and only over scenes that repeat), the next"
         f" {s.existence_steps} colour and existence, then every kind; kinds in these odds:"
         f" {odds}. Colour questions are asked of scenes of two or more colours.",
         f"Colour+shape pairs never drawn (as for `tiny`): {held}.",

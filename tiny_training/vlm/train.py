@@ -13,16 +13,16 @@ of the answer's tokens and ``</s>`` only (the tower's features of the pool are c
 once). At the end the saved fp16 weights are reloaded and probed
 (``tiny_training.vlm.probes``). Same seed and thread count, same weights.
 
-These defaults made the shipped ``pytest_vlcheck/tiny/vlm`` (2,628 s on the shared 2-core
-machine, one thread, beside a test run; peak RSS 4.6 GB). Its held-out 224-px probes (n=100
-each): colour 80% (chance 9%), count 50% (25%), existence 63% (50%), the other kinds at
-chance. Existence on the pool's own scenes is 75%: the stage-1 tower has learnt its 6,000
-scenes better than new ones (held-out patch shapes 65%, the training loss still falling at
-4,000 steps while they stay flat from 2,500), and scenes rendered at 96 px instead of 224 px
-read the same (60%). A 20,000-scene pool cures the tower (held-out patch shapes 79%) but then
-stage 2 never forms the lookup, on new scenes or its own (colour 54-58%, existence 48%; with
-40,000 scenes its loss stalled the same): the decoder learns it only from features as clean
-as a memorised scene's. On test beds that run each stage alone:
+These defaults made the shipped ``pytest_vlcheck/tiny/vlm`` (2,216 s on the shared 2-core
+machine, one thread; peak RSS 12.5 GB, most of it the teacher's maps of 20,000 scenes). Its
+held-out 224-px probes (n=100 each): colour 88% (chance 9%), count 67% (25%), existence 75%
+(50%), caption 63% (50%), the other kinds at chance. The previous defaults (6,000 scenes, the
+lookup phase over all of them) gave colour 80%, count 50%, existence 63%: that stage-1 tower
+learnt its 6,000 scenes better than new ones (held-out patch shapes 65%), and stage 2 learnt
+partly by memorising them. With 20,000 scenes the tower generalises (held-out patch shapes
+79%), but the lookup never formed until the first phase asked about the first 2,000 scenes
+only (``lookup_scenes``; ``pool.training_stream`` says why): the same run's stage 2 without
+it reached colour 54% and existence 48%. On test beds that run each stage alone:
 
 - Stage 1 (shape choice, teacher, mirroring, 4,000 steps: 1,246 s) reads held-out patch
   shapes 65% and colours 77%, occupied patches all right 44% (the last full run's stage 1:
@@ -75,8 +75,9 @@ class Settings:
     tower_pos_weight: float = 8.0
     tower_warmup: int = 100
     tower_teacher: int = 1
-    steps: int = 5300
-    lookup_steps: int = 800
+    steps: int = 5500
+    lookup_steps: int = 1000
+    lookup_scenes: int = 2000
     existence_steps: int = 3000
     batch_size: int = 32
     lr: float = 1e-3
@@ -84,7 +85,7 @@ class Settings:
     weight_decay: float = 0.0
     seed: int = 0
     threads: int = 1
-    pool_size: int = 6000
+    pool_size: int = 20000
     probe_size: int = 100
     log_every: int = 25
     out: str = "tiny-vlm"
@@ -272,7 +273,7 @@ def _fit(
         betas=(0.9, 0.98),
     )
     phases = (s.lookup_steps * s.batch_size, s.existence_steps * s.batch_size)
-    stream = training_stream(pool, s.seed + 2, phases)
+    stream = training_stream(pool, s.seed + 2, phases, s.lookup_scenes)
     losses: list[float] = []
     model.train()
     t0 = time.perf_counter()
