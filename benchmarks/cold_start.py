@@ -16,7 +16,10 @@ Processes, alternating, in one invocation (medians reported):
   ``cold`` run filled (CI's case: every run a new checkpoint). Its ratios: pytest's session
   time, and the seconds from the first model call (the run's "encoding N images" log line)
   to the end, each against the seconds inside the model (the run's stats line), with the
-  import of torch and open_clip by a fresh process beside them. With ``--arch random-224``
+  import of torch and open_clip by a fresh process beside them, and the session less that
+  import: the libraries' own import is a floor no tool can lower (4.5 s against 8.5 s inside
+  ``random-224`` on the 2-core machine: 0.53x), so the 1.5x goal is on the rest of the
+  session, the part the tool adds around the model. With ``--arch random-224``
   the two checkpoints are two random initialisations of that 224-px configuration.
 
 And in this process, once: ``forward``, the model's forward passes alone over the same inputs,
@@ -253,14 +256,14 @@ def report(runs: dict[str, list[SuiteRun]], timed: dict[str, float], imports: fl
     )
     rerun = median("rerun", "wall")
     print(f"cached re-run {rerun:.2f} s ({rerun / cold:.3f}x cold)")
-    inside = median("second", "model")
+    inside, session = median("second", "model"), median("second", "session")
     print(
         f"second checkpoint {median('second', 'wall'):.1f} s wall, pytest's session "
-        f"{median('second', 'session'):.1f} s = {median('second', 'session') / inside:.2f}x "
-        f"its {inside:.1f} s in the model; from the first model call to the end "
-        f"{median('second', 'after_first_call'):.1f} s = "
+        f"{session:.1f} s = {session / inside:.2f}x its {inside:.1f} s in the model; "
+        f"from the first model call to the end {median('second', 'after_first_call'):.1f} s = "
         f"{median('second', 'after_first_call') / inside:.2f}x; importing torch and open_clip "
-        f"{imports:.1f} s (a fresh process)"
+        f"{imports:.1f} s (a fresh process); the session less that import "
+        f"{session - imports:.1f} s = {(session - imports) / inside:.2f}x (goal: 1.5x)"
     )
 
 
