@@ -17,7 +17,7 @@ Processes, alternating, in one invocation (medians reported):
   time, and the seconds from the first model call (the run's "encoding N images" log line)
   to the end, each against the seconds inside the model (the run's stats line), with the
   import of torch and open_clip by a fresh process beside them, and the session less that
-  import: the libraries' own import is a floor no tool can lower (4.5 s against 8.5 s inside
+  import: the libraries' own import is a floor no tool can lower (4.3 s against 8.1 s inside
   ``random-224`` on the 2-core machine: 0.53x), so the 1.5x goal is on the rest of the
   session, the part the tool adds around the model. With ``--arch random-224``
   the two checkpoints are two random initialisations of that 224-px configuration.

@@ -35,23 +35,23 @@ def teacher_targets(
 ) -> Any:
     """[n, 2, grid * grid, TEACHER_WIDTH] fp16 targets for scenes ``0..n-1`` (``pixels(idx)``
     their normalised pixel values): ``[:, 0]`` of the image, ``[:, 1]`` of its left-right
-    mirror; each channel standardised by the first ``n_train`` scenes' mean and deviation."""
+    mirror; each channel standardised by the first ``n_train`` scenes' mean and deviation.
+
+    The fp32 maps are written into one tensor as they are computed: the same values and
+    layout as concatenating the batches' maps (so the same statistics, to the bit), without
+    holding both copies (20,000 scenes: 4.4 GB each)."""
     import torch
 
     from pytest_vlcheck.tiny import live_model
 
     visual = live_model()[0].visual.eval()
+    maps = torch.empty(n, 2, grid * grid, TEACHER_WIDTH)
     with torch.no_grad():
-        parts = []
         for start in range(0, n, batch):
-            px = pixels(range(start, min(n, start + batch)))
-            parts.append(
-                torch.stack(
-                    [feature_maps(visual, px, grid), feature_maps(visual, px.flip(-1), grid)],
-                    dim=1,
-                )
-            )
-        maps = torch.cat(parts)
+            end = min(n, start + batch)
+            px = pixels(range(start, end))
+            maps[start:end, 0] = feature_maps(visual, px, grid)
+            maps[start:end, 1] = feature_maps(visual, px.flip(-1), grid)
     seen = maps[:n_train].flatten(0, 2)
     mean, std = seen.mean(dim=0), seen.std(dim=0) + 1e-5
     return maps.sub_(mean).div_(std).half()
