@@ -15,9 +15,9 @@ once). At the end the saved fp16 weights are reloaded and probed
 
 These defaults made the shipped ``pytest_vlcheck/tiny/vlm`` (2,216 s on the shared 2-core
 machine, one thread; peak RSS 12.5 GB, most of it the teacher's maps of 20,000 scenes, 8.4 GB
-since ``teacher_targets`` no longer holds them twice). Its
-held-out 224-px probes (n=100 each): colour 88% (chance 9%), count 67% (25%), existence 75%
-(50%), caption 63% (50%), the other kinds at chance. The previous defaults (6,000 scenes, the
+since ``teacher_targets`` no longer holds them twice). Its held-out 224-px probes (n=100
+each): colour 88% (chance 9%), count 67% (25%), existence 75% (50%), caption 63% (50%), the
+other kinds at chance. The previous defaults (6,000 scenes, the
 lookup phase over all of them) gave colour 80%, count 50%, existence 63%: that stage-1 tower
 learnt its 6,000 scenes better than new ones (held-out patch shapes 65%), and stage 2 learnt
 partly by memorising them. With 20,000 scenes the tower generalises (held-out patch shapes
